@@ -1,0 +1,242 @@
+// Package ir is the contract between the fleetgate controller and its proxies: one versioned,
+// serializable snapshot of everything a proxy serves for one gateway. Translation produces it, the
+// config server ships it, the proxy compiles it. It holds no Kubernetes types so that the proxy
+// does not depend on the API machinery.
+package ir
+
+import "time"
+
+// Config is the complete dataplane configuration of one gateway (a fleet gateway or a cluster gateway).
+type Config struct {
+	// Gateway names the gateway this config belongs to, as "cluster/namespace/name" or, for a fleet
+	// gateway, "namespace/name".
+	Gateway string `json:"gateway"`
+	// Version increases with every change; proxies acknowledge it.
+	Version uint64 `json:"version"`
+	// Listeners are sorted by port; at most one per port and transport (TCP or UDP).
+	Listeners []Listener `json:"listeners,omitempty"`
+}
+
+// Protocol is what a listener speaks on its port.
+type Protocol string
+
+const (
+	ProtocolHTTP  Protocol = "HTTP"
+	ProtocolHTTPS Protocol = "HTTPS"
+	// ProtocolTLS routes TLS connections by SNI, passing them through or terminating them.
+	ProtocolTLS Protocol = "TLS"
+	ProtocolTCP Protocol = "TCP"
+	ProtocolUDP Protocol = "UDP"
+)
+
+// Listener is one bound port. Gateway listeners that share a port are merged into one Listener: their
+// hostnames become virtual hosts (HTTP, HTTPS) or SNI routes (TLS).
+type Listener struct {
+	// Name is unique within the config, e.g. "http-80".
+	Name     string   `json:"name"`
+	Port     uint32   `json:"port"`
+	Protocol Protocol `json:"protocol"`
+	// Certificates are served on HTTPS listeners and terminating TLS listeners, chosen by SNI
+	// (most specific hostname first; the first certificate is the default when nothing matches).
+	Certificates []Certificate `json:"certificates,omitempty"`
+	// VirtualHosts hold the HTTP routes of HTTP and HTTPS listeners.
+	VirtualHosts []VirtualHost `json:"virtualHosts,omitempty"`
+	// SNIRoutes hold the routes of TLS listeners.
+	SNIRoutes []SNIRoute `json:"sniRoutes,omitempty"`
+	// L4 is the single route of a TCP or UDP listener.
+	L4 *L4Route `json:"l4,omitempty"`
+}
+
+// Certificate is a PEM certificate chain and key served for the given hostnames.
+type Certificate struct {
+	Name string `json:"name"`
+	// Hostnames are exact names or "*.suffix" wildcards; empty means any SNI.
+	Hostnames []string `json:"hostnames,omitempty"`
+	CertPEM   []byte   `json:"certPEM"`
+	KeyPEM    []byte   `json:"keyPEM"`
+}
+
+// VirtualHost groups the routes for one hostname: an exact name, a "*.suffix" wildcard, or "*".
+type VirtualHost struct {
+	Hostname string `json:"hostname"`
+	// Routes are in Gateway API precedence order; the first that matches wins.
+	Routes []Route `json:"routes,omitempty"`
+}
+
+// Route is one match of one HTTPRoute or GRPCRoute rule, compiled.
+type Route struct {
+	// Name identifies the source for logs and metrics: "kind/namespace/name/rule/match".
+	Name    string  `json:"name"`
+	Match   Match   `json:"match"`
+	Filters Filters `json:"filters,omitzero"`
+	// Backends are chosen by weight. A backend with Invalid set answers 500 for its share of requests;
+	// a route with no backends answers 500 (unless a redirect filter answers first).
+	Backends []Backend `json:"backends,omitempty"`
+	Timeouts Timeouts  `json:"timeouts,omitzero"`
+	Retry    *Retry    `json:"retry,omitempty"`
+}
+
+// MatchType says how a string is compared.
+type MatchType string
+
+const (
+	MatchExact  MatchType = "Exact"
+	MatchPrefix MatchType = "Prefix" // path prefix by segment: "/foo" matches "/foo" and "/foo/bar", not "/foobar"
+	MatchRegex  MatchType = "Regex"  // RE2, anchored at both ends
+)
+
+// Match is the conjunction of every condition set in it.
+type Match struct {
+	Path        *StringMatch `json:"path,omitempty"`
+	Method      string       `json:"method,omitempty"`
+	Headers     []KeyMatch   `json:"headers,omitempty"`
+	QueryParams []KeyMatch   `json:"queryParams,omitempty"`
+}
+
+// StringMatch compares one value.
+type StringMatch struct {
+	Type  MatchType `json:"type"`
+	Value string    `json:"value"`
+}
+
+// KeyMatch compares the value of a named header (case-insensitive name) or query parameter
+// (case-sensitive name). Types are Exact or Regex.
+type KeyMatch struct {
+	Name  string    `json:"name"`
+	Type  MatchType `json:"type"`
+	Value string    `json:"value"`
+}
+
+// Filters are applied in this order: CORS, redirect (ends the request), request headers, rewrite,
+// mirrors, then response headers on the way back.
+type Filters struct {
+	RequestHeaders  *HeaderModifier `json:"requestHeaders,omitempty"`
+	ResponseHeaders *HeaderModifier `json:"responseHeaders,omitempty"`
+	Redirect        *Redirect       `json:"redirect,omitempty"`
+	Rewrite         *Rewrite        `json:"rewrite,omitempty"`
+	Mirrors         []Mirror        `json:"mirrors,omitempty"`
+	CORS            *CORS           `json:"cors,omitempty"`
+}
+
+// Header is one header name and value.
+type Header struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// HeaderModifier edits headers: Set replaces, Add appends, Remove deletes (names case-insensitive).
+type HeaderModifier struct {
+	Set    []Header `json:"set,omitempty"`
+	Add    []Header `json:"add,omitempty"`
+	Remove []string `json:"remove,omitempty"`
+}
+
+// PathModifierType says how a redirect or rewrite changes the path.
+type PathModifierType string
+
+const (
+	ReplaceFullPath    PathModifierType = "ReplaceFullPath"
+	ReplacePrefixMatch PathModifierType = "ReplacePrefixMatch"
+)
+
+// PathModifier replaces the full path, or the part matched by the route's Prefix path match.
+type PathModifier struct {
+	Type  PathModifierType `json:"type"`
+	Value string           `json:"value"`
+}
+
+// Redirect answers with a redirect instead of forwarding. Unset fields keep the request's value.
+type Redirect struct {
+	Scheme     string        `json:"scheme,omitempty"`
+	Hostname   string        `json:"hostname,omitempty"`
+	Port       uint32        `json:"port,omitempty"`
+	Path       *PathModifier `json:"path,omitempty"`
+	StatusCode int           `json:"statusCode"`
+}
+
+// Rewrite changes the request before it is forwarded.
+type Rewrite struct {
+	Hostname string        `json:"hostname,omitempty"`
+	Path     *PathModifier `json:"path,omitempty"`
+}
+
+// Mirror sends a copy of the request to a backend, ignoring the answer, for a fraction of requests.
+type Mirror struct {
+	Backend Backend `json:"backend"`
+	// Numerator/Denominator of requests mirrored; Denominator 0 means all.
+	Numerator   int32 `json:"numerator,omitempty"`
+	Denominator int32 `json:"denominator,omitempty"`
+}
+
+// CORS answers preflight requests and decorates responses per the Fetch standard.
+type CORS struct {
+	AllowOrigins     []string `json:"allowOrigins,omitempty"` // exact origins, "*", or with one "*" wildcard
+	AllowCredentials bool     `json:"allowCredentials,omitempty"`
+	AllowMethods     []string `json:"allowMethods,omitempty"`
+	AllowHeaders     []string `json:"allowHeaders,omitempty"`
+	ExposeHeaders    []string `json:"exposeHeaders,omitempty"`
+	MaxAge           int32    `json:"maxAge,omitempty"`
+}
+
+// Timeouts bound a request: Request covers the whole exchange with the client, BackendRequest one
+// attempt at a backend. Zero means no limit.
+type Timeouts struct {
+	Request        time.Duration `json:"request,omitempty"`
+	BackendRequest time.Duration `json:"backendRequest,omitempty"`
+}
+
+// Retry repeats a failed attempt at a backend.
+type Retry struct {
+	Attempts int           `json:"attempts"`
+	Codes    []int         `json:"codes,omitempty"`
+	Backoff  time.Duration `json:"backoff,omitempty"`
+}
+
+// AppProtocol is how the proxy speaks to a backend.
+type AppProtocol string
+
+const (
+	AppHTTP1 AppProtocol = ""    // HTTP/1.1
+	AppH2C   AppProtocol = "h2c" // HTTP/2 in cleartext (also gRPC)
+	AppWS    AppProtocol = "ws"  // HTTP/1.1, WebSocket expected
+	AppTLS   AppProtocol = "tls" // HTTP/1.1 or HTTP/2 over TLS
+)
+
+// Backend is one weighted backendRef resolved to endpoints.
+type Backend struct {
+	// Name identifies the backend for logs and metrics: "cluster/namespace/service:port".
+	Name   string `json:"name"`
+	Weight uint32 `json:"weight"`
+	// Invalid marks a backendRef that could not be resolved; its share of requests gets a 500.
+	Invalid     bool        `json:"invalid,omitempty"`
+	AppProtocol AppProtocol `json:"appProtocol,omitempty"`
+	Endpoints   []Endpoint  `json:"endpoints,omitempty"`
+	// Filters set on the backendRef itself (header modifiers only).
+	Filters Filters `json:"filters,omitzero"`
+}
+
+// Endpoint is one ready address of a backend.
+type Endpoint struct {
+	Address string `json:"address"`
+	Port    uint32 `json:"port"`
+	// Cluster is the member cluster the endpoint lives in.
+	Cluster string `json:"cluster,omitempty"`
+	// Weight spreads traffic across clusters; 0 means 1.
+	Weight uint32 `json:"weight,omitempty"`
+}
+
+// SNIRoute routes TLS connections whose SNI matches one of Hostnames.
+type SNIRoute struct {
+	Name string `json:"name"`
+	// Hostnames are exact names or "*.suffix" wildcards; empty matches any SNI.
+	Hostnames []string  `json:"hostnames,omitempty"`
+	Backends  []Backend `json:"backends,omitempty"`
+	// Terminate, when set, ends TLS at the proxy with the listener's certificates and forwards plain TCP.
+	Terminate bool `json:"terminate,omitempty"`
+}
+
+// L4Route forwards TCP connections or UDP datagrams to weighted backends.
+type L4Route struct {
+	Name     string    `json:"name"`
+	Backends []Backend `json:"backends,omitempty"`
+}

@@ -1,0 +1,164 @@
+package ir
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+)
+
+// Validate reports every structural error in the config, so that a proxy can refuse (NACK) a config
+// it could not serve correctly instead of serving part of it.
+func (c *Config) Validate() error {
+	var errs []error
+	names := map[string]bool{}
+	type portKey struct {
+		port uint32
+		udp  bool
+	}
+	ports := map[portKey]string{}
+	for i := range c.Listeners {
+		l := &c.Listeners[i]
+		at := fmt.Sprintf("listener %q", l.Name)
+		if l.Name == "" {
+			errs = append(errs, fmt.Errorf("listener %d: empty name", i))
+		}
+		if names[l.Name] {
+			errs = append(errs, fmt.Errorf("%s: duplicate name", at))
+		}
+		names[l.Name] = true
+		if l.Port == 0 || l.Port > 65535 {
+			errs = append(errs, fmt.Errorf("%s: port %d out of range", at, l.Port))
+		}
+		key := portKey{l.Port, l.Protocol == ProtocolUDP}
+		if other, ok := ports[key]; ok {
+			errs = append(errs, fmt.Errorf("%s: port %d already used by listener %q", at, l.Port, other))
+		}
+		ports[key] = l.Name
+		errs = append(errs, l.validate(at)...)
+	}
+	return errors.Join(errs...)
+}
+
+func (l *Listener) validate(at string) []error {
+	var errs []error
+	switch l.Protocol {
+	case ProtocolHTTP, ProtocolHTTPS:
+		if len(l.SNIRoutes) > 0 || l.L4 != nil {
+			errs = append(errs, fmt.Errorf("%s: %s listener holds L4 routes", at, l.Protocol))
+		}
+		if l.Protocol == ProtocolHTTPS && len(l.Certificates) == 0 {
+			errs = append(errs, fmt.Errorf("%s: HTTPS listener without certificates", at))
+		}
+		for _, vh := range l.VirtualHosts {
+			for _, r := range vh.Routes {
+				errs = append(errs, r.validate(fmt.Sprintf("%s host %q route %q", at, vh.Hostname, r.Name))...)
+			}
+		}
+	case ProtocolTLS:
+		if len(l.VirtualHosts) > 0 || l.L4 != nil {
+			errs = append(errs, fmt.Errorf("%s: TLS listener holds HTTP or plain L4 routes", at))
+		}
+		for _, r := range l.SNIRoutes {
+			if r.Terminate && len(l.Certificates) == 0 {
+				errs = append(errs, fmt.Errorf("%s route %q: terminating TLS without certificates", at, r.Name))
+			}
+			errs = append(errs, validateBackends(fmt.Sprintf("%s route %q", at, r.Name), r.Backends)...)
+		}
+	case ProtocolTCP, ProtocolUDP:
+		if len(l.VirtualHosts) > 0 || len(l.SNIRoutes) > 0 {
+			errs = append(errs, fmt.Errorf("%s: %s listener holds HTTP or SNI routes", at, l.Protocol))
+		}
+		if l.L4 != nil {
+			errs = append(errs, validateBackends(fmt.Sprintf("%s route %q", at, l.L4.Name), l.L4.Backends)...)
+		}
+	default:
+		errs = append(errs, fmt.Errorf("%s: unknown protocol %q", at, l.Protocol))
+	}
+	for _, cert := range l.Certificates {
+		if len(cert.CertPEM) == 0 || len(cert.KeyPEM) == 0 {
+			errs = append(errs, fmt.Errorf("%s certificate %q: empty certificate or key", at, cert.Name))
+		}
+	}
+	return errs
+}
+
+func (r *Route) validate(at string) []error {
+	var errs []error
+	prefixMatch := false
+	if p := r.Match.Path; p != nil {
+		errs = append(errs, validateString(at+" path", p.Type, p.Value, MatchExact, MatchPrefix, MatchRegex)...)
+		prefixMatch = p.Type == MatchPrefix
+	}
+	for _, h := range r.Match.Headers {
+		errs = append(errs, validateString(fmt.Sprintf("%s header %q", at, h.Name), h.Type, h.Value, MatchExact, MatchRegex)...)
+	}
+	for _, q := range r.Match.QueryParams {
+		errs = append(errs, validateString(fmt.Sprintf("%s query %q", at, q.Name), q.Type, q.Value, MatchExact, MatchRegex)...)
+	}
+	if rd := r.Filters.Redirect; rd != nil {
+		switch rd.StatusCode {
+		case 301, 302, 303, 307, 308:
+		default:
+			errs = append(errs, fmt.Errorf("%s: redirect status %d", at, rd.StatusCode))
+		}
+		errs = append(errs, validatePathModifier(at+" redirect", rd.Path, prefixMatch)...)
+	}
+	if rw := r.Filters.Rewrite; rw != nil {
+		errs = append(errs, validatePathModifier(at+" rewrite", rw.Path, prefixMatch)...)
+	}
+	for _, m := range r.Filters.Mirrors {
+		if m.Numerator < 0 || m.Denominator < 0 || (m.Denominator > 0 && m.Numerator > m.Denominator) {
+			errs = append(errs, fmt.Errorf("%s mirror %q: bad fraction %d/%d", at, m.Backend.Name, m.Numerator, m.Denominator))
+		}
+	}
+	if r.Retry != nil && r.Retry.Attempts < 0 {
+		errs = append(errs, fmt.Errorf("%s: negative retry attempts", at))
+	}
+	return append(errs, validateBackends(at, r.Backends)...)
+}
+
+func validateString(at string, t MatchType, value string, allowed ...MatchType) []error {
+	for _, a := range allowed {
+		if t != a {
+			continue
+		}
+		if t == MatchRegex {
+			if _, err := regexp.Compile(value); err != nil {
+				return []error{fmt.Errorf("%s: %w", at, err)}
+			}
+		}
+		return nil
+	}
+	return []error{fmt.Errorf("%s: match type %q not allowed", at, t)}
+}
+
+func validatePathModifier(at string, p *PathModifier, prefixMatch bool) []error {
+	if p == nil {
+		return nil
+	}
+	switch p.Type {
+	case ReplaceFullPath:
+		return nil
+	case ReplacePrefixMatch:
+		if !prefixMatch {
+			return []error{fmt.Errorf("%s: ReplacePrefixMatch needs a Prefix path match", at)}
+		}
+		return nil
+	}
+	return []error{fmt.Errorf("%s: path modifier %q unknown", at, p.Type)}
+}
+
+func validateBackends(at string, backends []Backend) []error {
+	var errs []error
+	for _, b := range backends {
+		if b.Invalid {
+			continue
+		}
+		for _, e := range b.Endpoints {
+			if e.Address == "" || e.Port == 0 || e.Port > 65535 {
+				errs = append(errs, fmt.Errorf("%s backend %q: bad endpoint %q:%d", at, b.Name, e.Address, e.Port))
+			}
+		}
+	}
+	return errs
+}

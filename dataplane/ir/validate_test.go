@@ -1,0 +1,66 @@
+package ir
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	good := func() Config {
+		return Config{Gateway: "default/gw", Version: 1, Listeners: []Listener{{
+			Name: "http-80", Port: 80, Protocol: ProtocolHTTP,
+			VirtualHosts: []VirtualHost{{Hostname: "*", Routes: []Route{{
+				Name:     "httproute/default/r/0/0",
+				Match:    Match{Path: &StringMatch{Type: MatchPrefix, Value: "/"}},
+				Filters:  Filters{Rewrite: &Rewrite{Path: &PathModifier{Type: ReplacePrefixMatch, Value: "/x"}}},
+				Backends: []Backend{{Name: "c/default/svc:80", Weight: 1, Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 8080}}}},
+			}}}},
+		}}}
+	}
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		want   string // substring of the error; empty means valid
+	}{
+		{name: "valid", mutate: func(*Config) {}},
+		{name: "duplicate port", mutate: func(c *Config) {
+			l := c.Listeners[0]
+			l.Name = "other"
+			c.Listeners = append(c.Listeners, l)
+		}, want: "already used"},
+		{name: "tcp and udp share a port", mutate: func(c *Config) {
+			c.Listeners = append(c.Listeners, Listener{Name: "udp", Port: 80, Protocol: ProtocolUDP})
+		}},
+		{name: "bad regex", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Match.Path = &StringMatch{Type: MatchRegex, Value: "("}
+		}, want: "missing closing"},
+		{name: "prefix rewrite without prefix match", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Match.Path.Type = MatchExact
+		}, want: "ReplacePrefixMatch needs"},
+		{name: "https without certificates", mutate: func(c *Config) {
+			c.Listeners[0].Protocol = ProtocolHTTPS
+		}, want: "without certificates"},
+		{name: "bad endpoint", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Backends[0].Endpoints[0].Port = 0
+		}, want: "bad endpoint"},
+		{name: "bad redirect status", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.Redirect = &Redirect{StatusCode: 200}
+		}, want: "redirect status 200"},
+		{name: "unknown protocol", mutate: func(c *Config) {
+			c.Listeners[0].Protocol = "SCTP"
+		}, want: "unknown protocol"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := good()
+			tt.mutate(&c)
+			err := c.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("Validate() = %v, want error containing %q", err, tt.want)
+			}
+		})
+	}
+}
