@@ -1,0 +1,137 @@
+// Command fleetgate-proxy serves an ir.Config JSON file with the fleetgate proxy. It reloads the
+// file on SIGHUP, or when its modification time changes if -watch is set. Used for benchmarks, demos
+// and local runs; in a cluster the proxy is fed over the config API instead.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/dataplane/proxy"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "fleetgate-proxy:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		configPath  = flag.String("config", "", "path of the ir.Config JSON file to serve")
+		address     = flag.String("address", "", "IP address to bind listeners to (default: all)")
+		portOffset  = flag.Int("port-offset", 0, "added to every IR port, to run unprivileged")
+		metricsAddr = flag.String("metrics-address", "", "host:port serving /metrics (off when empty)")
+		accessLog   = flag.Bool("access-log", false, "log one JSON line per request to stdout")
+		verbosity   = flag.Int("v", 0, "log verbosity")
+		watch       = flag.Duration("watch", 0, "poll the config file at this interval and reload on change (0: only on SIGHUP)")
+		drain       = flag.Duration("drain-timeout", 30*time.Second, "how long connections may finish on shutdown")
+	)
+	flag.Parse()
+	if *configPath == "" {
+		return errors.New("-config is required")
+	}
+	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{Verbosity: *verbosity})
+	opts := proxy.Options{Address: *address, Log: log, DrainTimeout: *drain}
+	if *accessLog {
+		opts.AccessLog = funcr.NewJSON(func(obj string) { fmt.Println(obj) }, funcr.Options{})
+	}
+	if *portOffset != 0 {
+		off := uint32(*portOffset)
+		opts.PortMap = func(p uint32) uint32 { return p + off }
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	opts.Registry = reg
+	srv, err := proxy.New(opts)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *metricsAddr != "" {
+		ms := &http.Server{Addr: *metricsAddr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := ms.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error(err, "metrics server")
+			}
+		}()
+		defer ms.Close()
+	}
+	mtime, err := load(srv, *configPath)
+	if err != nil {
+		return err
+	}
+	log.Info("serving", "config", *configPath, "version", srv.Version())
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	var tick <-chan time.Time
+	if *watch > 0 {
+		t := time.NewTicker(*watch)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down")
+			sctx, cancel := context.WithTimeout(context.Background(), *drain)
+			defer cancel()
+			return srv.Shutdown(sctx)
+		case <-hup:
+			mtime = reload(log, srv, *configPath, mtime, true)
+		case <-tick:
+			mtime = reload(log, srv, *configPath, mtime, false)
+		}
+	}
+}
+
+func reload(log logr.Logger, srv *proxy.Server, path string, last time.Time, force bool) time.Time {
+	if !force {
+		if fi, err := os.Stat(path); err != nil || fi.ModTime().Equal(last) {
+			return last
+		}
+	}
+	mtime, err := load(srv, path)
+	if err != nil {
+		log.Error(err, "config rejected; still serving the previous one", "version", srv.Version())
+		return last
+	}
+	log.Info("config reloaded", "version", srv.Version())
+	return mtime
+}
+
+func load(srv *proxy.Server, path string) (time.Time, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var cfg ir.Config
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return time.Time{}, fmt.Errorf("decoding %s: %w", path, err)
+	}
+	if err := srv.Apply(&cfg); err != nil {
+		return time.Time{}, fmt.Errorf("applying %s: %w", path, err)
+	}
+	return fi.ModTime(), nil
+}

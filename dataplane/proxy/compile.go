@@ -1,0 +1,186 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"fmt"
+	"strings"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+// table is one compiled, immutable ir.Config. Requests read it through an atomic pointer, so a swap
+// never blocks them and never shows them half a config.
+type table struct {
+	version   uint64
+	listeners map[portKey]*listenerTable
+}
+
+type portKey struct {
+	port uint32
+	udp  bool
+}
+
+type listenerTable struct {
+	name  string
+	port  uint32
+	proto ir.Protocol
+	hosts *hostMap[*vhost]
+	tls   *tls.Config
+	sni   *hostMap[*sniRoute]
+	l4    *l4Route
+	// notFound counts requests no route matched.
+	notFound *backendStats
+}
+
+type sniRoute struct {
+	name      string
+	terminate bool
+	backends  backendSet
+	stats     *routeStats
+}
+
+type l4Route struct {
+	name     string
+	backends backendSet
+	stats    *routeStats
+}
+
+type mirror struct {
+	backend *backend
+	num     int32
+	den     int32
+}
+
+// compile validates cfg and builds its table. It touches no socket; binding happens in Apply.
+func (s *Server) compile(cfg *ir.Config, certs certCache) (*table, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid config: %w", err)
+	}
+	t := &table{version: cfg.Version, listeners: make(map[portKey]*listenerTable, len(cfg.Listeners))}
+	for i := range cfg.Listeners {
+		l := &cfg.Listeners[i]
+		lt, err := s.compileListener(l, certs)
+		if err != nil {
+			return nil, fmt.Errorf("listener %q: %w", l.Name, err)
+		}
+		t.listeners[portKey{l.Port, l.Protocol == ir.ProtocolUDP}] = lt
+	}
+	return t, nil
+}
+
+func (s *Server) compileListener(l *ir.Listener, certs certCache) (*listenerTable, error) {
+	lt := &listenerTable{name: l.Name, port: l.Port, proto: l.Protocol}
+	lt.notFound = s.metrics.route(l.Name, "").local
+	var err error
+	switch l.Protocol {
+	case ir.ProtocolHTTP, ir.ProtocolHTTPS:
+		if l.Protocol == ir.ProtocolHTTPS {
+			if lt.tls, err = s.compileCerts(l.Certificates, certs, []string{"h2", "http/1.1"}); err != nil {
+				return nil, err
+			}
+		}
+		lt.hosts = newHostMap[*vhost]()
+		for i := range l.VirtualHosts {
+			vh, err := s.compileVHost(l.Name, &l.VirtualHosts[i])
+			if err != nil {
+				return nil, err
+			}
+			lt.hosts.add(vh.name, vh)
+		}
+	case ir.ProtocolTLS:
+		if lt.tls, err = s.compileCerts(l.Certificates, certs, nil); err != nil {
+			return nil, err
+		}
+		lt.sni = newHostMap[*sniRoute]()
+		for _, r := range l.SNIRoutes {
+			sr := &sniRoute{name: r.Name, terminate: r.Terminate, stats: s.metrics.route(l.Name, r.Name)}
+			sr.backends = s.compileBackends(r.Backends, sr.stats)
+			if len(r.Hostnames) == 0 {
+				lt.sni.add("*", sr)
+			}
+			for _, h := range r.Hostnames {
+				lt.sni.add(h, sr)
+			}
+		}
+	case ir.ProtocolTCP, ir.ProtocolUDP:
+		if l.L4 != nil {
+			lt.l4 = &l4Route{name: l.L4.Name, stats: s.metrics.route(l.Name, l.L4.Name)}
+			lt.l4.backends = s.compileBackends(l.L4.Backends, lt.l4.stats)
+		}
+	}
+	return lt, nil
+}
+
+func (s *Server) compileVHost(listener string, in *ir.VirtualHost) (*vhost, error) {
+	vh := &vhost{name: in.Hostname, routes: make([]*route, 0, len(in.Routes)), index: newPathIndex()}
+	for i := range in.Routes {
+		r, err := s.compileRoute(listener, &in.Routes[i])
+		if err != nil {
+			return nil, fmt.Errorf("host %q route %q: %w", in.Hostname, in.Routes[i].Name, err)
+		}
+		vh.index.add(int32(len(vh.routes)), r)
+		vh.routes = append(vh.routes, r)
+	}
+	return vh, nil
+}
+
+func (s *Server) compileRoute(listener string, in *ir.Route) (*route, error) {
+	r, err := compileMatch(in)
+	if err != nil {
+		return nil, err
+	}
+	if s.metrics != nil {
+		r.stats = s.metrics.route(listener, in.Name)
+	}
+	f := &in.Filters
+	r.cors = compileCORS(f.CORS)
+	if rd := f.Redirect; rd != nil {
+		r.redirect = &redirect{scheme: strings.ToLower(rd.Scheme), host: rd.Hostname, port: rd.Port,
+			path: compilePathMod(rd.Path), code: rd.StatusCode}
+	}
+	r.reqHdr = compileHeaderMod(f.RequestHeaders)
+	r.respHdr = compileHeaderMod(f.ResponseHeaders)
+	if rw := f.Rewrite; rw != nil {
+		r.rewrite = &rewrite{host: rw.Hostname, path: compilePathMod(rw.Path)}
+	}
+	for i := range f.Mirrors {
+		m := &f.Mirrors[i]
+		r.mirrors = append(r.mirrors, &mirror{backend: s.compileBackend(&m.Backend), num: m.Numerator, den: m.Denominator})
+	}
+	r.backends = s.compileBackends(in.Backends, r.stats)
+	r.timeout, r.beTimeout = in.Timeouts.Request, in.Timeouts.BackendRequest
+	r.retry = compileRetry(in.Retry)
+	r.buffer = r.retry != nil || len(r.mirrors) > 0
+	return r, nil
+}
+
+// compileMatch builds the match part of a route; it is separate so tests and fuzzers can build
+// routes without a Server.
+func compileMatch(in *ir.Route) (*route, error) {
+	r := &route{name: in.Name, method: in.Match.Method}
+	if p := in.Match.Path; p != nil {
+		switch p.Type {
+		case ir.MatchExact:
+			r.pathType, r.path = pathExact, p.Value
+		case ir.MatchPrefix:
+			// Gateway API ignores a trailing slash on a prefix; "/" matches everything.
+			r.pathType, r.path = pathPrefix, strings.TrimRight(p.Value, "/")
+		case ir.MatchRegex:
+			re, err := compileAnchored(p.Value)
+			if err != nil {
+				return nil, fmt.Errorf("path regex: %w", err)
+			}
+			r.pathType, r.re = pathRegex, re
+		default:
+			return nil, fmt.Errorf("path match type %q", p.Type)
+		}
+	}
+	var err error
+	if r.headers, err = compileKeyMatches(in.Match.Headers, true); err != nil {
+		return nil, fmt.Errorf("header match: %w", err)
+	}
+	if r.query, err = compileKeyMatches(in.Match.QueryParams, false); err != nil {
+		return nil, fmt.Errorf("query match: %w", err)
+	}
+	return r, nil
+}

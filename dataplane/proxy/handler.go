@@ -1,0 +1,399 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+)
+
+const mirrorTimeout = 30 * time.Second
+
+// serveHTTP routes one request of an HTTP or HTTPS listener.
+func (s *Server) serveHTTP(lt *listenerTable, w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var rt *route
+	if vh, ok := lt.hosts.lookup(normalizeHost(r.Host)); ok {
+		rt = vh.match(r)
+	}
+	if rt == nil {
+		lt.notFound.count(http.StatusNotFound)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, "no route matched\n")
+		if s.accessOn {
+			s.logAccess(lt, nil, nil, r, http.StatusNotFound, start)
+		}
+		return
+	}
+	ex := s.exPool.Get().(*exchange)
+	ex.lt, ex.rt = lt, rt
+	ex.sw.ResponseWriter, ex.sw.code = w, 0
+	ex.serve(r)
+	code := ex.sw.code
+	if code == 0 {
+		code = http.StatusOK
+		if r.Header.Get("Upgrade") != "" {
+			code = http.StatusSwitchingProtocols
+		}
+	}
+	bs := rt.stats.local
+	if ex.be != nil {
+		bs = ex.be.stats
+	}
+	bs.count(code)
+	rt.stats.duration.Observe(time.Since(start).Seconds())
+	if s.accessOn {
+		s.logAccess(lt, rt, ex.be, r, code, start)
+	}
+	*ex = exchange{s: s, rp: ex.rp}
+	s.exPool.Put(ex)
+}
+
+// exchange is the per-request state of a proxied request. Exchanges are pooled together with their
+// ReverseProxy, whose callbacks are bound to the exchange once, so a request allocates neither.
+type exchange struct {
+	s      *Server
+	rp     httputil.ReverseProxy
+	lt     *listenerTable
+	rt     *route
+	be     *backend
+	origin string
+	sw     statusWriter
+}
+
+func (s *Server) newExchange() *exchange {
+	ex := &exchange{s: s}
+	ex.rp = httputil.ReverseProxy{
+		Rewrite:        ex.rewrite,
+		Transport:      ex,
+		ModifyResponse: ex.modifyResponse,
+		ErrorHandler:   ex.errorHandler,
+		BufferPool:     &s.bufPool,
+		ErrorLog:       log.New(logWriter{s.opts.Log}, "", 0),
+	}
+	return ex
+}
+
+func (ex *exchange) serve(r *http.Request) {
+	rt, w := ex.rt, &ex.sw
+	if rt.timeout > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), rt.timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
+	if c := rt.cors; c != nil {
+		if c.preflight(w, r) {
+			return
+		}
+		ex.origin = r.Header.Get("Origin")
+	}
+	if rd := rt.redirect; rd != nil {
+		w.Header().Set("Location", rd.location(rt, r, ex.lt.port))
+		w.WriteHeader(rd.code)
+		return
+	}
+	rt.reqHdr.applyRequest(r)
+	if rt.rewrite != nil {
+		rt.rewrite.apply(rt, r)
+	}
+	var body []byte
+	if rt.buffer {
+		var err error
+		if body, err = ex.s.bufferBody(r); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+	}
+	for _, m := range rt.mirrors {
+		ex.s.mirror(r, m, body)
+	}
+	be := rt.backends.pick()
+	ex.be = be
+	if be == nil || be.invalid {
+		// Gateway API: requests for a rule without valid backends get a 500.
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	ex.rp.ServeHTTP(w, r)
+}
+
+func (ex *exchange) rewrite(pr *httputil.ProxyRequest) {
+	out := pr.Out
+	out.URL.Scheme = ex.be.scheme
+	// Keep the client's chain: ReverseProxy dropped it from Out, SetXForwarded appends the peer.
+	if xff := pr.In.Header["X-Forwarded-For"]; len(xff) > 0 {
+		out.Header["X-Forwarded-For"] = xff[:len(xff):len(xff)]
+	}
+	pr.SetXForwarded()
+	out.Host = pr.In.Host
+	ex.be.reqHdr.applyRequest(out)
+}
+
+func (ex *exchange) modifyResponse(res *http.Response) error {
+	ex.rt.respHdr.apply(res.Header)
+	ex.be.respHdr.apply(res.Header)
+	if ex.rt.cors != nil {
+		ex.rt.cors.decorate(res.Header, ex.origin)
+	}
+	return nil
+}
+
+func (ex *exchange) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	code := http.StatusBadGateway
+	var ne net.Error
+	switch {
+	case errors.Is(err, errNoEndpoint):
+		code = http.StatusServiceUnavailable
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout(),
+		errors.Is(r.Context().Err(), context.DeadlineExceeded):
+		code = http.StatusGatewayTimeout
+	}
+	w.WriteHeader(code)
+}
+
+// RoundTrip sends one request to the chosen backend, picking an endpoint per attempt and retrying
+// per the route's policy when the body can be replayed.
+func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
+	rt, be := ex.rt, ex.be
+	tries := 1
+	if rt.retry != nil && (req.Body == nil || req.Body == http.NoBody || req.GetBody != nil) && req.Header.Get("Upgrade") == "" {
+		tries += rt.retry.attempts
+	}
+	parent := req.Context()
+	for n := 0; ; n++ {
+		ep, ok := be.endpoint()
+		if !ok {
+			return nil, errNoEndpoint
+		}
+		out := req
+		if n > 0 {
+			out = retryRequest(req)
+			if out == nil {
+				return nil, errors.New("request body cannot be replayed")
+			}
+		}
+		out.URL.Host = ep
+		var att *attempt
+		if rt.beTimeout > 0 {
+			att = newAttempt(parent, rt.beTimeout)
+			out = out.WithContext(att.ctx)
+		}
+		res, err := be.rt.RoundTrip(out)
+		last := n+1 >= tries || parent.Err() != nil
+		if !last && (err != nil || rt.retry.codes[res.StatusCode]) {
+			if res != nil {
+				_, _ = io.CopyN(io.Discard, res.Body, 4<<10)
+				res.Body.Close()
+			}
+			att.end()
+			if !sleepCtx(parent, rt.retry.wait(n+1)) {
+				return nil, parent.Err()
+			}
+			continue
+		}
+		switch {
+		case att == nil:
+		case err != nil:
+			att.end()
+		case res.StatusCode == http.StatusSwitchingProtocols:
+			// An upgraded stream lives as long as the client wants; the timeout covered the handshake.
+			att.timer.Stop()
+		default:
+			res.Body = &attemptBody{ReadCloser: res.Body, att: att}
+		}
+		return res, err
+	}
+}
+
+func retryRequest(req *http.Request) *http.Request {
+	out := *req
+	u := *req.URL
+	out.URL = &u
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
+			return nil
+		}
+		b, err := req.GetBody()
+		if err != nil {
+			return nil
+		}
+		out.Body = b
+	}
+	return &out
+}
+
+// attempt bounds one try at a backend: the timer covers sending the request and reading the whole
+// response, so it is stopped when the response body is closed.
+type attempt struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	timer  *time.Timer
+}
+
+func newAttempt(parent context.Context, d time.Duration) *attempt {
+	ctx, cancel := context.WithCancelCause(parent)
+	a := &attempt{ctx: ctx}
+	a.cancel = func() { cancel(context.DeadlineExceeded) }
+	a.timer = time.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	a.ctx = contextWithDeadlineErr{ctx}
+	return a
+}
+
+func (a *attempt) end() {
+	if a != nil {
+		a.timer.Stop()
+		a.cancel()
+	}
+}
+
+// contextWithDeadlineErr reports the cancellation cause as the error so that a backend timeout
+// surfaces as context.DeadlineExceeded (and a 504) rather than context.Canceled.
+type contextWithDeadlineErr struct{ context.Context }
+
+func (c contextWithDeadlineErr) Err() error {
+	if c.Context.Err() == nil {
+		return nil
+	}
+	return context.Cause(c.Context)
+}
+
+type attemptBody struct {
+	io.ReadCloser
+	att *attempt
+}
+
+func (b *attemptBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.att.end()
+	return err
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// bufferBody keeps a small request body in memory so it can be replayed for retries and mirrors.
+// Larger or unknown-length bodies stream through; they are neither retried nor mirrored.
+func (s *Server) bufferBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength <= 0 || r.ContentLength > s.opts.MaxBufferedBody {
+		return nil, nil
+	}
+	b := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, b); err != nil {
+		return nil, err
+	}
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return b, nil
+}
+
+// mirror sends a copy of r to the mirror's backend in the background, for its fraction of requests,
+// bounded by MaxMirrors in flight; the answer is discarded.
+func (s *Server) mirror(r *http.Request, m *mirror, body []byte) {
+	if m.den > 0 && rand.Int32N(m.den) >= m.num {
+		return
+	}
+	be := m.backend
+	ep, ok := be.endpoint()
+	if be.invalid || !ok {
+		return
+	}
+	select {
+	case s.mirrors <- struct{}{}:
+	default:
+		s.metrics.mirrorDrops.Inc()
+		return
+	}
+	h := r.Header.Clone()
+	be.reqHdr.apply(h)
+	u := &url.URL{Scheme: be.scheme, Host: ep, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	method, host := r.Method, r.Host
+	go func() {
+		defer func() { <-s.mirrors }()
+		ctx, cancel := context.WithTimeout(context.Background(), mirrorTimeout)
+		defer cancel()
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+		if err != nil {
+			return
+		}
+		req.Header, req.Host = h, host
+		res, err := be.rt.RoundTrip(req)
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20))
+		res.Body.Close()
+	}()
+}
+
+// statusWriter remembers the status for metrics and logs; Unwrap keeps Flush and Hijack reachable
+// through http.ResponseController.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 && code >= 200 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *Server) logAccess(lt *listenerTable, rt *route, be *backend, r *http.Request, code int, start time.Time) {
+	var route, backend string
+	if rt != nil {
+		route = rt.name
+	}
+	if be != nil {
+		backend = be.name
+	}
+	s.opts.AccessLog.Info("http", "listener", lt.name, "route", route, "backend", backend,
+		"method", r.Method, "host", r.Host, "path", r.URL.Path, "proto", r.Proto, "code", code,
+		"duration", time.Since(start), "remote", r.RemoteAddr)
+}
+
+// bufferPool recycles the ReverseProxy's copy buffers.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }

@@ -1,0 +1,87 @@
+package proxy
+
+import "strings"
+
+// hostMap finds the entry for a hostname the way Gateway API matches hostnames: an exact name first,
+// then the most specific "*.suffix" wildcard (a wildcard covers one or more labels), then "*".
+// Lookups are map probes only, one per label, so they cost the same for 1 or 100k names.
+type hostMap[T any] struct {
+	exact map[string]T
+	// wild is keyed by the suffix including its leading dot: "*.example.com" → ".example.com".
+	wild   map[string]T
+	any    T
+	hasAny bool
+}
+
+func newHostMap[T any]() *hostMap[T] {
+	return &hostMap[T]{exact: map[string]T{}, wild: map[string]T{}}
+}
+
+// add registers v for name unless the name is already taken; the first entry wins, as the IR lists
+// the more important one first. It reports whether v was added.
+func (m *hostMap[T]) add(name string, v T) bool {
+	name = strings.TrimSuffix(strings.ToLower(name), ".")
+	switch {
+	case name == "" || name == "*":
+		if m.hasAny {
+			return false
+		}
+		m.any, m.hasAny = v, true
+	case strings.HasPrefix(name, "*."):
+		key := name[1:]
+		if _, ok := m.wild[key]; ok {
+			return false
+		}
+		m.wild[key] = v
+	default:
+		if _, ok := m.exact[name]; ok {
+			return false
+		}
+		m.exact[name] = v
+	}
+	return true
+}
+
+// lookup expects a host already normalised by normalizeHost.
+func (m *hostMap[T]) lookup(host string) (T, bool) {
+	if v, ok := m.exact[host]; ok {
+		return v, true
+	}
+	if len(m.wild) > 0 {
+		// Scanning dots from the left tries the longest suffix first, i.e. the most specific wildcard.
+		// i > 0: the wildcard label must cover at least one character.
+		for i := 1; i < len(host); i++ {
+			if host[i] != '.' {
+				continue
+			}
+			if v, ok := m.wild[host[i:]]; ok {
+				return v, true
+			}
+		}
+	}
+	return m.any, m.hasAny
+}
+
+// normalizeHost strips a port and a trailing dot and lower-cases, allocating only when the host
+// actually contains upper-case letters.
+func normalizeHost(h string) string {
+	if i := strings.LastIndexByte(h, ':'); i >= 0 {
+		// "[::1]:80" → "[::1]"; a bare IPv6 literal without brackets keeps its colons.
+		if j := strings.LastIndexByte(h, ']'); j >= 0 {
+			if j < i {
+				h = h[:i]
+			}
+		} else if strings.IndexByte(h, ':') == i {
+			h = h[:i]
+		}
+	}
+	if n := len(h); n > 0 && h[n-1] == '.' {
+		h = h[:n-1]
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; 'A' <= c && c <= 'Z' {
+			return strings.ToLower(h)
+		}
+	}
+	return h
+}

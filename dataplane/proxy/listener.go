@@ -1,0 +1,234 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+// tcpPort is one bound TCP port. Its protocol comes from the current listener table at accept time,
+// so a port can change from HTTP to TLS to TCP across configs without being rebound.
+type tcpPort struct {
+	s    *Server
+	ln   net.Listener
+	cur  atomic.Pointer[listenerTable]
+	http *http.Server
+	// hl hands accepted (and, for HTTPS, TLS-wrapped) connections to the http.Server.
+	hl   *chanListener
+	raw  connSet
+	loop sync.WaitGroup
+}
+
+func (s *Server) listenTCP(addr string) (*tcpPort, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("binding %s: %w", addr, err)
+	}
+	p := &tcpPort{s: s, ln: ln, hl: newChanListener(ln.Addr())}
+	protos := new(http.Protocols)
+	protos.SetHTTP1(true)
+	protos.SetHTTP2(true)
+	protos.SetUnencryptedHTTP2(true)
+	p.http = &http.Server{
+		Handler:           p,
+		Protocols:         protos,
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams: 250,
+			MaxReadFrameSize:     1 << 20,
+		},
+		ErrorLog: log.New(logWriter{s.opts.Log}, "", 0),
+	}
+	return p, nil
+}
+
+func (p *tcpPort) start() {
+	p.loop.Add(2)
+	go func() {
+		defer p.loop.Done()
+		// Serve returns when hl is closed by Shutdown.
+		_ = p.http.Serve(p.hl)
+	}()
+	go func() {
+		defer p.loop.Done()
+		p.acceptLoop()
+	}()
+}
+
+func (p *tcpPort) acceptLoop() {
+	var backoff time.Duration
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: wait a little instead of spinning.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		lt := p.cur.Load()
+		switch lt.proto {
+		case ir.ProtocolHTTP:
+			p.hl.push(c)
+		case ir.ProtocolHTTPS:
+			p.hl.push(tls.Server(c, lt.tls))
+		case ir.ProtocolTLS, ir.ProtocolTCP:
+			if !p.raw.add(c) {
+				c.Close()
+				continue
+			}
+			go func() {
+				defer p.raw.done(c)
+				if lt.proto == ir.ProtocolTLS {
+					p.s.serveTLSConn(c, lt)
+				} else {
+					p.s.serveTCPConn(c, lt, lt.l4)
+				}
+			}()
+		default:
+			c.Close()
+		}
+	}
+}
+
+func (p *tcpPort) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	lt := p.cur.Load()
+	if lt.hosts == nil {
+		// The port changed protocol while this connection stayed open.
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusMisdirectedRequest)
+		return
+	}
+	p.s.serveHTTP(lt, w, r)
+}
+
+// drain stops accepting, lets HTTP requests and raw connections finish, and cuts them when ctx ends.
+func (p *tcpPort) drain(ctx context.Context) error {
+	p.ln.Close()
+	herr := p.http.Shutdown(ctx)
+	if herr != nil {
+		p.http.Close()
+	}
+	rerr := p.raw.drain(ctx)
+	p.loop.Wait()
+	// Connections accepted but never picked up by the closed http.Server.
+	for {
+		select {
+		case c := <-p.hl.ch:
+			c.Close()
+		default:
+			return errors.Join(herr, rerr)
+		}
+	}
+}
+
+// logWriter routes the http.Server's own complaints (TLS handshake errors from scanners and the
+// like) to the operational log at debug level.
+type logWriter struct{ log logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.V(1).Info(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// connSet tracks raw (L4) connections so they can be drained and, past the deadline, closed.
+type connSet struct {
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (cs *connSet) add(c net.Conn) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.closed {
+		return false
+	}
+	if cs.conns == nil {
+		cs.conns = map[net.Conn]struct{}{}
+	}
+	cs.conns[c] = struct{}{}
+	cs.wg.Add(1)
+	return true
+}
+
+func (cs *connSet) done(c net.Conn) {
+	cs.mu.Lock()
+	delete(cs.conns, c)
+	cs.mu.Unlock()
+	cs.wg.Done()
+}
+
+func (cs *connSet) drain(ctx context.Context) error {
+	cs.mu.Lock()
+	cs.closed = true
+	cs.mu.Unlock()
+	done := make(chan struct{})
+	go func() { cs.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	cs.mu.Lock()
+	for c := range cs.conns {
+		c.Close()
+	}
+	cs.mu.Unlock()
+	<-done
+	return ctx.Err()
+}
+
+// chanListener is the net.Listener an http.Server serves; the port's accept loop feeds it.
+type chanListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, ch: make(chan net.Conn, 64), done: make(chan struct{})}
+}
+
+func (l *chanListener) push(c net.Conn) {
+	select {
+	case l.ch <- c:
+	case <-l.done:
+		c.Close()
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.addr }

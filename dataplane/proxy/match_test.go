@@ -1,0 +1,154 @@
+package proxy
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+// matchOnly compiles routes for matching alone, without a Server.
+func matchOnly(t testing.TB, routes []ir.Route) *vhost {
+	vh := &vhost{index: newPathIndex()}
+	for i := range routes {
+		r, err := compileMatch(&routes[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		vh.index.add(int32(len(vh.routes)), r)
+		vh.routes = append(vh.routes, r)
+	}
+	return vh
+}
+
+func TestMatchPrecedence(t *testing.T) {
+	// In IR order, as translate sorts them: exact before prefix, longer prefix first, then regex,
+	// then method, header and query conditions, then the catch-all.
+	routes := []ir.Route{
+		{Name: "exact-foo", Match: ir.Match{Path: exact("/foo")}},
+		{Name: "prefix-foo-bar-hdr", Match: ir.Match{Path: prefix("/foo/bar"), Headers: []ir.KeyMatch{{Name: "x-env", Type: ir.MatchExact, Value: "canary"}}}},
+		{Name: "prefix-foo-bar", Match: ir.Match{Path: prefix("/foo/bar/")}},
+		{Name: "prefix-foo-post", Match: ir.Match{Path: prefix("/foo"), Method: "POST"}},
+		{Name: "prefix-foo-query", Match: ir.Match{Path: prefix("/foo"), QueryParams: []ir.KeyMatch{{Name: "v", Type: ir.MatchRegex, Value: "[0-9]+"}}}},
+		{Name: "prefix-foo", Match: ir.Match{Path: prefix("/foo")}},
+		{Name: "regex-img", Match: ir.Match{Path: regex(`/img/[a-z]+\.png`)}},
+		{Name: "hdr-regex", Match: ir.Match{Path: prefix("/"), Headers: []ir.KeyMatch{{Name: "X-Tenant", Type: ir.MatchRegex, Value: "t-[0-9]"}}}},
+		{Name: "root", Match: ir.Match{Path: prefix("/")}},
+	}
+	vh := matchOnly(t, routes)
+	tests := []struct {
+		method, target string
+		hdr            http.Header
+		want           string
+	}{
+		{"GET", "/foo", nil, "exact-foo"},
+		{"POST", "/foo", nil, "exact-foo"},
+		{"GET", "/foo/", nil, "prefix-foo"},
+		{"GET", "/foobar", nil, "root"},
+		{"GET", "/foo/bar", nil, "prefix-foo-bar"},
+		{"GET", "/foo/bar", http.Header{"X-Env": {"canary"}}, "prefix-foo-bar-hdr"},
+		{"GET", "/foo/bar/baz", http.Header{"X-Env": {"stable"}}, "prefix-foo-bar"},
+		{"GET", "/foo/barn", nil, "prefix-foo"},
+		{"POST", "/foo/x", nil, "prefix-foo-post"},
+		{"GET", "/foo/x?v=12", nil, "prefix-foo-query"},
+		{"GET", "/foo/x?v=1a", nil, "prefix-foo"},
+		{"GET", "/img/cat.png", nil, "regex-img"},
+		{"GET", "/img/cat.png.bak", nil, "root"},
+		{"GET", "/other", http.Header{"X-Tenant": {"t-7"}}, "hdr-regex"},
+		{"GET", "/other", http.Header{"X-Tenant": {"t-77"}}, "root"},
+		{"GET", "/", nil, "root"},
+	}
+	var got, want []string
+	for _, tt := range tests {
+		req := httptest.NewRequest(tt.method, tt.target, nil)
+		for k, v := range tt.hdr {
+			req.Header[k] = v
+		}
+		name := "<none>"
+		if r := vh.match(req); r != nil {
+			name = r.name
+		}
+		got = append(got, tt.method+" "+tt.target+" → "+name)
+		want = append(want, tt.method+" "+tt.target+" → "+tt.want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("match (-want +got):\n%s", diff)
+	}
+}
+
+func TestMatchNoRoute(t *testing.T) {
+	vh := matchOnly(t, []ir.Route{{Name: "a", Match: ir.Match{Path: prefix("/a")}}, {Name: "get", Match: ir.Match{Method: "GET"}}})
+	if r := vh.match(httptest.NewRequest("POST", "/b", nil)); r != nil {
+		t.Errorf("POST /b matched %q, want none", r.name)
+	}
+	if r := vh.match(httptest.NewRequest("GET", "/b", nil)); r == nil || r.name != "get" {
+		t.Errorf("GET /b matched %v, want get", r)
+	}
+}
+
+func TestHostLookup(t *testing.T) {
+	m := newHostMap[string]()
+	for _, h := range []string{"foo.example.com", "*.example.com", "*.bar.example.com", "*", "Upper.Example.org"} {
+		m.add(h, h)
+	}
+	tests := []struct{ host, want string }{
+		{"foo.example.com", "foo.example.com"},
+		{"FOO.Example.COM:8080", "foo.example.com"},
+		{"baz.example.com", "*.example.com"},
+		{"a.b.example.com", "*.example.com"},
+		{"x.bar.example.com", "*.bar.example.com"},
+		{"a.x.bar.example.com", "*.bar.example.com"},
+		{"bar.example.com", "*.example.com"},
+		{"example.com", "*"},
+		{"upper.example.org", "Upper.Example.org"},
+		{"foo.example.com.", "foo.example.com"},
+		{"[::1]:80", "*"},
+		{"10.0.0.1:443", "*"},
+	}
+	var got, want []string
+	for _, tt := range tests {
+		v, _ := m.lookup(normalizeHost(tt.host))
+		got = append(got, tt.host+" → "+v)
+		want = append(want, tt.host+" → "+tt.want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lookup (-want +got):\n%s", diff)
+	}
+	noAny := newHostMap[int]()
+	noAny.add("*.example.com", 1)
+	if _, ok := noAny.lookup("example.com"); ok {
+		t.Error("*.example.com matched example.com")
+	}
+}
+
+func TestReplacePrefix(t *testing.T) {
+	tests := []struct{ prefix, repl, path, want string }{
+		{"/foo", "/bar", "/foo", "/bar"},
+		{"/foo", "/bar", "/foo/", "/bar/"},
+		{"/foo", "/bar", "/foo/x/y", "/bar/x/y"},
+		{"/foo/", "/bar", "/foo/x", "/bar/x"},
+		{"/foo", "/bar/", "/foo/x", "/bar/x"},
+		{"/foo", "/", "/foo/x", "/x"},
+		{"/foo", "/", "/foo", "/"},
+		{"/foo", "", "/foo/x", "/x"},
+		{"/", "/bar", "/x", "/bar/x"},
+		{"/", "/bar/", "/x", "/bar/x"},
+		{"/", "/bar", "/", "/bar/"},
+	}
+	var got, want []string
+	for _, tt := range tests {
+		r, err := compileMatch(&ir.Route{Match: ir.Match{Path: prefix(tt.prefix)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := (&pathMod{prefix: true, value: tt.repl}).newPath(r, tt.path)
+		got = append(got, tt.prefix+" "+tt.repl+" "+tt.path+" → "+p)
+		want = append(want, tt.prefix+" "+tt.repl+" "+tt.path+" → "+tt.want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("replacePrefix (-want +got):\n%s", diff)
+	}
+}

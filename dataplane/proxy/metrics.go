@@ -1,0 +1,127 @@
+package proxy
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are registered on the caller's registry; the request path only touches counters and
+// observers resolved when a config is compiled, never a label lookup.
+type metrics struct {
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	conns       *prometheus.CounterVec
+	l4Bytes     *prometheus.CounterVec
+	version     prometheus.Gauge
+	applies     *prometheus.CounterVec
+	mirrorDrops prometheus.Counter
+
+	mu     sync.Mutex
+	routes map[[2]string]*routeStats
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "fleetgate", Subsystem: "proxy", Name: "requests_total",
+			Help: "HTTP requests by listener, route, backend and status class.",
+		}, []string{"listener", "route", "backend", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "fleetgate", Subsystem: "proxy", Name: "request_duration_seconds",
+			Help:    "HTTP request duration by listener and route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"listener", "route"}),
+		conns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "fleetgate", Subsystem: "proxy", Name: "l4_connections_total",
+			Help: "TCP connections, TLS connections and UDP sessions forwarded, by listener, route and backend.",
+		}, []string{"listener", "route", "backend"}),
+		l4Bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "fleetgate", Subsystem: "proxy", Name: "l4_bytes_total",
+			Help: "Bytes forwarded by TCP, TLS and UDP routes, by direction.",
+		}, []string{"listener", "route", "backend", "direction"}),
+		version: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "fleetgate", Subsystem: "proxy", Name: "config_version",
+			Help: "Version of the config being served.",
+		}),
+		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "fleetgate", Subsystem: "proxy", Name: "config_applies_total",
+			Help: "Config applications by result (ok, invalid, bind).",
+		}, []string{"result"}),
+		mirrorDrops: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "fleetgate", Subsystem: "proxy", Name: "mirror_dropped_total",
+			Help: "Mirrored requests dropped because too many were in flight.",
+		}),
+		routes: map[[2]string]*routeStats{},
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.conns, m.l4Bytes, m.version, m.applies, m.mirrorDrops} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering proxy metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// routeStats are the resolved series of one route. They are cached by listener and route name so
+// that a config swap reuses them instead of re-resolving every label set.
+type routeStats struct {
+	m        *metrics
+	listener string
+	route    string
+	duration prometheus.Observer
+	local    *backendStats // answers from the proxy itself: 404, redirect, CORS, 500
+	mu       sync.Mutex
+	backends map[string]*backendStats
+}
+
+type backendStats struct {
+	codes [6]prometheus.Counter // by status class; index 0 is "other"
+	conns prometheus.Counter
+	in    prometheus.Counter // client → backend bytes
+	out   prometheus.Counter
+}
+
+func (m *metrics) route(listener, route string) *routeStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{listener, route}
+	if rs := m.routes[k]; rs != nil {
+		return rs
+	}
+	rs := &routeStats{m: m, listener: listener, route: route, backends: map[string]*backendStats{},
+		duration: m.duration.WithLabelValues(listener, route)}
+	rs.local = rs.backend("")
+	m.routes[k] = rs
+	return rs
+}
+
+func (rs *routeStats) backend(name string) *backendStats {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if b := rs.backends[name]; b != nil {
+		return b
+	}
+	b := &backendStats{}
+	for i := range b.codes {
+		class := "other"
+		if i > 0 {
+			class = strconv.Itoa(i) + "xx"
+		}
+		b.codes[i] = rs.m.requests.WithLabelValues(rs.listener, rs.route, name, class)
+	}
+	b.conns = rs.m.conns.WithLabelValues(rs.listener, rs.route, name)
+	b.in = rs.m.l4Bytes.WithLabelValues(rs.listener, rs.route, name, "rx")
+	b.out = rs.m.l4Bytes.WithLabelValues(rs.listener, rs.route, name, "tx")
+	rs.backends[name] = b
+	return b
+}
+
+func (b *backendStats) count(code int) {
+	i := code / 100
+	if i < 1 || i > 5 {
+		i = 0
+	}
+	b.codes[i].Inc()
+}

@@ -1,0 +1,152 @@
+package proxy
+
+import (
+	"net/http"
+	"net/textproto"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+type pathType uint8
+
+const (
+	pathAny pathType = iota
+	pathExact
+	pathPrefix
+	pathRegex
+)
+
+// route is the compiled form of one ir.Route: regexes compiled, header names canonicalised, filters
+// prepared so that the request path only reads them.
+type route struct {
+	name     string
+	pathType pathType
+	// path is the exact path, or the prefix without trailing slashes ("/" becomes "").
+	path    string
+	re      *regexp.Regexp
+	method  string
+	headers []keyMatch
+	query   []keyMatch
+
+	cors      *cors
+	redirect  *redirect
+	reqHdr    *headerMod
+	respHdr   *headerMod
+	rewrite   *rewrite
+	mirrors   []*mirror
+	backends  backendSet
+	timeout   time.Duration
+	beTimeout time.Duration
+	retry     *retryPolicy
+	// buffer says the request body must be kept for a retry or a mirror.
+	buffer bool
+	stats  *routeStats
+}
+
+type keyMatch struct {
+	name  string // canonical MIME key for headers, verbatim for query params
+	value string
+	re    *regexp.Regexp
+}
+
+func (k *keyMatch) matches(v string, ok bool) bool {
+	if !ok {
+		return false
+	}
+	if k.re != nil {
+		return k.re.MatchString(v)
+	}
+	return v == k.value
+}
+
+func compileKeyMatches(in []ir.KeyMatch, header bool) ([]keyMatch, error) {
+	out := make([]keyMatch, 0, len(in))
+	seen := map[string]bool{}
+	for _, m := range in {
+		name := m.Name
+		if header {
+			name = textproto.CanonicalMIMEHeaderKey(name)
+		}
+		// Gateway API: only the first of several matches on the same name counts.
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		k := keyMatch{name: name, value: m.Value}
+		if m.Type == ir.MatchRegex {
+			re, err := compileAnchored(m.Value)
+			if err != nil {
+				return nil, err
+			}
+			k.re = re
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+func compileAnchored(expr string) (*regexp.Regexp, error) {
+	return regexp.Compile(`^(?:` + expr + `)$`)
+}
+
+// matchPath is the path condition on its own, by definition rather than through the index.
+func (r *route) matchPath(p string) bool {
+	switch r.pathType {
+	case pathExact:
+		return p == r.path
+	case pathPrefix:
+		return p == r.path || strings.HasPrefix(p, r.path) && p[len(r.path)] == '/'
+	case pathRegex:
+		return r.re.MatchString(p)
+	}
+	return true
+}
+
+// matchRest checks every condition but the path.
+func (r *route) matchRest(req *http.Request, q *queryCache) bool {
+	if r.method != "" && req.Method != r.method {
+		return false
+	}
+	for i := range r.headers {
+		h := &r.headers[i]
+		vs, ok := req.Header[h.name]
+		v := ""
+		switch len(vs) {
+		case 0:
+			ok = false
+		case 1:
+			v = vs[0]
+		default:
+			v = strings.Join(vs, ",")
+		}
+		if !h.matches(v, ok) {
+			return false
+		}
+	}
+	if len(r.query) > 0 {
+		vals := q.get(req)
+		for i := range r.query {
+			k := &r.query[i]
+			vs := vals[k.name]
+			v := ""
+			if len(vs) > 0 {
+				v = vs[0]
+			}
+			if !k.matches(v, len(vs) > 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// prefixRest returns the part of p after the route's Prefix match; it starts with "/" or is empty.
+func (r *route) prefixRest(p string) string {
+	if r.pathType != pathPrefix || !strings.HasPrefix(p, r.path) {
+		return p
+	}
+	return p[len(r.path):]
+}

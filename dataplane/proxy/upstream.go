@@ -1,0 +1,182 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+var (
+	errNoBackend  = errors.New("no valid backend")
+	errNoEndpoint = errors.New("backend has no ready endpoints")
+)
+
+// backendSet picks among weighted backends.
+type backendSet struct {
+	list []*backend
+	cum  []uint64 // cumulative weights
+}
+
+func (s *backendSet) pick() *backend {
+	n := len(s.cum)
+	if n == 0 || s.cum[n-1] == 0 {
+		return nil
+	}
+	if n == 1 {
+		return s.list[0]
+	}
+	return s.list[pickCum(s.cum)]
+}
+
+// pickCum chooses an index with probability proportional to its weight.
+func pickCum(cum []uint64) int {
+	x := rand.Uint64N(cum[len(cum)-1])
+	if len(cum) <= 8 {
+		for i, c := range cum {
+			if x < c {
+				return i
+			}
+		}
+	}
+	return sort.Search(len(cum), func(i int) bool { return cum[i] > x })
+}
+
+type backend struct {
+	name    string
+	invalid bool
+	scheme  string
+	rt      http.RoundTripper
+	eps     []string // host:port
+	epCum   []uint64
+	reqHdr  *headerMod
+	respHdr *headerMod
+	stats   *backendStats
+}
+
+func (b *backend) endpoint() (string, bool) {
+	switch len(b.eps) {
+	case 0:
+		return "", false
+	case 1:
+		return b.eps[0], true
+	}
+	return b.eps[pickCum(b.epCum)], true
+}
+
+func (s *Server) compileBackends(in []ir.Backend, rs *routeStats) backendSet {
+	var out backendSet
+	var total uint64
+	for i := range in {
+		b := s.compileBackend(&in[i])
+		if rs != nil {
+			b.stats = rs.backend(b.name)
+		}
+		total += uint64(in[i].Weight)
+		out.list = append(out.list, b)
+		out.cum = append(out.cum, total)
+	}
+	return out
+}
+
+func (s *Server) compileBackend(in *ir.Backend) *backend {
+	b := &backend{
+		name:    in.Name,
+		invalid: in.Invalid,
+		scheme:  "http",
+		reqHdr:  compileHeaderMod(in.Filters.RequestHeaders),
+		respHdr: compileHeaderMod(in.Filters.ResponseHeaders),
+	}
+	switch in.AppProtocol {
+	case ir.AppH2C:
+		b.rt = s.up.h2c
+	case ir.AppTLS:
+		b.rt, b.scheme = s.up.tls, "https"
+	default:
+		b.rt = s.up.http1
+	}
+	var total uint64
+	for _, e := range in.Endpoints {
+		w := uint64(e.Weight)
+		if w == 0 {
+			w = 1
+		}
+		total += w
+		b.eps = append(b.eps, net.JoinHostPort(e.Address, strconv.FormatUint(uint64(e.Port), 10)))
+		b.epCum = append(b.epCum, total)
+	}
+	return b
+}
+
+// upstreams are the shared connection pools. They outlive config swaps so that a new route table
+// keeps using the warm keepalive connections of the old one.
+type upstreams struct {
+	http1, h2c, tls *http.Transport
+}
+
+func newUpstreams(dialTimeout time.Duration) upstreams {
+	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	base := func() *http.Transport {
+		return &http.Transport{
+			DialContext:           d.DialContext,
+			MaxIdleConns:          0,
+			MaxIdleConnsPerHost:   1024,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			// The proxy must pass bodies through untouched, not negotiate gzip for itself.
+			DisableCompression: true,
+			ReadBufferSize:     32 << 10,
+			WriteBufferSize:    32 << 10,
+		}
+	}
+	h1 := base()
+	h2c := base()
+	p := new(http.Protocols)
+	p.SetUnencryptedHTTP2(true)
+	h2c.Protocols = p
+	h2c.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1000}
+	t := base()
+	t.ForceAttemptHTTP2 = true
+	// The IR carries no backend CA (no BackendTLSPolicy yet): encrypt without verifying, as the
+	// endpoint addresses come from the cluster's own EndpointSlices.
+	t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // see above
+	return upstreams{http1: h1, h2c: h2c, tls: t}
+}
+
+func (u upstreams) close() {
+	u.http1.CloseIdleConnections()
+	u.h2c.CloseIdleConnections()
+	u.tls.CloseIdleConnections()
+}
+
+type retryPolicy struct {
+	attempts int
+	codes    map[int]bool
+	backoff  time.Duration
+}
+
+func compileRetry(r *ir.Retry) *retryPolicy {
+	if r == nil || r.Attempts == 0 {
+		return nil
+	}
+	p := &retryPolicy{attempts: r.Attempts, codes: map[int]bool{}, backoff: r.Backoff}
+	for _, c := range r.Codes {
+		p.codes[c] = true
+	}
+	return p
+}
+
+// wait is the backoff before retry n (1-based): exponential from the configured minimum, capped.
+func (p *retryPolicy) wait(n int) time.Duration {
+	if p.backoff <= 0 {
+		return 0
+	}
+	d := p.backoff << min(n-1, 4)
+	return d + rand.N(d/4+1)
+}
