@@ -1,0 +1,119 @@
+package snapshot
+
+import (
+	"cmp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
+)
+
+// ControllerName is the GatewayClass spec.controllerName fleetgate implements.
+const ControllerName = "fleetgate.dev/gateway-controller"
+
+// HubCluster is the conventional name of the hub when it is also a member.
+const HubCluster = "hub"
+
+// Object is one Kubernetes object together with the member cluster it was read from.
+type Object[T any] struct {
+	Cluster string
+	Obj     *T
+}
+
+// Meta returns the object's metadata, or nil when Obj is nil.
+func (o Object[T]) Meta() metav1.Object {
+	if o.Obj == nil {
+		return nil
+	}
+	m, _ := any(o.Obj).(metav1.Object)
+	return m
+}
+
+// Snapshot is every input of one translation. Cluster-scoped objects (GatewayClass,
+// GatewayClassConfig, Namespace) carry an empty namespace. Secrets hold only the ones referenced
+// by listeners; Namespaces are needed for allowedRoutes selectors.
+type Snapshot struct {
+	GatewayClasses []Object[gwv1.GatewayClass]
+	// ClassConfigs are the GatewayClassConfig objects referenced by the classes' parametersRef.
+	ClassConfigs []Object[v1alpha1.GatewayClassConfig]
+	Gateways     []Object[gwv1.Gateway]
+	HTTPRoutes   []Object[gwv1.HTTPRoute]
+	GRPCRoutes   []Object[gwv1.GRPCRoute]
+	TLSRoutes    []Object[gwv1.TLSRoute]
+	TCPRoutes    []Object[gwv1.TCPRoute]
+	UDPRoutes    []Object[gwv1.UDPRoute]
+	// ReferenceGrants also holds legacy v1alpha2 ReferencePolicy objects, converted with
+	// ReferenceGrantFromLegacy.
+	ReferenceGrants []Object[gwv1b1.ReferenceGrant]
+	Services        []Object[corev1.Service]
+	EndpointSlices  []Object[discoveryv1.EndpointSlice]
+	ServiceImports  []Object[mcsv1a1.ServiceImport]
+	// ServiceExports say which members export a service for ServiceImport backends.
+	ServiceExports []Object[mcsv1a1.ServiceExport]
+	Secrets        []Object[corev1.Secret]
+	Namespaces     []Object[corev1.Namespace]
+}
+
+// Sort orders every list by (cluster, namespace, name) and drops entries whose Obj is nil, so that
+// translation output does not depend on cache iteration order. It returns s for chaining.
+func (s *Snapshot) Sort() *Snapshot {
+	s.GatewayClasses = sortObjects(s.GatewayClasses)
+	s.ClassConfigs = sortObjects(s.ClassConfigs)
+	s.Gateways = sortObjects(s.Gateways)
+	s.HTTPRoutes = sortObjects(s.HTTPRoutes)
+	s.GRPCRoutes = sortObjects(s.GRPCRoutes)
+	s.TLSRoutes = sortObjects(s.TLSRoutes)
+	s.TCPRoutes = sortObjects(s.TCPRoutes)
+	s.UDPRoutes = sortObjects(s.UDPRoutes)
+	s.ReferenceGrants = sortObjects(s.ReferenceGrants)
+	s.Services = sortObjects(s.Services)
+	s.EndpointSlices = sortObjects(s.EndpointSlices)
+	s.ServiceImports = sortObjects(s.ServiceImports)
+	s.ServiceExports = sortObjects(s.ServiceExports)
+	s.Secrets = sortObjects(s.Secrets)
+	s.Namespaces = sortObjects(s.Namespaces)
+	return s
+}
+
+// Clusters returns the sorted names of every cluster that contributed an object.
+func (s *Snapshot) Clusters() []string {
+	set := map[string]bool{}
+	add := func(c string) { set[c] = true }
+	for _, o := range s.Gateways {
+		add(o.Cluster)
+	}
+	for _, o := range s.Services {
+		add(o.Cluster)
+	}
+	for _, o := range s.EndpointSlices {
+		add(o.Cluster)
+	}
+	for _, o := range s.Namespaces {
+		add(o.Cluster)
+	}
+	out := make([]string, 0, len(set))
+	for c := range set {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortObjects[T any](objs []Object[T]) []Object[T] {
+	objs = slices.DeleteFunc(objs, func(o Object[T]) bool { return o.Meta() == nil })
+	slices.SortStableFunc(objs, func(a, b Object[T]) int {
+		ma, mb := a.Meta(), b.Meta()
+		return cmp.Or(
+			cmp.Compare(a.Cluster, b.Cluster),
+			cmp.Compare(ma.GetNamespace(), mb.GetNamespace()),
+			cmp.Compare(ma.GetName(), mb.GetName()),
+		)
+	})
+	return objs
+}

@@ -1,0 +1,204 @@
+package translate
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+// use says what a route expects of its backends, for protocol checks.
+type use int
+
+const (
+	useHTTP use = iota
+	useGRPC
+	useTCP // TLS and TCP routes
+	useUDP
+)
+
+// ClusterSetName prefixes ServiceImport backend names, whose endpoints span clusters.
+const ClusterSetName = "clusterset"
+
+func (x use) transport() corev1.Protocol {
+	if x == useUDP {
+		return corev1.ProtocolUDP
+	}
+	return corev1.ProtocolTCP
+}
+
+// appProtocol maps a Service port appProtocol (KEP-3726 names and common short names) to how the
+// proxy talks to the backend. ok is false when the route kind cannot use it.
+func (x use) appProtocol(p *string) (ir.AppProtocol, bool) {
+	v := ""
+	if p != nil {
+		v = *p
+	}
+	switch x {
+	case useHTTP:
+		switch v {
+		case "", "http", "HTTP":
+			return ir.AppHTTP1, true
+		case "kubernetes.io/h2c", "h2c", "grpc":
+			return ir.AppH2C, true
+		case "kubernetes.io/ws":
+			return ir.AppWS, true
+		}
+		return "", false
+	case useGRPC:
+		switch v {
+		case "", "grpc", "kubernetes.io/h2c", "h2c":
+			return ir.AppH2C, true
+		}
+		return "", false
+	}
+	return ir.AppHTTP1, true // L4 routes forward bytes; appProtocol does not matter
+}
+
+// resolveBackend turns one backendRef into a weighted ir.Backend. A reference that cannot be
+// resolved yields an Invalid backend (its share of traffic fails) and a ResolvedRefs reason on the
+// route. Service resolves in the route's cluster; ServiceImport resolves to the endpoints of the
+// same-named Service in every cluster that has a ServiceExport for it.
+func (t *translator) resolveBackend(r *route, ref gwv1.BackendObjectReference, weight *int32, u use) ir.Backend {
+	w := int32(1)
+	if weight != nil {
+		w = max(*weight, 0)
+	}
+	group, kind := ptrStr(ref.Group), cmp.Or(ptrStr(ref.Kind), "Service")
+	ns := cmp.Or(ptrStr(ref.Namespace), r.meta.GetNamespace())
+	port := int32(0)
+	if ref.Port != nil {
+		port = *ref.Port
+	}
+	b := ir.Backend{Name: r.cluster + "/" + ns + "/" + string(ref.Name) + ":" + strconv.Itoa(int(port)), Weight: uint32(w)}
+	fail := func(reason gwv1.RouteConditionReason, format string, args ...any) ir.Backend {
+		r.refFailed(reason, fmt.Sprintf(format, args...))
+		b.Invalid, b.Endpoints = true, nil
+		return b
+	}
+	isImport := group == mcsv1a1.GroupName && kind == "ServiceImport"
+	if !isImport && (group != "" || kind != "Service") {
+		return fail(gwv1.RouteReasonInvalidKind, "backend kind %s/%s is not supported", group, kind)
+	}
+	if !t.idx.permitted(r.cluster, groupKind{gwv1.GroupName, r.kind}, r.meta.GetNamespace(), groupKind{group, kind}, ns, string(ref.Name)) {
+		return fail(gwv1.RouteReasonRefNotPermitted, "%s %s/%s is not permitted by any ReferenceGrant", kind, ns, ref.Name)
+	}
+	if ref.Port == nil {
+		return fail(gwv1.RouteReasonBackendNotFound, "%s %s/%s: port is required", kind, ns, ref.Name)
+	}
+	if isImport {
+		b.Name = ClusterSetName + "/" + ns + "/" + string(ref.Name) + ":" + strconv.Itoa(int(port))
+		return t.resolveImport(r, b, ns, string(ref.Name), port, u, fail)
+	}
+	svc := t.idx.services[nsName{r.cluster, ns, string(ref.Name)}]
+	if svc == nil {
+		return fail(gwv1.RouteReasonBackendNotFound, "Service %s/%s not found", ns, ref.Name)
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return fail(gwv1.RouteReasonInvalidKind, "Service %s/%s is of type ExternalName, which is not supported", ns, ref.Name)
+	}
+	i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == port })
+	if i < 0 {
+		return fail(gwv1.RouteReasonBackendNotFound, "Service %s/%s has no port %d", ns, ref.Name, port)
+	}
+	sp := svc.Spec.Ports[i]
+	if cmp.Or(sp.Protocol, corev1.ProtocolTCP) != u.transport() {
+		return fail(gwv1.RouteReasonUnsupportedProtocol, "Service %s/%s port %d is %s, the route needs %s", ns, ref.Name, port, cmp.Or(sp.Protocol, corev1.ProtocolTCP), u.transport())
+	}
+	app, ok := u.appProtocol(sp.AppProtocol)
+	if !ok {
+		return fail(gwv1.RouteReasonUnsupportedProtocol, "Service %s/%s port %d has appProtocol %q, which a %s cannot use", ns, ref.Name, port, *sp.AppProtocol, r.kind)
+	}
+	b.AppProtocol = app
+	b.Endpoints = t.endpoints(r.cluster, ns, string(ref.Name), sp.Name, u.transport())
+	return b
+}
+
+func (t *translator) resolveImport(r *route, b ir.Backend, ns, name string, port int32, u use, fail func(gwv1.RouteConditionReason, string, ...any) ir.Backend) ir.Backend {
+	si := t.idx.imports[nsName{r.cluster, ns, name}]
+	if si == nil {
+		return fail(gwv1.RouteReasonBackendNotFound, "ServiceImport %s/%s not found", ns, name)
+	}
+	i := slices.IndexFunc(si.Spec.Ports, func(p mcsv1a1.ServicePort) bool { return p.Port == port })
+	if i < 0 {
+		return fail(gwv1.RouteReasonBackendNotFound, "ServiceImport %s/%s has no port %d", ns, name, port)
+	}
+	sp := si.Spec.Ports[i]
+	if cmp.Or(sp.Protocol, corev1.ProtocolTCP) != u.transport() {
+		return fail(gwv1.RouteReasonUnsupportedProtocol, "ServiceImport %s/%s port %d is %s, the route needs %s", ns, name, port, cmp.Or(sp.Protocol, corev1.ProtocolTCP), u.transport())
+	}
+	app, ok := u.appProtocol(sp.AppProtocol)
+	if !ok {
+		return fail(gwv1.RouteReasonUnsupportedProtocol, "ServiceImport %s/%s port %d has appProtocol %q, which a %s cannot use", ns, name, port, *sp.AppProtocol, r.kind)
+	}
+	b.AppProtocol = app
+	for _, c := range t.idx.clusters {
+		if !t.idx.exports[nsName{c, ns, name}] {
+			continue
+		}
+		svc := t.idx.services[nsName{c, ns, name}]
+		if svc == nil {
+			continue
+		}
+		// ServiceImport ports mirror the exported Service ports: match by name, else by number.
+		j := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == sp.Name })
+		if j < 0 {
+			j = slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == port })
+		}
+		if j < 0 {
+			continue
+		}
+		b.Endpoints = append(b.Endpoints, t.endpoints(c, ns, name, svc.Spec.Ports[j].Name, u.transport())...)
+	}
+	return b
+}
+
+// endpoints lists the ready endpoints of a Service in one cluster, with the target port taken from
+// the EndpointSlice port of the same name as the Service port. An endpoint whose ready condition
+// is unset counts as ready, as the EndpointSlice API says.
+func (t *translator) endpoints(cluster, ns, svc, portName string, proto corev1.Protocol) []ir.Endpoint {
+	var out []ir.Endpoint
+	for _, s := range t.idx.slices[nsName{cluster, ns, svc}] {
+		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
+			continue
+		}
+		var port int32
+		for _, p := range s.Ports {
+			if ptrStr(p.Name) == portName && p.Port != nil && cmp.Or(corev1.Protocol(ptrStr(p.Protocol)), corev1.ProtocolTCP) == proto {
+				port = *p.Port
+				break
+			}
+		}
+		if port < 1 || port > 65535 {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+				continue
+			}
+			for _, a := range e.Addresses {
+				if a == "" {
+					continue
+				}
+				out = append(out, ir.Endpoint{Address: a, Port: uint32(port), Cluster: cluster})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b ir.Endpoint) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
+	})
+	return slices.Compact(out)
+}
+
+// backendList resolves a rule's weighted backendRefs, dropping zero-weight entries: they get no
+// traffic, and a rule left with no backend answers 500 as the spec asks.
+func backendList(bs []ir.Backend) []ir.Backend {
+	return slices.DeleteFunc(bs, func(b ir.Backend) bool { return b.Weight == 0 })
+}

@@ -1,0 +1,78 @@
+package translate
+
+import (
+	"fmt"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
+)
+
+// classInfo is one of our GatewayClasses with its resolved parameters.
+type classInfo struct {
+	name     string
+	cluster  string
+	accepted bool
+	message  string
+	provider string
+	scope    string
+}
+
+// translateClasses validates every GatewayClass of our controller: a missing parametersRef means
+// the defaults (in-cluster provider, Cluster scope); a parametersRef must name an existing
+// fleetgate.dev/GatewayClassConfig with a known provider and scope.
+func (t *translator) translateClasses() {
+	for _, o := range t.snap.GatewayClasses {
+		gc := o.Obj
+		if gc == nil || gc.Spec.ControllerName != snapshot.ControllerName {
+			continue
+		}
+		ci := &classInfo{name: gc.Name, cluster: o.Cluster, provider: string(v1alpha1.ProviderInCluster), scope: string(v1alpha1.ScopeCluster)}
+		err := t.resolveParams(o.Cluster, gc.Spec.ParametersRef, ci)
+		st := ClassStatus{Ref: ObjectRef{Cluster: o.Cluster, Kind: "GatewayClass", Name: gc.Name}, Generation: gc.Generation}
+		if err != nil {
+			ci.message = err.Error()
+			st.Conditions = append(st.Conditions, cond(string(gwv1.GatewayClassConditionStatusAccepted), false,
+				string(gwv1.GatewayClassReasonInvalidParameters), ci.message, gc.Generation))
+		} else {
+			ci.accepted = true
+			st.Conditions = append(st.Conditions, cond(string(gwv1.GatewayClassConditionStatusAccepted), true,
+				string(gwv1.GatewayClassReasonAccepted), "GatewayClass is accepted", gc.Generation))
+		}
+		// A class name is cluster-scoped; the hub's definition wins over a member's because the
+		// snapshot is sorted by cluster and the first one is kept.
+		if _, dup := t.classes[gc.Name]; !dup {
+			t.classes[gc.Name] = ci
+		}
+		t.res.GatewayClasses = append(t.res.GatewayClasses, st)
+	}
+}
+
+func (t *translator) resolveParams(cluster string, ref *gwv1.ParametersReference, ci *classInfo) error {
+	if ref == nil {
+		return nil
+	}
+	if string(ref.Group) != v1alpha1.Group || string(ref.Kind) != "GatewayClassConfig" {
+		return fmt.Errorf("parametersRef must be %s/GatewayClassConfig, not %s/%s", v1alpha1.Group, ref.Group, ref.Kind)
+	}
+	cfg := t.idx.configs[nsName{cluster, "", ref.Name}]
+	if cfg == nil {
+		return fmt.Errorf("GatewayClassConfig %q not found", ref.Name)
+	}
+	switch cfg.Spec.Provider {
+	case v1alpha1.ProviderInCluster, v1alpha1.ProviderAWS, v1alpha1.ProviderGCP:
+	default:
+		return fmt.Errorf("GatewayClassConfig %q: unknown provider %q", ref.Name, cfg.Spec.Provider)
+	}
+	switch cfg.Spec.Scope {
+	case "", v1alpha1.ScopeCluster, v1alpha1.ScopeFleet:
+	default:
+		return fmt.Errorf("GatewayClassConfig %q: unknown scope %q", ref.Name, cfg.Spec.Scope)
+	}
+	ci.provider = string(cfg.Spec.Provider)
+	if cfg.Spec.Scope != "" {
+		ci.scope = string(cfg.Spec.Scope)
+	}
+	return nil
+}

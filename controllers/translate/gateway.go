@@ -1,0 +1,224 @@
+package translate
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
+)
+
+// unit is one dataplane gateway: a single Gateway (Cluster scope) or every Gateway with the same
+// namespace/name across members (Fleet scope).
+type unit struct {
+	key       string
+	namespace string
+	name      string
+	class     *classInfo
+	members   []*member
+	listeners []*listener // merged by name, in the oldest member's order
+}
+
+// member is one Gateway object of a unit.
+type member struct {
+	obj snapshot.Object[gwv1.Gateway]
+	// invalid explains a Gateway-level rejection (reason, message); such a member contributes no
+	// listeners.
+	invalidReason, invalidMsg string
+	// own maps each of its listener names to the merged listener, or to a private listener that
+	// lost a fleet merge conflict.
+	own map[string]*listener
+}
+
+func (m *member) gw() *gwv1.Gateway { return m.obj.Obj }
+
+// buildUnits groups our Gateways into units and merges their listeners.
+func (t *translator) buildUnits() {
+	byKey := map[string]*unit{}
+	for _, o := range t.snap.Gateways {
+		gw := o.Obj
+		ci := t.classes[string(gw.Spec.GatewayClassName)]
+		if ci == nil {
+			continue
+		}
+		key := o.Cluster + "/" + gw.Namespace + "/" + gw.Name
+		if ci.scope == string(v1alpha1.ScopeFleet) {
+			key = gw.Namespace + "/" + gw.Name
+		}
+		u := byKey[key]
+		if u == nil {
+			u = &unit{key: key, namespace: gw.Namespace, name: gw.Name, class: ci}
+			byKey[key] = u
+			t.units = append(t.units, u)
+		}
+		u.members = append(u.members, &member{obj: o, own: map[string]*listener{}})
+	}
+	slices.SortFunc(t.units, func(a, b *unit) int { return cmp.Compare(a.key, b.key) })
+	for _, u := range t.units {
+		// Oldest Gateway first: it wins fleet listener conflicts.
+		slices.SortStableFunc(u.members, func(a, b *member) int {
+			return cmp.Or(a.gw().CreationTimestamp.Compare(b.gw().CreationTimestamp.Time), cmp.Compare(a.obj.Cluster, b.obj.Cluster))
+		})
+		for _, m := range u.members {
+			t.validateMember(u, m)
+			t.mergeListeners(u, m)
+		}
+		t.validateListeners(u)
+	}
+}
+
+// validateMember checks the Gateway-level fields fleetgate must reject.
+func (t *translator) validateMember(u *unit, m *member) {
+	gw := m.gw()
+	if !u.class.accepted {
+		m.invalidReason, m.invalidMsg = string(gwv1.GatewayReasonPending), fmt.Sprintf("GatewayClass %q is not accepted", u.class.name)
+		return
+	}
+	if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil {
+		m.invalidReason = string(gwv1.GatewayReasonInvalidParameters)
+		m.invalidMsg = fmt.Sprintf("infrastructure.parametersRef %s/%s is not supported", inf.ParametersRef.Group, inf.ParametersRef.Kind)
+		return
+	}
+	for _, a := range gw.Spec.Addresses {
+		if msg := checkAddress(a); msg != "" {
+			m.invalidReason, m.invalidMsg = string(gwv1.GatewayReasonUnsupportedAddress), msg
+			return
+		}
+	}
+}
+
+func addressType(a gwv1.GatewaySpecAddress) gwv1.AddressType {
+	if a.Type == nil || *a.Type == "" {
+		return gwv1.IPAddressType
+	}
+	return *a.Type
+}
+
+func checkAddress(a gwv1.GatewaySpecAddress) string {
+	switch addressType(a) {
+	case gwv1.IPAddressType:
+		if a.Value == "" {
+			return ""
+		}
+		if _, err := netip.ParseAddr(a.Value); err != nil {
+			return fmt.Sprintf("address %q is not an IP address", a.Value)
+		}
+	case gwv1.HostnameAddressType:
+		if a.Value != "" && !validHostname(a.Value) {
+			return fmt.Sprintf("address %q is not a hostname", a.Value)
+		}
+	default:
+		return fmt.Sprintf("address type %q is not supported", addressType(a))
+	}
+	return ""
+}
+
+// mergeListeners adds m's listeners to the unit. The first (oldest) definition of a name wins;
+// a later different definition of the same name stays private to its member and is Conflicted.
+func (t *translator) mergeListeners(u *unit, m *member) {
+	for _, spec := range m.gw().Spec.Listeners {
+		l := newListener(u, m, spec)
+		if m.invalidReason != "" {
+			t.validateListener(l)
+			l.accept(false, m.invalidReason, m.invalidMsg)
+			l.acceptedReason, l.acceptedMsg = m.invalidReason, m.invalidMsg
+			m.own[string(spec.Name)] = l
+			continue
+		}
+		var winner *listener
+		for _, w := range u.listeners {
+			if w.spec.Name == spec.Name {
+				winner = w
+				break
+			}
+		}
+		switch {
+		case winner == nil:
+			u.listeners = append(u.listeners, l)
+			m.own[string(spec.Name)] = l
+		case sameDefinition(winner.spec, spec):
+			m.own[string(spec.Name)] = winner
+		default:
+			reason := gwv1.ListenerReasonHostnameConflict
+			if winner.spec.Port != spec.Port || winner.spec.Protocol != spec.Protocol {
+				reason = gwv1.ListenerReasonProtocolConflict
+			}
+			msg := fmt.Sprintf("listener differs from the one of the older Gateway in cluster %q", winner.member.obj.Cluster)
+			t.validateListener(l)
+			l.conflictReason, l.conflictMsg = "", ""
+			l.conflict(reason, msg)
+			l.acceptedReason, l.acceptedMsg = string(reason), msg
+			m.own[string(spec.Name)] = l
+		}
+	}
+}
+
+func sameDefinition(a, b gwv1.Listener) bool {
+	mode := func(l gwv1.Listener) string {
+		if l.TLS == nil || l.TLS.Mode == nil {
+			return ""
+		}
+		return string(*l.TLS.Mode)
+	}
+	return a.Port == b.Port && a.Protocol == b.Protocol && ptrStr(a.Hostname) == ptrStr(b.Hostname) && mode(a) == mode(b)
+}
+
+func ptrStr[S ~string](p *S) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
+}
+
+// gatewayStatuses emits the status of every member once routes are attached.
+func (t *translator) gatewayStatuses(u *unit) {
+	for _, m := range u.members {
+		gw := m.gw()
+		gen := gw.Generation
+		st := GatewayStatus{
+			Ref:        ObjectRef{Cluster: m.obj.Cluster, Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name},
+			Generation: gen,
+			Gateway:    u.key,
+		}
+		var bad []string
+		good := 0
+		for _, spec := range gw.Spec.Listeners {
+			l := m.own[string(spec.Name)]
+			st.Listeners = append(st.Listeners, l.status(gen))
+			if l.programmable() {
+				good++
+			} else {
+				bad = append(bad, string(spec.Name))
+			}
+		}
+		var accepted metav1.Condition
+		switch {
+		case m.invalidReason == string(gwv1.GatewayReasonPending):
+			accepted = cond(string(gwv1.GatewayConditionAccepted), false, m.invalidReason, m.invalidMsg, gen)
+			accepted.Status = metav1.ConditionUnknown
+		case m.invalidReason != "":
+			accepted = cond(string(gwv1.GatewayConditionAccepted), false, m.invalidReason, m.invalidMsg, gen)
+		case len(bad) > 0:
+			msg := fmt.Sprintf("invalid or conflicted listeners: %s", strings.Join(bad, ", "))
+			accepted = cond(string(gwv1.GatewayConditionAccepted), good > 0, string(gwv1.GatewayReasonListenersNotValid), msg, gen)
+		default:
+			accepted = cond(string(gwv1.GatewayConditionAccepted), true, string(gwv1.GatewayReasonAccepted), "Gateway is accepted", gen)
+		}
+		programmed := cond(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonPending),
+			"Waiting for the load balancer and the proxies", gen)
+		if accepted.Status != metav1.ConditionTrue {
+			programmed = cond(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonInvalid), "Gateway is not accepted", gen)
+			if accepted.Status == metav1.ConditionUnknown {
+				programmed.Reason = string(gwv1.GatewayReasonPending)
+			}
+		}
+		st.Conditions = []metav1.Condition{accepted, programmed}
+		t.res.Gateways = append(t.res.Gateways, st)
+	}
+}

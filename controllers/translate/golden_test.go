@@ -1,0 +1,96 @@
+package translate
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.out.yaml from the current output")
+
+func readFixtures(t testing.TB) fixtures {
+	t.Helper()
+	crt, err := os.ReadFile(filepath.Join("testdata", "certs", "tls.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := os.ReadFile(filepath.Join("testdata", "certs", "tls.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixtures{crt: crt, key: key}
+}
+
+// renderResult marshals a result for a golden file, with the fixture PEMs replaced by their
+// names so outputs stay readable.
+func renderResult(res *Result, fx fixtures) ([]byte, error) {
+	for i := range res.Configs {
+		for j := range res.Configs[i].Listeners {
+			l := &res.Configs[i].Listeners[j]
+			for k := range l.Certificates {
+				c := &l.Certificates[k]
+				if bytes.Equal(c.CertPEM, fx.crt) {
+					c.CertPEM = []byte("fixture tls.crt")
+				}
+				if bytes.Equal(c.KeyPEM, fx.key) {
+					c.KeyPEM = []byte("fixture tls.key")
+				}
+			}
+		}
+	}
+	return yaml.Marshal(res)
+}
+
+func TestGolden(t *testing.T) {
+	fx := readFixtures(t)
+	ins, err := filepath.Glob(filepath.Join("testdata", "*.in.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ins) == 0 {
+		t.Fatal("no golden inputs")
+	}
+	for _, in := range ins {
+		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := loadSnapshot(data, fx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := Translate(s)
+			for _, c := range res.Configs {
+				if err := c.Validate(); err != nil {
+					t.Errorf("config %s does not validate: %v", c.Gateway, err)
+				}
+			}
+			got, err := renderResult(res, fx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := strings.TrimSuffix(in, ".in.yaml") + ".out.yaml"
+			if *update {
+				if err := os.WriteFile(out, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("output differs from %s (-want +got):\n%s", out, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,251 @@
+package translate
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+// compileHTTPRoute compiles every valid rule of an HTTPRoute. Invalid rules are dropped and
+// reported (PartiallyInvalid, or Accepted=False when all are invalid).
+func (t *translator) compileHTTPRoute(o snapshot.Object[gwv1.HTTPRoute]) *route {
+	hr := o.Obj
+	r := newRoute(kindHTTPRoute, o, hr.Spec.CommonRouteSpec, hr.Spec.Hostnames, true)
+	for i, rule := range hr.Spec.Rules {
+		r.rules++
+		t.compileHTTPRule(r, i, rule)
+	}
+	return r
+}
+
+func (t *translator) compileHTTPRule(r *route, i int, rule gwv1.HTTPRouteRule) {
+	matches := rule.Matches
+	if len(matches) == 0 {
+		matches = []gwv1.HTTPRouteMatch{{}}
+	}
+	var irMatches []ir.Match
+	var precs []precedence
+	allPrefix := true
+	for _, m := range matches {
+		im, p, err := httpMatch(m)
+		if err != nil {
+			r.ruleInvalid(i, gwv1.RouteReasonUnsupportedValue, err.Error())
+			return
+		}
+		allPrefix = allPrefix && im.Path.Type == ir.MatchPrefix
+		irMatches, precs = append(irMatches, im), append(precs, p)
+	}
+	filters, reason, err := t.httpFilters(r, rule.Filters, allPrefix)
+	if err != nil {
+		r.ruleInvalid(i, reason, err.Error())
+		return
+	}
+	if filters.Redirect != nil && len(rule.BackendRefs) > 0 {
+		r.ruleInvalid(i, gwv1.RouteReasonIncompatibleFilters, "RequestRedirect cannot be used with backendRefs")
+		return
+	}
+	timeouts, err := httpTimeouts(rule.Timeouts)
+	if err != nil {
+		r.ruleInvalid(i, gwv1.RouteReasonUnsupportedValue, err.Error())
+		return
+	}
+	retry, err := httpRetry(rule.Retry)
+	if err != nil {
+		r.ruleInvalid(i, gwv1.RouteReasonUnsupportedValue, err.Error())
+		return
+	}
+	var backends []ir.Backend
+	for _, br := range rule.BackendRefs {
+		b := t.resolveBackend(r, br.BackendObjectReference, br.Weight, useHTTP)
+		bf, reason, err := t.httpFilters(r, br.Filters, allPrefix)
+		if err != nil {
+			r.ruleInvalid(i, reason, "backendRef filters: "+err.Error())
+			return
+		}
+		if bf.Redirect != nil || bf.Rewrite != nil || len(bf.Mirrors) > 0 || bf.CORS != nil || bf.extension {
+			r.ruleInvalid(i, gwv1.RouteReasonUnsupportedValue, "backendRef filters support only header modifiers")
+			return
+		}
+		b.Filters = bf.Filters
+		backends = append(backends, b)
+	}
+	backends = backendList(backends)
+	if filters.extension {
+		backends = nil // an unresolvable ExtensionRef filter must fail the request, not be skipped
+	}
+	for j, m := range irMatches {
+		p := precs[j]
+		p.created, p.name, p.cluster, p.rule, p.match = r.meta.GetCreationTimestamp(), r.name(), r.cluster, i, j
+		r.matches = append(r.matches, compiledMatch{
+			ir: ir.Route{
+				Name:     fmt.Sprintf("%s/%s/%d/%d", r.kind, r.name(), i, j),
+				Match:    m,
+				Filters:  filters.Filters,
+				Backends: backends,
+				Timeouts: timeouts,
+				Retry:    retry,
+			},
+			prec: p,
+		})
+	}
+}
+
+func httpMatch(m gwv1.HTTPRouteMatch) (ir.Match, precedence, error) {
+	var im ir.Match
+	var p precedence
+	typ, value := gwv1.PathMatchPathPrefix, "/"
+	if m.Path != nil {
+		if m.Path.Type != nil {
+			typ = *m.Path.Type
+		}
+		if m.Path.Value != nil {
+			value = *m.Path.Value
+		}
+	}
+	switch typ {
+	case gwv1.PathMatchExact, gwv1.PathMatchPathPrefix:
+		if !strings.HasPrefix(value, "/") || strings.Contains(value, "//") {
+			return im, p, fmt.Errorf("path %q must start with / and not contain //", value)
+		}
+		if typ == gwv1.PathMatchExact {
+			im.Path, p.path = &ir.StringMatch{Type: ir.MatchExact, Value: value}, rankExact
+		} else {
+			if len(value) > 1 {
+				value = strings.TrimSuffix(value, "/") // a trailing / is ignored
+			}
+			im.Path, p.path = &ir.StringMatch{Type: ir.MatchPrefix, Value: value}, rankPrefix
+		}
+	case gwv1.PathMatchRegularExpression:
+		if _, err := regexp.Compile(value); err != nil {
+			return im, p, fmt.Errorf("path regex: %w", err)
+		}
+		im.Path, p.path = &ir.StringMatch{Type: ir.MatchRegex, Value: value}, rankRegex
+	default:
+		return im, p, fmt.Errorf("path match type %q is not supported", typ)
+	}
+	p.pathLen = len(value)
+	seen := map[string]bool{}
+	for _, h := range m.Headers {
+		// Only the first of equivalent (case-insensitive) header names counts.
+		if seen[strings.ToLower(string(h.Name))] {
+			continue
+		}
+		seen[strings.ToLower(string(h.Name))] = true
+		k, err := keyMatch("header", string(h.Name), (*string)(h.Type), h.Value)
+		if err != nil {
+			return im, p, err
+		}
+		im.Headers = append(im.Headers, k)
+	}
+	seen = map[string]bool{}
+	for _, q := range m.QueryParams {
+		if seen[string(q.Name)] {
+			continue
+		}
+		seen[string(q.Name)] = true
+		k, err := keyMatch("query param", string(q.Name), (*string)(q.Type), q.Value)
+		if err != nil {
+			return im, p, err
+		}
+		im.QueryParams = append(im.QueryParams, k)
+	}
+	if m.Method != nil {
+		switch *m.Method {
+		case gwv1.HTTPMethodGet, gwv1.HTTPMethodHead, gwv1.HTTPMethodPost, gwv1.HTTPMethodPut, gwv1.HTTPMethodDelete,
+			gwv1.HTTPMethodConnect, gwv1.HTTPMethodOptions, gwv1.HTTPMethodTrace, gwv1.HTTPMethodPatch:
+			im.Method, p.method = string(*m.Method), true
+		default:
+			return im, p, fmt.Errorf("method %q is not supported", *m.Method)
+		}
+	}
+	p.headers, p.queries = len(im.Headers), len(im.QueryParams)
+	return im, p, nil
+}
+
+// keyMatch compiles a header or query parameter match; Exact is the default type.
+func keyMatch(what, name string, typ *string, value string) (ir.KeyMatch, error) {
+	t := "Exact"
+	if typ != nil && *typ != "" {
+		t = *typ
+	}
+	if name == "" {
+		return ir.KeyMatch{}, fmt.Errorf("%s match without a name", what)
+	}
+	switch t {
+	case "Exact":
+		return ir.KeyMatch{Name: name, Type: ir.MatchExact, Value: value}, nil
+	case "RegularExpression":
+		if _, err := regexp.Compile(value); err != nil {
+			return ir.KeyMatch{}, fmt.Errorf("%s %q regex: %w", what, name, err)
+		}
+		return ir.KeyMatch{Name: name, Type: ir.MatchRegex, Value: value}, nil
+	}
+	return ir.KeyMatch{}, fmt.Errorf("%s %q match type %q is not supported", what, name, t)
+}
+
+// durationRE is the Gateway API duration format (GEP-2257).
+var durationRE = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
+
+func parseDuration(d *gwv1.Duration) (time.Duration, error) {
+	if d == nil {
+		return 0, nil
+	}
+	if !durationRE.MatchString(string(*d)) {
+		return 0, fmt.Errorf("duration %q is not a Gateway API duration", *d)
+	}
+	v, err := time.ParseDuration(string(*d))
+	if err != nil {
+		return 0, fmt.Errorf("duration %q: %w", *d, err)
+	}
+	return v, nil
+}
+
+func httpTimeouts(t *gwv1.HTTPRouteTimeouts) (ir.Timeouts, error) {
+	if t == nil {
+		return ir.Timeouts{}, nil
+	}
+	req, err := parseDuration(t.Request)
+	if err != nil {
+		return ir.Timeouts{}, fmt.Errorf("timeouts.request: %w", err)
+	}
+	be, err := parseDuration(t.BackendRequest)
+	if err != nil {
+		return ir.Timeouts{}, fmt.Errorf("timeouts.backendRequest: %w", err)
+	}
+	if req != 0 && be > req {
+		return ir.Timeouts{}, fmt.Errorf("timeouts.backendRequest %s is longer than timeouts.request %s", be, req)
+	}
+	return ir.Timeouts{Request: req, BackendRequest: be}, nil
+}
+
+func httpRetry(r *gwv1.HTTPRouteRetry) (*ir.Retry, error) {
+	if r == nil {
+		return nil, nil
+	}
+	// Attempts is implementation-specific when unset: one retry.
+	out := &ir.Retry{Attempts: 1}
+	if r.Attempts != nil {
+		if *r.Attempts < 0 {
+			return nil, fmt.Errorf("retry.attempts %d is negative", *r.Attempts)
+		}
+		out.Attempts = *r.Attempts
+	}
+	for _, c := range r.Codes {
+		if c < 400 || c > 599 {
+			return nil, fmt.Errorf("retry code %d is outside 400-599", c)
+		}
+		out.Codes = append(out.Codes, int(c))
+	}
+	b, err := parseDuration(r.Backoff)
+	if err != nil {
+		return nil, fmt.Errorf("retry.backoff: %w", err)
+	}
+	out.Backoff = b
+	return out, nil
+}

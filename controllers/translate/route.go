@@ -1,0 +1,250 @@
+package translate
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+const (
+	kindHTTPRoute = "HTTPRoute"
+	kindGRPCRoute = "GRPCRoute"
+	kindTLSRoute  = "TLSRoute"
+	kindTCPRoute  = "TCPRoute"
+	kindUDPRoute  = "UDPRoute"
+)
+
+// route is any route kind, compiled once (independent of the listeners it attaches to).
+type route struct {
+	kind       string
+	cluster    string
+	meta       metav1.Object
+	parentRefs []gwv1.ParentReference
+	// hostnames are nil for TCP and UDP routes, which do not match on hostnames.
+	hostnames    []string
+	usesHostname bool
+
+	matches []compiledMatch // HTTPRoute and GRPCRoute
+	l4      []ir.Backend    // TLSRoute, TCPRoute and UDPRoute
+
+	rules      int
+	badRules   []string // "rule N: message", dropped from the dataplane
+	badReason  string   // the Accepted reason when every rule is invalid
+	refReason  string   // first ResolvedRefs failure
+	refMsgs    []string
+	generation int64
+}
+
+// compiledMatch is one match of one rule, ready to be placed in a virtual host.
+type compiledMatch struct {
+	ir   ir.Route
+	prec precedence
+}
+
+func (r *route) name() string { return r.meta.GetNamespace() + "/" + r.meta.GetName() }
+
+func (r *route) ruleInvalid(i int, reason gwv1.RouteConditionReason, msg string) {
+	r.badRules = append(r.badRules, fmt.Sprintf("rule %d: %s", i, msg))
+	if r.badReason == "" {
+		r.badReason = string(reason)
+	}
+}
+
+func (r *route) refFailed(reason gwv1.RouteConditionReason, msg string) {
+	if r.refReason == "" {
+		r.refReason = string(reason)
+	}
+	r.refMsgs = append(r.refMsgs, msg)
+}
+
+func newRoute[T any](kind string, o snapshot.Object[T], spec gwv1.CommonRouteSpec, hostnames []gwv1.Hostname, usesHostname bool) *route {
+	r := &route{kind: kind, cluster: o.Cluster, meta: o.Meta(), parentRefs: spec.ParentRefs, usesHostname: usesHostname}
+	r.generation = r.meta.GetGeneration()
+	for _, h := range hostnames {
+		r.hostnames = append(r.hostnames, string(h))
+	}
+	return r
+}
+
+// olderFirst orders routes by creation time, then namespace/name, then cluster: the Gateway API
+// tie-breakers for precedence and conflicts.
+func olderFirst(a, b *route) int {
+	return cmp.Or(
+		a.meta.GetCreationTimestamp().Compare(b.meta.GetCreationTimestamp().Time),
+		cmp.Compare(a.name(), b.name()),
+		cmp.Compare(a.cluster, b.cluster),
+		cmp.Compare(a.kind, b.kind),
+	)
+}
+
+// findUnit resolves a parentRef to one of our gateway units: the Gateway in the route's own
+// cluster, or the fleet gateway of that namespace/name.
+func (t *translator) findUnit(r *route, ref gwv1.ParentReference) *unit {
+	group, kind := gwv1.GroupName, "Gateway"
+	if ref.Group != nil {
+		group = string(*ref.Group)
+	}
+	if ref.Kind != nil {
+		kind = string(*ref.Kind)
+	}
+	if group != gwv1.GroupName || kind != "Gateway" {
+		return nil
+	}
+	ns := cmp.Or(ptrStr(ref.Namespace), r.meta.GetNamespace())
+	if u := t.unitByKey[r.cluster+"/"+ns+"/"+string(ref.Name)]; u != nil {
+		return u
+	}
+	return t.unitByKey[ns+"/"+string(ref.Name)]
+}
+
+// attachRoute computes one RouteParentStatus per parentRef that names one of our Gateways, and
+// records the route on every listener that accepts it.
+func (t *translator) attachRoute(r *route) {
+	var parents []gwv1.RouteParentStatus
+	for _, ref := range r.parentRefs {
+		u := t.findUnit(r, ref)
+		if u == nil {
+			continue // not ours: another controller, or a parent that does not exist
+		}
+		accepted := t.attachToParent(r, u, ref)
+		resolved := cond(string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "References are resolved", r.generation)
+		if r.refReason != "" {
+			resolved = cond(string(gwv1.RouteConditionResolvedRefs), false, r.refReason, strings.Join(r.refMsgs, "; "), r.generation)
+		}
+		conds := []metav1.Condition{accepted, resolved}
+		if accepted.Status == metav1.ConditionTrue && len(r.badRules) > 0 {
+			conds = append(conds, cond(string(gwv1.RouteConditionPartiallyInvalid), true, string(gwv1.RouteReasonUnsupportedValue),
+				"Dropped Rule(s): "+strings.Join(r.badRules, "; "), r.generation))
+		}
+		parents = append(parents, gwv1.RouteParentStatus{ParentRef: ref, ControllerName: gwv1.GatewayController(snapshot.ControllerName), Conditions: conds})
+	}
+	if parents == nil {
+		return
+	}
+	t.res.Routes = append(t.res.Routes, RouteStatus{
+		Ref:        ObjectRef{Cluster: r.cluster, Kind: r.kind, Namespace: r.meta.GetNamespace(), Name: r.meta.GetName()},
+		Generation: r.generation,
+		Parents:    parents,
+	})
+}
+
+func (t *translator) attachToParent(r *route, u *unit, ref gwv1.ParentReference) metav1.Condition {
+	gen := r.generation
+	reject := func(reason gwv1.RouteConditionReason, msg string) metav1.Condition {
+		return cond(string(gwv1.RouteConditionAccepted), false, string(reason), msg, gen)
+	}
+	var cands []*listener
+	for _, l := range u.listeners {
+		if ref.SectionName != nil && *ref.SectionName != l.spec.Name {
+			continue
+		}
+		if ref.Port != nil && *ref.Port != l.spec.Port {
+			continue
+		}
+		cands = append(cands, l)
+	}
+	if len(cands) == 0 {
+		return reject(gwv1.RouteReasonNoMatchingParent, "No listener matches the parentRef sectionName and port")
+	}
+	var allowed []*listener
+	wrongProtocol := false
+	for _, l := range cands {
+		kindOK := slices.ContainsFunc(l.kinds, func(k gwv1.RouteGroupKind) bool { return string(k.Kind) == r.kind })
+		if !kindOK && defaultKinds(l.spec.Protocol) != nil && !slices.Contains(defaultKinds(l.spec.Protocol), r.kind) {
+			wrongProtocol = true
+		}
+		if kindOK && t.allowsNamespace(l, r.cluster, r.meta.GetNamespace()) {
+			allowed = append(allowed, l)
+		}
+	}
+	if len(allowed) == 0 {
+		if r.kind == kindTLSRoute && wrongProtocol {
+			// The TLSRoute spec asks for UnsupportedValue when the listener is not of protocol TLS.
+			return reject(gwv1.RouteReasonUnsupportedValue, "TLSRoute needs a listener of protocol TLS")
+		}
+		return reject(gwv1.RouteReasonNotAllowedByListeners, "No listener allows this route kind from this namespace")
+	}
+	type match struct {
+		l     *listener
+		hosts []string
+	}
+	var matched []match
+	for _, l := range allowed {
+		var hosts []string
+		if r.usesHostname {
+			hosts = intersectHostnames(l.hostname, r.hostnames)
+			if len(hosts) == 0 {
+				continue
+			}
+		}
+		matched = append(matched, match{l, hosts})
+	}
+	if len(matched) == 0 {
+		return reject(gwv1.RouteReasonNoMatchingListenerHostname, "No listener hostname matches the route hostnames")
+	}
+	if r.rules > 0 && len(r.badRules) == r.rules {
+		return reject(gwv1.RouteConditionReason(r.badReason), "All rules are invalid: "+strings.Join(r.badRules, "; "))
+	}
+	if r.kind == kindHTTPRoute || r.kind == kindGRPCRoute {
+		var free []match
+		for _, m := range matched {
+			if !webConflict(m.l, r, m.hosts) {
+				free = append(free, m)
+			}
+		}
+		if len(free) == 0 {
+			return reject(gwv1.RouteReasonNotAllowedByListeners, "Hostnames conflict with an older route of the other kind (HTTPRoute/GRPCRoute) on every matching listener")
+		}
+		matched = free
+	}
+	if r.kind == kindTCPRoute || r.kind == kindUDPRoute {
+		free := matched[:0]
+		for _, m := range matched {
+			if m.l.l4 == nil || m.l.l4 == r {
+				free = append(free, m)
+			}
+		}
+		if len(free) == 0 {
+			return reject(gwv1.RouteReasonNotAllowedByListeners, "Every matching listener already forwards to an older "+r.kind)
+		}
+		matched = free
+	}
+	for _, m := range matched {
+		if m.l.attached[r] {
+			continue
+		}
+		m.l.attached[r] = true
+		switch r.kind {
+		case kindTCPRoute, kindUDPRoute:
+			m.l.l4 = r
+		default:
+			m.l.hosts = append(m.l.hosts, attachment{route: r, hostnames: m.hosts})
+		}
+	}
+	return cond(string(gwv1.RouteConditionAccepted), true, string(gwv1.RouteReasonAccepted), "Route is accepted", gen)
+}
+
+// webConflict reports whether an HTTPRoute (GRPCRoute) would share a hostname of listener l with
+// an already attached GRPCRoute (HTTPRoute): the spec accepts only the older of the two.
+func webConflict(l *listener, r *route, hosts []string) bool {
+	for _, a := range l.hosts {
+		if a.route.kind == r.kind || (a.route.kind != kindHTTPRoute && a.route.kind != kindGRPCRoute) {
+			continue
+		}
+		for _, x := range a.hostnames {
+			for _, y := range hosts {
+				if hostMatches(x, y) || hostMatches(y, x) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

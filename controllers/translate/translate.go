@@ -1,0 +1,107 @@
+package translate
+
+import (
+	"slices"
+
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/providers"
+)
+
+// Result is everything one translation produces. Every list is sorted deterministically.
+type Result struct {
+	// Configs holds one dataplane config per gateway whose GatewayClass is accepted, by Gateway key.
+	Configs []ir.Config `json:"configs,omitempty"`
+	// LoadBalancers holds one provider model per config, same keys and order.
+	LoadBalancers  []providers.LoadBalancer `json:"loadBalancers,omitempty"`
+	GatewayClasses []ClassStatus            `json:"gatewayClasses,omitempty"`
+	Gateways       []GatewayStatus          `json:"gateways,omitempty"`
+	Routes         []RouteStatus            `json:"routes,omitempty"`
+}
+
+// translator holds the state of one Translate call.
+type translator struct {
+	snap      *snapshot.Snapshot
+	idx       *index
+	res       *Result
+	classes   map[string]*classInfo
+	units     []*unit
+	unitByKey map[string]*unit
+}
+
+// Translate computes the dataplane configs, load-balancer models and statuses for a snapshot.
+// It never panics on bad input: invalid objects are reported through their conditions and left
+// out of the dataplane without affecting the others. s must be sorted (Snapshot.Sort).
+func Translate(s *snapshot.Snapshot) *Result {
+	t := &translator{
+		snap:      s,
+		idx:       newIndex(s),
+		res:       &Result{},
+		classes:   map[string]*classInfo{},
+		unitByKey: map[string]*unit{},
+	}
+	t.translateClasses()
+	t.buildUnits()
+	for _, u := range t.units {
+		t.unitByKey[u.key] = u
+	}
+	for _, r := range t.compileRoutes() {
+		t.attachRoute(r)
+	}
+	for _, u := range t.units {
+		t.gatewayStatuses(u)
+		if !u.class.accepted {
+			continue
+		}
+		cfg := t.buildConfig(u)
+		t.res.Configs = append(t.res.Configs, cfg)
+		t.res.LoadBalancers = append(t.res.LoadBalancers, t.buildLoadBalancer(u, cfg))
+	}
+	t.sortResult()
+	return t.res
+}
+
+// compileRoutes compiles every route and orders them for attachment: HTTPRoutes and GRPCRoutes
+// together, oldest first (the older wins an HTTP/gRPC hostname conflict), then TLS, TCP and UDP
+// routes, oldest first (the older gets a TCP or UDP listener).
+func (t *translator) compileRoutes() []*route {
+	var web, tls, tcp, udp []*route
+	for _, o := range t.snap.HTTPRoutes {
+		if o.Obj != nil {
+			web = append(web, t.compileHTTPRoute(o))
+		}
+	}
+	for _, o := range t.snap.GRPCRoutes {
+		if o.Obj != nil {
+			web = append(web, t.compileGRPCRoute(o))
+		}
+	}
+	for _, o := range t.snap.TLSRoutes {
+		if o.Obj != nil {
+			tls = append(tls, t.compileTLSRoute(o))
+		}
+	}
+	for _, o := range t.snap.TCPRoutes {
+		if o.Obj != nil {
+			tcp = append(tcp, t.compileTCPRoute(o))
+		}
+	}
+	for _, o := range t.snap.UDPRoutes {
+		if o.Obj != nil {
+			udp = append(udp, t.compileUDPRoute(o))
+		}
+	}
+	var all []*route
+	for _, rs := range [][]*route{web, tls, tcp, udp} {
+		slices.SortStableFunc(rs, olderFirst)
+		all = append(all, rs...)
+	}
+	return all
+}
+
+func (t *translator) sortResult() {
+	r := t.res
+	slices.SortStableFunc(r.GatewayClasses, func(a, b ClassStatus) int { return a.Ref.compare(b.Ref) })
+	slices.SortStableFunc(r.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
+	slices.SortStableFunc(r.Routes, func(a, b RouteStatus) int { return a.Ref.compare(b.Ref) })
+}
