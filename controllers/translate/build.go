@@ -32,7 +32,9 @@ func groupByPort(ls []*listener) []portGroup {
 		}
 		gs[i].ls = append(gs[i].ls, l)
 	}
-	slices.SortFunc(gs, func(a, b portGroup) int { return cmp.Or(cmp.Compare(a.port, b.port), cmp.Compare(a.transport, b.transport)) })
+	slices.SortFunc(gs, func(a, b portGroup) int {
+		return cmp.Or(cmp.Compare(a.port, b.port), cmp.Compare(a.transport, b.transport))
+	})
 	return gs
 }
 

@@ -146,4 +146,3 @@ func addObject(s *snapshot.Snapshot, kind, cluster string, js []byte) error {
 	}
 	return fmt.Errorf("unknown kind %q", kind)
 }
-
