@@ -106,17 +106,25 @@ func virtualHosts(g portGroup) []ir.VirtualHost {
 		}
 	}
 	hosts := make([]string, 0, len(byHost))
-	for h := range byHost {
+	for h, ms := range byHost {
 		hosts = append(hosts, h)
+		slices.SortStableFunc(ms, func(a, b compiledMatch) int { return comparePrecedence(a.prec, b.prec) })
 	}
 	slices.SortFunc(hosts, compareSpecificity)
 	var out []ir.VirtualHost
-	for _, h := range hosts {
-		ms := byHost[h]
-		slices.SortStableFunc(ms, func(a, b compiledMatch) int { return comparePrecedence(a.prec, b.prec) })
+	for i, h := range hosts {
 		vh := ir.VirtualHost{Hostname: cmp.Or(h, "*")}
-		for _, m := range ms {
+		for _, m := range byHost[h] {
 			vh.Routes = append(vh.Routes, m.ir)
+		}
+		// A request for h also matches routes of less specific hostnames of the same listener;
+		// they come after h's own routes, since the spec ranks the more specific hostname first.
+		for _, h2 := range hosts[i+1:] {
+			if hostMatches(h2, h) && g.owner(h2) == g.owner(h) {
+				for _, m := range byHost[h2] {
+					vh.Routes = append(vh.Routes, m.ir)
+				}
+			}
 		}
 		out = append(out, vh)
 	}

@@ -187,14 +187,24 @@ func (t *translator) gatewayStatuses(u *unit) {
 			Gateway:    u.key,
 		}
 		var bad []string
-		good := 0
+		good, programmable := 0, 0
+		seen := map[gwv1.SectionName]bool{}
 		for _, spec := range gw.Spec.Listeners {
 			l := m.own[string(spec.Name)]
+			if l == nil || seen[spec.Name] {
+				continue // listener names are unique; a duplicate reports once
+			}
+			seen[spec.Name] = true
 			st.Listeners = append(st.Listeners, l.status(gen))
-			if l.programmable() {
+			// Unresolved references do not reject a listener (it is Accepted but not programmed);
+			// only unaccepted and conflicted listeners make the Gateway ListenersNotValid.
+			if l.acceptedOK && l.conflictReason == "" {
 				good++
 			} else {
 				bad = append(bad, string(spec.Name))
+			}
+			if l.programmable() {
+				programmable++
 			}
 		}
 		var accepted metav1.Condition
@@ -212,6 +222,9 @@ func (t *translator) gatewayStatuses(u *unit) {
 		}
 		programmed := cond(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonPending),
 			"Waiting for the load balancer and the proxies", gen)
+		if accepted.Status == metav1.ConditionTrue && programmable == 0 {
+			programmed = cond(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonInvalid), "No listener can be programmed", gen)
+		}
 		if accepted.Status != metav1.ConditionTrue {
 			programmed = cond(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonInvalid), "Gateway is not accepted", gen)
 			if accepted.Status == metav1.ConditionUnknown {

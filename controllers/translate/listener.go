@@ -337,7 +337,11 @@ func (l *listener) status(gen int64) gwv1.ListenerStatus {
 	if l.acceptedOK {
 		st.Conditions = append(st.Conditions, cond(string(gwv1.ListenerConditionAccepted), true, string(gwv1.ListenerReasonAccepted), "Listener is accepted", gen))
 	} else {
-		st.Conditions = append(st.Conditions, cond(string(gwv1.ListenerConditionAccepted), false, l.acceptedReason, l.acceptedMsg, gen))
+		c := cond(string(gwv1.ListenerConditionAccepted), false, l.acceptedReason, l.acceptedMsg, gen)
+		if l.acceptedReason == string(gwv1.ListenerReasonPending) {
+			c.Status = metav1.ConditionUnknown // the GatewayClass is not accepted yet
+		}
+		st.Conditions = append(st.Conditions, c)
 	}
 	if l.conflictReason != "" {
 		st.Conditions = append(st.Conditions, cond(string(gwv1.ListenerConditionConflicted), true, l.conflictReason, l.conflictMsg, gen))

@@ -151,6 +151,9 @@ func (t *translator) attachToParent(r *route, u *unit, ref gwv1.ParentReference)
 		cands = append(cands, l)
 	}
 	if len(cands) == 0 {
+		if i := slices.IndexFunc(u.members, func(m *member) bool { return m.invalidReason == "" }); i < 0 && len(u.members) > 0 {
+			return reject(gwv1.RouteReasonNoMatchingParent, "Gateway is not accepted: "+u.members[0].invalidMsg)
+		}
 		return reject(gwv1.RouteReasonNoMatchingParent, "No listener matches the parentRef sectionName and port")
 	}
 	var allowed []*listener

@@ -72,7 +72,7 @@ func (r *Result) SetProgrammed(gateway string, p Programmed) {
 		if a := findCondition(gs.Conditions, string(gwv1.GatewayConditionAccepted)); a == nil || a.Status != metav1.ConditionTrue {
 			continue // a Gateway translation rejected stays unprogrammed
 		}
-		if c := findCondition(gs.Conditions, string(gwv1.GatewayConditionProgrammed)); c != nil {
+		if c := findCondition(gs.Conditions, string(gwv1.GatewayConditionProgrammed)); c != nil && c.Reason != string(gwv1.GatewayReasonInvalid) {
 			*c = programmedCond(gen, p, string(gwv1.GatewayReasonProgrammed), "Gateway is programmed")
 		}
 		for j := range gs.Listeners {
