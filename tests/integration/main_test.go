@@ -1,0 +1,73 @@
+// Package integration runs fleetgate's controllers against real kube-apiservers.
+package integration
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/fleetgate/fleetgate/controllers"
+	"github.com/fleetgate/fleetgate/tests/testbed"
+)
+
+// startOperator runs the production controller wiring against the cluster until the test ends.
+func startOperator(t *testing.T, c *testbed.Cluster) {
+	t.Helper()
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 testr.NewWithOptions(t, testr.Options{Verbosity: 0}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := controllers.Setup(ctx, mgr); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("manager did not stop within 30s")
+		}
+	})
+}
+
+// eventually polls cond until it returns nil or the timeout passes, then fails with its last error.
+func eventually(t *testing.T, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestMain(m *testing.M) {
+	testbed.QuietGlobalLogger()
+	os.Exit(m.Run())
+}
