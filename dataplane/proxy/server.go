@@ -203,6 +203,8 @@ func (s *Server) Apply(cfg *ir.Config) error {
 			continue
 		}
 		delete(s.tcp, port)
+		// Release the port now so a later config can bind it again; connections drain in the background.
+		p.ln.Close()
 		s.drainLater(p.drain)
 	}
 	for port, p := range s.udp {
@@ -214,6 +216,7 @@ func (s *Server) Apply(cfg *ir.Config) error {
 			continue
 		}
 		delete(s.udp, port)
+		p.conn.Close()
 		s.drainLater(p.drain)
 	}
 	s.cur.Store(t)
