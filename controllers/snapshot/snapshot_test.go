@@ -1,0 +1,50 @@
+package snapshot
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+func TestSort(t *testing.T) {
+	gw := func(cluster, ns, name string) Object[gwv1.Gateway] {
+		return Object[gwv1.Gateway]{Cluster: cluster, Obj: &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
+	}
+	s := &Snapshot{Gateways: []Object[gwv1.Gateway]{
+		gw("west", "a", "x"), gw("hub", "b", "a"), {Cluster: "hub"}, gw("hub", "a", "z"), gw("east", "z", "z"), gw("hub", "a", "b"),
+	}}
+	s.Sort()
+	var got []string
+	for _, o := range s.Gateways {
+		got = append(got, o.Cluster+"/"+o.Obj.Namespace+"/"+o.Obj.Name)
+	}
+	want := []string{"east/z/z", "hub/a/b", "hub/a/z", "hub/b/a", "west/a/x"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"east", "hub", "west"}, s.Clusters()); diff != "" {
+		t.Errorf("clusters (-want +got):\n%s", diff)
+	}
+}
+
+func TestReferenceGrantFromLegacy(t *testing.T) {
+	g, err := ReferenceGrantFromLegacy(map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1alpha2", "kind": "ReferencePolicy",
+		"metadata": map[string]any{"name": "p", "namespace": "apps"},
+		"spec": map[string]any{
+			"from": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "web"}},
+			"to":   []any{map[string]any{"group": "", "kind": "Service"}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Kind != "ReferenceGrant" || g.Namespace != "apps" || len(g.Spec.From) != 1 || g.Spec.To[0].Kind != "Service" {
+		t.Errorf("unexpected grant %+v", g)
+	}
+	if _, err := ReferenceGrantFromLegacy(map[string]any{"spec": "nope"}); err == nil {
+		t.Error("malformed policy accepted")
+	}
+}

@@ -1,0 +1,64 @@
+package translate
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+func TestSetProgrammed(t *testing.T) {
+	mk := func() *Result {
+		return &Result{Gateways: []GatewayStatus{
+			{Gateway: "hub/ns/ok", Generation: 3, Conditions: []metav1.Condition{
+				cond("Accepted", true, "Accepted", "", 3), cond("Programmed", false, "Pending", "", 3)},
+				Listeners: []gwv1.ListenerStatus{
+					{Name: "good", Conditions: []metav1.Condition{cond("Programmed", false, "Pending", "", 3)}},
+					{Name: "bad", Conditions: []metav1.Condition{cond("Programmed", false, "Invalid", "", 3)}},
+				}},
+			{Gateway: "hub/ns/rejected", Generation: 1, Conditions: []metav1.Condition{
+				cond("Accepted", false, "InvalidParameters", "", 1), cond("Programmed", false, "Invalid", "", 1)}},
+		}}
+	}
+	reasons := func(r *Result) []string {
+		var out []string
+		for _, g := range r.Gateways {
+			out = append(out, g.Gateway+":"+findCondition(g.Conditions, "Programmed").Reason)
+			for _, l := range g.Listeners {
+				out = append(out, string(l.Name)+":"+findCondition(l.Conditions, "Programmed").Reason)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		key  string
+		p    Programmed
+		want []string
+	}{
+		{"ready", "hub/ns/ok", Programmed{Ready: true}, []string{"hub/ns/ok:Programmed", "good:Programmed", "bad:Invalid", "hub/ns/rejected:Invalid"}},
+		{"not ready", "hub/ns/ok", Programmed{Reason: "NoResources"}, []string{"hub/ns/ok:NoResources", "good:NoResources", "bad:Invalid", "hub/ns/rejected:Invalid"}},
+		{"rejected stays invalid", "hub/ns/rejected", Programmed{Ready: true}, []string{"hub/ns/ok:Pending", "good:Pending", "bad:Invalid", "hub/ns/rejected:Invalid"}},
+		{"unknown key", "nope", Programmed{Ready: true}, []string{"hub/ns/ok:Pending", "good:Pending", "bad:Invalid", "hub/ns/rejected:Invalid"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mk()
+			r.SetProgrammed(tc.key, tc.p)
+			r.SetProgrammed(tc.key, tc.p) // idempotent
+			if diff := cmp.Diff(tc.want, reasons(r)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	r := mk()
+	addr := []gwv1.GatewayStatusAddress{{Value: "192.0.2.1"}}
+	r.SetProgrammed("hub/ns/ok", Programmed{Ready: true, Addresses: addr})
+	if diff := cmp.Diff(addr, r.Gateways[0].Addresses, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("addresses (-want +got):\n%s", diff)
+	}
+	if c := findCondition(r.Gateways[0].Conditions, "Programmed"); c.ObservedGeneration != 3 || c.Status != metav1.ConditionTrue {
+		t.Errorf("programmed condition %+v", c)
+	}
+}
