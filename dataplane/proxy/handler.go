@@ -20,6 +20,9 @@ const mirrorTimeout = 30 * time.Second
 // serveHTTP routes one request of an HTTP or HTTPS listener.
 func (s *Server) serveHTTP(lt *listenerTable, w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if p := normalizePath(r.URL.Path); p != r.URL.Path {
+		r.URL.Path, r.URL.RawPath = p, ""
+	}
 	var rt *route
 	if vh, ok := lt.hosts.lookup(normalizeHost(r.Host)); ok {
 		rt = vh.match(r)

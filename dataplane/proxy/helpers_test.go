@@ -97,7 +97,9 @@ func irBackend(name string, weight uint32, addrs ...net.Addr) ir.Backend {
 }
 
 // freePort finds a loopback port that is free right now.
-func freePort(t *testing.T, udp bool) uint32 {
+func freePort(t *testing.T, udp bool) uint32 { return freePortTB(t, udp) }
+
+func freePortTB(t testing.TB, udp bool) uint32 {
 	t.Helper()
 	if udp {
 		c, err := net.ListenPacket("udp", "127.0.0.1:0")

@@ -1,6 +1,9 @@
 package proxy
 
-import "strings"
+import (
+	"path"
+	"strings"
+)
 
 // hostMap finds the entry for a hostname the way Gateway API matches hostnames: an exact name first,
 // then the most specific "*.suffix" wildcard (a wildcard covers one or more labels), then "*".
@@ -84,4 +87,34 @@ func normalizeHost(h string) string {
 		}
 	}
 	return h
+}
+
+// normalizePath removes dot segments and merges repeated slashes, as Envoy does for Gateway API, so
+// that "/public/../admin" cannot match a "/public" route and reach "/admin" on the backend. Clean
+// paths, the common case, are returned as they are without allocating.
+func normalizePath(p string) string {
+	if p == "" || p[0] != '/' || !needsCleaning(p) {
+		return p
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
+}
+
+func needsCleaning(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] != '/' {
+			continue
+		}
+		rest := p[i+1:]
+		switch {
+		case strings.HasPrefix(rest, "/"):
+			return true
+		case rest == "." || rest == ".." || strings.HasPrefix(rest, "./") || strings.HasPrefix(rest, "../"):
+			return true
+		}
+	}
+	return false
 }

@@ -152,3 +152,26 @@ func TestReplacePrefix(t *testing.T) {
 		t.Errorf("replacePrefix (-want +got):\n%s", diff)
 	}
 }
+
+func TestNormalizePath(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"/", "/"},
+		{"/a/b", "/a/b"},
+		{"/a/b/", "/a/b/"},
+		{"/a//b", "/a/b"},
+		{"/a/./b/", "/a/b/"},
+		{"/public/../admin", "/admin"},
+		{"/..", "/"},
+		{"/a/..", "/"},
+		{"/a/.b/..c", "/a/.b/..c"},
+		{"*", "*"},
+	}
+	var got, want []string
+	for _, tt := range tests {
+		got = append(got, tt.in+" → "+normalizePath(tt.in))
+		want = append(want, tt.in+" → "+tt.want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("normalizePath (-want +got):\n%s", diff)
+	}
+}

@@ -21,6 +21,8 @@ type metrics struct {
 
 	mu     sync.Mutex
 	routes map[[2]string]*routeStats
+	// gen is bumped per compile; routes not stamped with the latest applied gen are pruned.
+	gen uint64
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -74,6 +76,7 @@ type routeStats struct {
 	local    *backendStats // answers from the proxy itself: 404, redirect, CORS, 500
 	mu       sync.Mutex
 	backends map[string]*backendStats
+	gen      uint64
 }
 
 type backendStats struct {
@@ -88,10 +91,11 @@ func (m *metrics) route(listener, route string) *routeStats {
 	defer m.mu.Unlock()
 	k := [2]string{listener, route}
 	if rs := m.routes[k]; rs != nil {
+		rs.gen = m.gen
 		return rs
 	}
 	rs := &routeStats{m: m, listener: listener, route: route, backends: map[string]*backendStats{},
-		duration: m.duration.WithLabelValues(listener, route)}
+		duration: m.duration.WithLabelValues(listener, route), gen: m.gen}
 	rs.local = rs.backend("")
 	m.routes[k] = rs
 	return rs
@@ -124,4 +128,29 @@ func (b *backendStats) count(code int) {
 		i = 0
 	}
 	b.codes[i].Inc()
+}
+
+func (m *metrics) nextGen() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gen++
+	return m.gen
+}
+
+// prune forgets the series of routes the config applied at gen no longer has, so that route churn
+// does not grow the registry forever.
+func (m *metrics) prune(gen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, rs := range m.routes {
+		if rs.gen >= gen {
+			continue
+		}
+		delete(m.routes, k)
+		labels := prometheus.Labels{"listener": k[0], "route": k[1]}
+		m.requests.DeletePartialMatch(labels)
+		m.duration.DeletePartialMatch(labels)
+		m.conns.DeletePartialMatch(labels)
+		m.l4Bytes.DeletePartialMatch(labels)
+	}
 }

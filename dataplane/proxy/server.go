@@ -148,6 +148,7 @@ func (s *Server) Apply(cfg *ir.Config) error {
 		return errors.New("proxy is shut down")
 	}
 	certs := certCache{}
+	gen := s.metrics.nextGen()
 	t, err := s.compile(cfg, certs)
 	if err != nil {
 		s.metrics.applies.WithLabelValues("invalid").Inc()
@@ -221,6 +222,7 @@ func (s *Server) Apply(cfg *ir.Config) error {
 	}
 	s.cur.Store(t)
 	s.certs = certs
+	s.metrics.prune(gen)
 	s.metrics.version.Set(float64(t.version))
 	s.metrics.applies.WithLabelValues("ok").Inc()
 	s.opts.Log.V(1).Info("config applied", "version", t.version, "listeners", len(t.listeners))

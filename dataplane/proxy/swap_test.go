@@ -6,10 +6,15 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
@@ -180,5 +185,100 @@ func TestDrainOnRemoveAndShutdown(t *testing.T) {
 	}
 	if err := s.Apply(cfg); err == nil {
 		t.Error("Apply after Shutdown succeeded")
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	a := newEcho(t, "a", false)
+	reg := prometheus.NewRegistry()
+	s, err := New(Options{Address: "127.0.0.1", Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background()) //nolint:errcheck // test
+	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{
+		{Name: "ok", Match: ir.Match{Path: prefix("/ok")}, Backends: []ir.Backend{a.backend(1)}},
+		{Name: "bad", Match: ir.Match{Path: prefix("/bad")}},
+	}})
+	if err := s.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	c := testClient()
+	for _, p := range []string{"/ok", "/ok", "/bad", "/nothing"} {
+		get(t, c, baseURL(port)+p, "h")
+	}
+	got := nonZero(t, reg, "fleetgate_proxy_requests_total")
+	if diff := cmp.Diff([]string{
+		`backend="",code="4xx",listener="http",route="" 1`,
+		`backend="",code="5xx",listener="http",route="bad" 1`,
+		`backend="a",code="2xx",listener="http",route="ok" 2`,
+	}, got); diff != "" {
+		t.Errorf("requests_total (-want +got):\n%s", diff)
+	}
+	// Dropping a route drops its series.
+	cfg.Listeners[0].VirtualHosts[0].Routes = cfg.Listeners[0].VirtualHosts[0].Routes[:1]
+	if err := s.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range nonZero(t, reg, "fleetgate_proxy_requests_total") {
+		if strings.Contains(line, `route="bad"`) {
+			t.Errorf("series of a removed route kept: %s", line)
+		}
+	}
+}
+
+func nonZero(t *testing.T, reg *prometheus.Registry, name string) []string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetCounter().GetValue() == 0 {
+				continue
+			}
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+strconv.Quote(l.GetValue()))
+			}
+			out = append(out, strings.Join(labels, ",")+" "+strconv.FormatFloat(m.GetCounter().GetValue(), 'f', -1, 64))
+		}
+	}
+	return out
+}
+
+func TestAccessLog(t *testing.T) {
+	a := newEcho(t, "a", false)
+	var mu sync.Mutex
+	var lines []string
+	logger := funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})
+	s, err := New(Options{Address: "127.0.0.1", AccessLog: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background()) //nolint:errcheck // test
+	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{a.backend(1)}}}})
+	if err := s.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	get(t, testClient(), baseURL(port)+"/logged?x=1", "h")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lines) != 1 {
+		t.Fatalf("got %d access log lines, want 1: %q", len(lines), lines)
+	}
+	for _, want := range []string{`"route"="r"`, `"backend"="a"`, `"code"=200`, `"path"="/logged"`, `"method"="GET"`} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("access log %q lacks %s", lines[0], want)
+		}
 	}
 }
