@@ -99,11 +99,12 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
 		Logger:                        logger,
+		Cache:                         controllers.CacheOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := controllers.Setup(ctx, mgr); err != nil {
+	if err := controllers.Setup(ctx, mgr, controllers.Options{}); err != nil {
 		return err
 	}
 	if err := errors.Join(

@@ -1,6 +1,9 @@
-// Package controllers holds fleetgate's reconcilers: thin loops that read the caches, call the pure
-// translation and hand results to the providers and to the one status writer.
+// Package controllers holds fleetgate's reconcilers: thin loops that read the caches into a
+// snapshot, call the pure translation, hand the results to the providers and to the one status
+// writer.
 package controllers
 
+import "github.com/fleetgate/fleetgate/controllers/snapshot"
+
 // ControllerName is the GatewayClass spec.controllerName fleetgate implements.
-const ControllerName = "fleetgate.dev/gateway-controller"
+const ControllerName = snapshot.ControllerName

@@ -4,18 +4,60 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
 )
 
-// Setup registers every fleetgate controller with the manager. main.go and the integration tests
-// share it so that tests exercise the production wiring.
-func Setup(ctx context.Context, mgr ctrl.Manager) error {
-	if err := (&GatewayClassReconciler{
-		Client:   mgr.GetClient(),
+// Options configure Setup.
+type Options struct {
+	// Registry receives fleetgate's metrics; nil means controller-runtime's registry, which the
+	// manager serves on its metrics endpoint.
+	Registry prometheus.Registerer
+	// Apply makes translations real; nil leaves every Gateway Programmed=False/Pending.
+	Apply Applier
+}
+
+// CacheOptions limit what the informers hold: of all Secrets, only TLS ones can be certificates.
+func CacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Field: fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS))},
+	}}
+}
+
+// Setup registers every fleetgate controller and the status writer with the manager. main.go and
+// the integration tests share it so that tests exercise the production wiring.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	if o.Registry == nil {
+		o.Registry = metrics.Registry
+	}
+	m, err := NewMetrics(o.Registry)
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	writer := NewStatusWriter(mgr.GetLogger().WithName("status"), SupportedFeatures(), m)
+	writer.SetTarget(snapshot.HubCluster, statusTarget{
+		Reader:   mgr.GetClient(),
+		Writer:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("fleetgate"),
-		Features: SupportedFeatures(),
-	}).SetupWithManager(ctx, mgr); err != nil {
-		return fmt.Errorf("setting up GatewayClass controller: %w", err)
+	})
+	if err := mgr.Add(writer); err != nil {
+		return fmt.Errorf("adding status writer: %w", err)
+	}
+	hub := []Source{{Cluster: snapshot.HubCluster, Reader: mgr.GetClient()}}
+	if err := (&GatewayReconciler{
+		Sources: func() []Source { return hub },
+		Apply:   o.Apply,
+		Status:  writer,
+		Metrics: m,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Gateway API controller: %w", err)
 	}
 	return nil
 }

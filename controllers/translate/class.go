@@ -19,9 +19,9 @@ type classInfo struct {
 	scope    string
 }
 
-// translateClasses validates every GatewayClass of our controller: a missing parametersRef means
-// the defaults (in-cluster provider, Cluster scope); a parametersRef must name an existing
-// fleetgate.dev/GatewayClassConfig with a known provider and scope.
+// translateClasses validates every GatewayClass of our controller: its parametersRef must name an
+// existing fleetgate.dev/GatewayClassConfig with a known provider and scope. A class without one is
+// not accepted, so that the provider (and with it, where traffic goes) is always a deliberate choice.
 func (t *translator) translateClasses() {
 	for _, o := range t.snap.GatewayClasses {
 		gc := o.Obj
@@ -51,7 +51,7 @@ func (t *translator) translateClasses() {
 
 func (t *translator) resolveParams(cluster string, ref *gwv1.ParametersReference, ci *classInfo) error {
 	if ref == nil {
-		return nil
+		return fmt.Errorf("parametersRef is required: it must name a %s/GatewayClassConfig", v1alpha1.Group)
 	}
 	if string(ref.Group) != v1alpha1.Group || string(ref.Kind) != "GatewayClassConfig" {
 		return fmt.Errorf("parametersRef must be %s/GatewayClassConfig, not %s/%s", v1alpha1.Group, ref.Group, ref.Kind)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -27,12 +28,13 @@ func startOperator(t *testing.T, c *testbed.Cluster) {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Logger:                 testr.NewWithOptions(t, testr.Options{Verbosity: 0}),
+		Cache:                  controllers.CacheOptions(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := controllers.Setup(ctx, mgr); err != nil {
+	if err := controllers.Setup(ctx, mgr, controllers.Options{Registry: prometheus.NewRegistry()}); err != nil {
 		cancel()
 		t.Fatal(err)
 	}

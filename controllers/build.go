@@ -1,0 +1,95 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
+)
+
+// Source is one member cluster's view: its name and a reader backed by its informer cache.
+type Source struct {
+	Cluster string
+	Reader  client.Reader
+}
+
+// buildSnapshot reads every input of translation from each source's cache and returns the sorted snapshot.
+// Secrets are limited to kubernetes.io/tls ones by the cache configuration; the snapshot keeps
+// only those a Gateway listener refers to, so translation never sees unrelated credentials.
+func buildSnapshot(ctx context.Context, sources []Source) (*snapshot.Snapshot, error) {
+	s := &snapshot.Snapshot{}
+	var errs []error
+	for _, src := range sources {
+		errs = append(errs,
+			readInto(ctx, src, &gwv1.GatewayClassList{}, &s.GatewayClasses, func(l *gwv1.GatewayClassList) []gwv1.GatewayClass { return l.Items }),
+			readInto(ctx, src, &v1alpha1.GatewayClassConfigList{}, &s.ClassConfigs, func(l *v1alpha1.GatewayClassConfigList) []v1alpha1.GatewayClassConfig { return l.Items }),
+			readInto(ctx, src, &gwv1.GatewayList{}, &s.Gateways, func(l *gwv1.GatewayList) []gwv1.Gateway { return l.Items }),
+			readInto(ctx, src, &gwv1.HTTPRouteList{}, &s.HTTPRoutes, func(l *gwv1.HTTPRouteList) []gwv1.HTTPRoute { return l.Items }),
+			readInto(ctx, src, &gwv1.GRPCRouteList{}, &s.GRPCRoutes, func(l *gwv1.GRPCRouteList) []gwv1.GRPCRoute { return l.Items }),
+			readInto(ctx, src, &gwv1.TLSRouteList{}, &s.TLSRoutes, func(l *gwv1.TLSRouteList) []gwv1.TLSRoute { return l.Items }),
+			readInto(ctx, src, &gwv1.TCPRouteList{}, &s.TCPRoutes, func(l *gwv1.TCPRouteList) []gwv1.TCPRoute { return l.Items }),
+			readInto(ctx, src, &gwv1.UDPRouteList{}, &s.UDPRoutes, func(l *gwv1.UDPRouteList) []gwv1.UDPRoute { return l.Items }),
+			readInto(ctx, src, &gwv1b1.ReferenceGrantList{}, &s.ReferenceGrants, func(l *gwv1b1.ReferenceGrantList) []gwv1b1.ReferenceGrant { return l.Items }),
+			readInto(ctx, src, &corev1.ServiceList{}, &s.Services, func(l *corev1.ServiceList) []corev1.Service { return l.Items }),
+			readInto(ctx, src, &discoveryv1.EndpointSliceList{}, &s.EndpointSlices, func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items }),
+			readInto(ctx, src, &mcsv1a1.ServiceImportList{}, &s.ServiceImports, func(l *mcsv1a1.ServiceImportList) []mcsv1a1.ServiceImport { return l.Items }),
+			readInto(ctx, src, &mcsv1a1.ServiceExportList{}, &s.ServiceExports, func(l *mcsv1a1.ServiceExportList) []mcsv1a1.ServiceExport { return l.Items }),
+			readInto(ctx, src, &corev1.NamespaceList{}, &s.Namespaces, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }),
+			readInto(ctx, src, &corev1.SecretList{}, &s.Secrets, func(l *corev1.SecretList) []corev1.Secret { return l.Items }),
+		)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	s.Secrets = referencedSecrets(s)
+	return s.Sort(), nil
+}
+
+// readInto lists one kind from a source and appends its items, tagged with the cluster, to dst.
+func readInto[L client.ObjectList, T any](ctx context.Context, src Source, list L, dst *[]snapshot.Object[T], items func(L) []T) error {
+	if err := src.Reader.List(ctx, list); err != nil {
+		return fmt.Errorf("listing %T in cluster %s: %w", list, src.Cluster, err)
+	}
+	objs := items(list)
+	for i := range objs {
+		*dst = append(*dst, snapshot.Object[T]{Cluster: src.Cluster, Obj: &objs[i]})
+	}
+	return nil
+}
+
+// referencedSecrets keeps the Secrets a Gateway listener's certificateRefs name (in any namespace:
+// whether a cross-namespace reference is permitted is translation's call).
+func referencedSecrets(s *snapshot.Snapshot) []snapshot.Object[corev1.Secret] {
+	type key struct{ cluster, namespace, name string }
+	wanted := map[key]bool{}
+	for _, g := range s.Gateways {
+		for _, l := range g.Obj.Spec.Listeners {
+			if l.TLS == nil {
+				continue
+			}
+			for _, ref := range l.TLS.CertificateRefs {
+				ns := g.Obj.Namespace
+				if ref.Namespace != nil {
+					ns = string(*ref.Namespace)
+				}
+				wanted[key{g.Cluster, ns, string(ref.Name)}] = true
+			}
+		}
+	}
+	out := s.Secrets[:0]
+	for _, sec := range s.Secrets {
+		if wanted[key{sec.Cluster, sec.Obj.Namespace, sec.Obj.Name}] {
+			out = append(out, sec)
+		}
+	}
+	return out
+}

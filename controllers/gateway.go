@@ -1,0 +1,101 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers/translate"
+)
+
+// fleetKey is the one work key of the Gateway API pipeline. Translation sees every gateway at once,
+// so that RouteParentStatus (a route may name Gateways of several classes) is always computed
+// whole; the work queue coalesces bursts of events into one pass.
+var fleetKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "fleet"}}
+
+// Applier makes a translation real (providers, dataplane config) and reports, per gateway key, whether
+// it is programmed. It may be nil until a provider is wired.
+type Applier interface {
+	Apply(ctx context.Context, res *translate.Result) (map[string]translate.Programmed, error)
+}
+
+// GatewayReconciler runs the pipeline: snapshot → translate → apply → status.
+type GatewayReconciler struct {
+	// Sources returns the member clusters to read, each through its informer cache.
+	Sources func() []Source
+	Apply   Applier
+	Status  *StatusWriter
+	Metrics *Metrics
+}
+
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses/status;gateways/status;httproutes/status;grpcroutes/status;tlsroutes/status;tcproutes/status;udproutes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleetgate.dev,resources=gatewayclassconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services;namespaces;secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceimports;serviceexports,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// watchedKinds are every input of translation; any change to one of them re-runs the pipeline.
+func watchedKinds() []client.Object {
+	return []client.Object{
+		&gwv1.GatewayClass{}, &v1alpha1.GatewayClassConfig{}, &gwv1.Gateway{},
+		&gwv1.HTTPRoute{}, &gwv1.GRPCRoute{}, &gwv1.TLSRoute{}, &gwv1.TCPRoute{}, &gwv1.UDPRoute{},
+		&gwv1b1.ReferenceGrant{}, &corev1.Service{}, &discoveryv1.EndpointSlice{},
+		&mcsv1a1.ServiceImport{}, &mcsv1a1.ServiceExport{}, &corev1.Namespace{}, &corev1.Secret{},
+	}
+}
+
+// SetupWithManager watches every input kind in the manager's cluster.
+func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toFleet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{fleetKey}
+	})
+	b := ctrl.NewControllerManagedBy(mgr).Named("gateway-api")
+	for _, obj := range watchedKinds() {
+		b = b.Watches(obj, toFleet)
+	}
+	return b.Complete(r)
+}
+
+// Reconcile translates the whole snapshot and publishes the result.
+func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
+	snap, err := buildSnapshot(ctx, r.Sources())
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("building snapshot: %w", err)
+	}
+	res := translate.Translate(snap)
+	r.Metrics.translateSeconds.Observe(time.Since(start).Seconds())
+	r.Metrics.observeSnapshot(snap)
+
+	var applyErr error
+	if r.Apply != nil {
+		var programmed map[string]translate.Programmed
+		programmed, applyErr = r.Apply.Apply(ctx, res)
+		for gw, p := range programmed {
+			res.SetProgrammed(gw, p)
+		}
+	}
+	// Status is published even when apply failed: the conditions translation computed are true
+	// regardless, and Programmed stays Pending for what apply did not confirm.
+	r.Status.Publish(res)
+	log.FromContext(ctx).V(1).Info("translated", "gateways", len(res.Configs), "routes", len(res.Routes), "took", time.Since(start))
+	if applyErr != nil {
+		return reconcile.Result{}, fmt.Errorf("applying: %w", applyErr)
+	}
+	return reconcile.Result{}, nil
+}

@@ -1,0 +1,334 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/controllers/translate"
+)
+
+// statusTarget is where the writer patches one cluster's objects.
+type statusTarget struct {
+	// Reader should read through to the API server so that conflicts resolve on fresh objects.
+	Reader   client.Reader
+	Writer   client.StatusClient
+	Recorder events.EventRecorder
+}
+
+// StatusWriter is the one place fleetgate writes Gateway API status. Reconcilers hand it whole
+// translation results; it diffs them against what it published last, queues the objects whose desired
+// status changed (and the routes that no longer have any of our parents, to clear them), and patches
+// /status in the right member cluster, skipping objects already in the desired state. It runs only on
+// the leader.
+type StatusWriter struct {
+	log      logr.Logger
+	features []gwv1.SupportedFeature
+	metrics  *Metrics
+
+	mu      sync.Mutex
+	targets map[string]statusTarget
+	desired map[translate.ObjectRef]any // *ClassStatus, *GatewayStatus or *RouteStatus; nil clears
+	queue   workqueue.TypedRateLimitingInterface[translate.ObjectRef]
+}
+
+// NewStatusWriter returns a writer that publishes features on every GatewayClass it accepts.
+func NewStatusWriter(log logr.Logger, features []gwv1.SupportedFeature, m *Metrics) *StatusWriter {
+	return &StatusWriter{
+		log:      log,
+		features: features,
+		metrics:  m,
+		targets:  map[string]statusTarget{},
+		desired:  map[translate.ObjectRef]any{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[translate.ObjectRef](),
+			workqueue.TypedRateLimitingQueueConfig[translate.ObjectRef]{Name: "status"}),
+	}
+}
+
+// SetTarget registers (or replaces) the clients of one member cluster.
+func (w *StatusWriter) SetTarget(cluster string, t statusTarget) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.targets[cluster] = t
+}
+
+// Publish records the statuses of a complete translation. Objects whose desired status did not change
+// are not queued; objects that dropped out of the result are queued so that write clears them.
+func (w *StatusWriter) Publish(res *translate.Result) {
+	next := map[translate.ObjectRef]any{}
+	for i := range res.GatewayClasses {
+		next[res.GatewayClasses[i].Ref] = &res.GatewayClasses[i]
+	}
+	for i := range res.Gateways {
+		next[res.Gateways[i].Ref] = &res.Gateways[i]
+	}
+	for i := range res.Routes {
+		next[res.Routes[i].Ref] = &res.Routes[i]
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ref, want := range next {
+		if prev, ok := w.desired[ref]; !ok || !equality.Semantic.DeepEqual(prev, want) {
+			w.queue.Add(ref)
+		}
+	}
+	for ref := range w.desired {
+		if _, ok := next[ref]; !ok {
+			w.queue.Add(ref) // write clears what fleetgate no longer has to say about it
+		}
+	}
+	w.desired = next
+}
+
+// Requeue asks the writer to look at every object again, e.g. after the leader changed.
+func (w *StatusWriter) Requeue() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ref := range w.desired {
+		w.queue.Add(ref)
+	}
+}
+
+// NeedLeaderElection makes the writer run only on the leader.
+func (w *StatusWriter) NeedLeaderElection() bool { return true }
+
+// Start runs the writer until ctx ends.
+func (w *StatusWriter) Start(ctx context.Context) error {
+	go func() {
+		<-ctx.Done()
+		w.queue.ShutDown()
+	}()
+	w.Requeue()
+	for {
+		ref, shutdown := w.queue.Get()
+		if shutdown {
+			return nil
+		}
+		err := w.write(ctx, ref)
+		w.queue.Done(ref)
+		if err != nil {
+			w.log.Error(err, "writing status", "cluster", ref.Cluster, "kind", ref.Kind, "namespace", ref.Namespace, "name", ref.Name)
+			w.queue.AddRateLimited(ref)
+			continue
+		}
+		w.queue.Forget(ref)
+	}
+}
+
+func (w *StatusWriter) write(ctx context.Context, ref translate.ObjectRef) error {
+	w.mu.Lock()
+	want, known := w.desired[ref]
+	target, ok := w.targets[ref.Cluster]
+	w.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no client for cluster %q", ref.Cluster)
+	}
+	if !known {
+		// A route none of our Gateways is a parent of any more loses our parent entries.
+		want = &translate.RouteStatus{Ref: ref}
+	}
+	obj, err := newObject(ref.Kind)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	key := client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
+	if err := target.Reader.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // deleted: nothing to write
+		}
+		return fmt.Errorf("reading %s %s: %w", ref.Kind, key, err)
+	}
+	before := obj.DeepCopyObject().(client.Object)
+	transitions := applyStatus(obj, want, w.features)
+	if equality.Semantic.DeepEqual(before, obj) {
+		w.metrics.statusWrites.WithLabelValues(ref.Kind, "unchanged").Inc()
+		return nil
+	}
+	if err := target.Writer.Status().Update(ctx, obj); err != nil {
+		w.metrics.statusWrites.WithLabelValues(ref.Kind, "error").Inc()
+		if apierrors.IsConflict(err) {
+			// Someone else wrote the object; the retry reads it again.
+			return fmt.Errorf("conflict writing %s %s status: %w", ref.Kind, key, err)
+		}
+		return fmt.Errorf("writing %s %s status: %w", ref.Kind, key, err)
+	}
+	w.metrics.statusWrites.WithLabelValues(ref.Kind, "written").Inc()
+	w.metrics.statusWriteSeconds.Observe(time.Since(start).Seconds())
+	for _, c := range transitions {
+		eventType := "Normal"
+		if c.Status != metav1.ConditionTrue {
+			eventType = "Warning"
+		}
+		if target.Recorder != nil {
+			target.Recorder.Eventf(obj, nil, eventType, c.Reason, "StatusChanged", "%s=%s: %s", c.Type, c.Status, c.Message)
+		}
+	}
+	return nil
+}
+
+// applyStatus merges the desired status into obj and returns the top-level conditions whose status
+// or reason changed, for Events. Conditions keep their lastTransitionTime unless their status changes.
+func applyStatus(obj client.Object, want any, features []gwv1.SupportedFeature) []metav1.Condition {
+	switch o := obj.(type) {
+	case *gwv1.GatewayClass:
+		cs, ok := want.(*translate.ClassStatus)
+		if !ok {
+			return nil
+		}
+		changed := mergeConditions(&o.Status.Conditions, cs.Conditions)
+		if meta.IsStatusConditionTrue(o.Status.Conditions, string(gwv1.GatewayClassConditionStatusAccepted)) {
+			o.Status.SupportedFeatures = features
+		}
+		return changed
+	case *gwv1.Gateway:
+		gs, ok := want.(*translate.GatewayStatus)
+		if !ok {
+			return nil
+		}
+		changed := mergeConditions(&o.Status.Conditions, gs.Conditions)
+		o.Status.Addresses = gs.Addresses
+		listeners := make([]gwv1.ListenerStatus, 0, len(gs.Listeners))
+		for _, l := range gs.Listeners {
+			l = *l.DeepCopy()
+			if old := findListener(o.Status.Listeners, l.Name); old != nil {
+				conds := old.Conditions
+				mergeConditions(&conds, l.Conditions)
+				l.Conditions = keepOnly(conds, l.Conditions)
+			} else {
+				stampConditions(l.Conditions)
+			}
+			listeners = append(listeners, l)
+		}
+		o.Status.Listeners = listeners
+		return changed
+	default:
+		rs, _ := want.(*translate.RouteStatus)
+		parents := routeParents(obj)
+		if parents == nil || rs == nil {
+			return nil
+		}
+		*parents = mergeParents(*parents, rs.Parents)
+		return nil
+	}
+}
+
+// mergeParents replaces fleetgate's RouteParentStatus entries and keeps other controllers' entries.
+func mergeParents(current, ours []gwv1.RouteParentStatus) []gwv1.RouteParentStatus {
+	out := make([]gwv1.RouteParentStatus, 0, len(current)+len(ours))
+	for _, p := range current {
+		if p.ControllerName != ControllerName {
+			out = append(out, p)
+		}
+	}
+	for _, p := range ours {
+		p = *p.DeepCopy()
+		if old := findParent(current, p.ParentRef); old != nil {
+			conds := old.Conditions
+			mergeConditions(&conds, p.Conditions)
+			p.Conditions = keepOnly(conds, p.Conditions)
+		} else {
+			stampConditions(p.Conditions)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// mergeConditions sets each wanted condition (stamping lastTransitionTime on a change) and returns
+// the ones whose status or reason changed.
+func mergeConditions(conds *[]metav1.Condition, want []metav1.Condition) []metav1.Condition {
+	var changed []metav1.Condition
+	for _, c := range want {
+		old := meta.FindStatusCondition(*conds, c.Type)
+		if old == nil || old.Status != c.Status || old.Reason != c.Reason {
+			changed = append(changed, c)
+		}
+		meta.SetStatusCondition(conds, c)
+	}
+	return changed
+}
+
+// keepOnly drops conditions whose type is not wanted any more.
+func keepOnly(conds, want []metav1.Condition) []metav1.Condition {
+	return slices.DeleteFunc(conds, func(c metav1.Condition) bool {
+		return meta.FindStatusCondition(want, c.Type) == nil
+	})
+}
+
+func stampConditions(conds []metav1.Condition) {
+	now := metav1.Now()
+	for i := range conds {
+		if conds[i].LastTransitionTime.IsZero() {
+			conds[i].LastTransitionTime = now
+		}
+	}
+}
+
+func findListener(ls []gwv1.ListenerStatus, name gwv1.SectionName) *gwv1.ListenerStatus {
+	for i := range ls {
+		if ls[i].Name == name {
+			return &ls[i]
+		}
+	}
+	return nil
+}
+
+func findParent(ps []gwv1.RouteParentStatus, ref gwv1.ParentReference) *gwv1.RouteParentStatus {
+	for i := range ps {
+		if ps[i].ControllerName == ControllerName && equality.Semantic.DeepEqual(ps[i].ParentRef, ref) {
+			return &ps[i]
+		}
+	}
+	return nil
+}
+
+// routeParents points at the parents list of any route kind.
+func routeParents(obj client.Object) *[]gwv1.RouteParentStatus {
+	switch r := obj.(type) {
+	case *gwv1.HTTPRoute:
+		return &r.Status.Parents
+	case *gwv1.GRPCRoute:
+		return &r.Status.Parents
+	case *gwv1.TLSRoute:
+		return &r.Status.Parents
+	case *gwv1.TCPRoute:
+		return &r.Status.Parents
+	case *gwv1.UDPRoute:
+		return &r.Status.Parents
+	}
+	return nil
+}
+
+func newObject(kind string) (client.Object, error) {
+	switch kind {
+	case "GatewayClass":
+		return &gwv1.GatewayClass{}, nil
+	case "Gateway":
+		return &gwv1.Gateway{}, nil
+	case "HTTPRoute":
+		return &gwv1.HTTPRoute{}, nil
+	case "GRPCRoute":
+		return &gwv1.GRPCRoute{}, nil
+	case "TLSRoute":
+		return &gwv1.TLSRoute{}, nil
+	case "TCPRoute":
+		return &gwv1.TCPRoute{}, nil
+	case "UDPRoute":
+		return &gwv1.UDPRoute{}, nil
+	}
+	return nil, fmt.Errorf("status of kind %q is not written by fleetgate", kind)
+}
