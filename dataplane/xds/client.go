@@ -1,0 +1,185 @@
+package xds
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/go-logr/logr"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+// ClientOptions configure a Client.
+type ClientOptions struct {
+	// Address is the config server's host:port.
+	Address string
+	// TLS presents the proxy's client certificate and trusts the operator's CA; see ClientTLSConfig.
+	TLS *tls.Config
+	// Gateway is the key of the gateway to serve, which the client certificate must name.
+	Gateway string
+	// Node identifies this proxy replica, e.g. its pod name.
+	Node string
+	// Apply validates and installs a config; an error rejects (NACKs) it and the previous config
+	// stays in service.
+	Apply  func(*ir.Config) error
+	Logger logr.Logger
+	// MinBackoff and MaxBackoff bound the exponential delay between reconnection attempts;
+	// zero means 250ms and 30s.
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+}
+
+// Client receives the configs of one gateway and ACKs or NACKs each. It runs in the proxy.
+type Client struct {
+	opts    ClientOptions
+	log     logr.Logger
+	applied atomic.Uint64 // version of the config in service, 0 before the first
+	nonce   string        // nonce of the response that was last applied; used only by Run
+}
+
+// NewClient checks opts and returns a Client; start it with Run.
+func NewClient(opts ClientOptions) (*Client, error) {
+	switch {
+	case opts.Address == "":
+		return nil, errors.New("xds client: no address")
+	case opts.TLS == nil:
+		return nil, errors.New("xds client: no TLS configuration")
+	case opts.Gateway == "":
+		return nil, errors.New("xds client: no gateway")
+	case opts.Node == "":
+		return nil, errors.New("xds client: no node")
+	case opts.Apply == nil:
+		return nil, errors.New("xds client: no Apply function")
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 250 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = opts.MinBackoff
+	}
+	return &Client{opts: opts, log: opts.Logger.WithValues("gateway", opts.Gateway, "node", opts.Node)}, nil
+}
+
+// Version returns the version of the config in service, 0 before the first was applied.
+func (c *Client) Version() uint64 { return c.applied.Load() }
+
+// Run keeps a subscription open until ctx is done, reconnecting with capped exponential backoff
+// after any failure, and returns nil then. It must not be called twice at the same time.
+func (c *Client) Run(ctx context.Context) error {
+	conn, err := grpc.NewClient(c.opts.Address,
+		grpc.WithTransportCredentials(credentials.NewTLS(c.opts.TLS)),
+		// Keep gRPC's own reconnection within our bounds: its default backoff grows to two minutes.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{
+				BaseDelay:  c.opts.MinBackoff,
+				Multiplier: 1.6,
+				Jitter:     0.2,
+				MaxDelay:   c.opts.MaxBackoff,
+			},
+			MinConnectTimeout: 5 * time.Second,
+		}),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
+	)
+	if err != nil {
+		return fmt.Errorf("xds client for %s: %w", c.opts.Address, err)
+	}
+	defer conn.Close()
+	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
+
+	delay := c.opts.MinBackoff
+	for {
+		received, err := c.stream(ctx, ads)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if received {
+			delay = c.opts.MinBackoff // the server was healthy: retry promptly
+		}
+		wait := jitter(delay)
+		c.log.Info("Config stream ended, reconnecting", "error", err, "after", wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		delay = min(delay*2, c.opts.MaxBackoff)
+	}
+}
+
+// stream runs one subscription until it fails. received reports whether any response arrived.
+func (c *Client) stream(ctx context.Context, ads discoveryv3.AggregatedDiscoveryServiceClient) (received bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := ads.StreamAggregatedResources(ctx)
+	if err != nil {
+		return false, fmt.Errorf("open stream: %w", err)
+	}
+	// The last applied version lets the server skip a resend, or continue above it after a restart.
+	sub := &discoveryv3.DiscoveryRequest{
+		Node:          &corev3.Node{Id: c.opts.Node, Cluster: c.opts.Gateway},
+		TypeUrl:       TypeURL,
+		ResourceNames: []string{c.opts.Gateway},
+		VersionInfo:   formatVersion(c.applied.Load()),
+		ResponseNonce: c.nonce,
+	}
+	if err := stream.Send(sub); err != nil {
+		return false, fmt.Errorf("subscribe: %w", err)
+	}
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			return received, fmt.Errorf("receive: %w", err)
+		}
+		received = true
+		ack := &discoveryv3.DiscoveryRequest{
+			TypeUrl:       TypeURL,
+			ResourceNames: []string{c.opts.Gateway},
+			ResponseNonce: resp.GetNonce(),
+		}
+		if err := c.apply(resp); err != nil {
+			c.log.Info("Rejected config", "version", resp.GetVersionInfo(), "reason", err.Error())
+			ack.VersionInfo = formatVersion(c.applied.Load())
+			ack.ErrorDetail = &statuspb.Status{Code: int32(codes.InvalidArgument), Message: err.Error()}
+		} else {
+			c.log.V(1).Info("Applied config", "version", resp.GetVersionInfo())
+			ack.VersionInfo = resp.GetVersionInfo()
+			c.nonce = resp.GetNonce()
+		}
+		if err := stream.Send(ack); err != nil {
+			return received, fmt.Errorf("acknowledge: %w", err)
+		}
+	}
+}
+
+func (c *Client) apply(resp *discoveryv3.DiscoveryResponse) error {
+	cfg, err := decodeResponse(resp, c.opts.Gateway)
+	if err != nil {
+		return err
+	}
+	if err := c.opts.Apply(cfg); err != nil {
+		return err
+	}
+	c.applied.Store(cfg.Version)
+	return nil
+}
+
+// jitter spreads reconnections of many replicas by ±20%.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
