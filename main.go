@@ -99,7 +99,6 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
 		Logger:                        logger,
-		Cache:                         controllers.CacheOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

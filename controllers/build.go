@@ -23,8 +23,8 @@ type Source struct {
 }
 
 // buildSnapshot reads every input of translation from each source's cache and returns the sorted snapshot.
-// Secrets are limited to kubernetes.io/tls ones by the cache configuration; the snapshot keeps
-// only those a Gateway listener refers to, so translation never sees unrelated credentials.
+// The snapshot keeps only the Secrets a Gateway listener refers to, so translation never sees
+// unrelated credentials; they are read whatever their type so that a wrong type can be reported.
 func buildSnapshot(ctx context.Context, sources []Source) (*snapshot.Snapshot, error) {
 	s := &snapshot.Snapshot{}
 	var errs []error

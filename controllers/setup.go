@@ -5,11 +5,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
@@ -22,13 +18,6 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Apply makes translations real; nil leaves every Gateway Programmed=False/Pending.
 	Apply Applier
-}
-
-// CacheOptions limit what the informers hold: of all Secrets, only TLS ones can be certificates.
-func CacheOptions() cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Field: fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS))},
-	}}
 }
 
 // Setup registers every fleetgate controller and the status writer with the manager. main.go and

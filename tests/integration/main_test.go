@@ -28,7 +28,6 @@ func startOperator(t *testing.T, c *testbed.Cluster) {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Logger:                 testr.NewWithOptions(t, testr.Options{Verbosity: 0}),
-		Cache:                  controllers.CacheOptions(),
 	})
 	if err != nil {
 		t.Fatal(err)
