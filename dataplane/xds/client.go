@@ -22,6 +22,9 @@ import (
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
+// maxConfigSize bounds one encoded config.
+const maxConfigSize = 256 << 20
+
 // ClientOptions configure a Client.
 type ClientOptions struct {
 	// Address is the config server's host:port.
@@ -95,6 +98,8 @@ func (c *Client) Run(ctx context.Context) error {
 			MinConnectTimeout: 5 * time.Second,
 		}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
+		// A config carries every route and certificate of a gateway; gRPC's default 4 MiB is too small.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxConfigSize)),
 	)
 	if err != nil {
 		return fmt.Errorf("xds client for %s: %w", c.opts.Address, err)

@@ -164,6 +164,10 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 // returns the version stamped on it; a config equal to the current one keeps the current version
 // and is not pushed again. cfg is copied (shallowly) and must not be modified afterwards; its
 // Gateway and Version fields are overwritten in the copy.
+//
+// The current version may later rise without a SetConfig call: when a proxy reports a version from
+// an earlier operator instance, the same config is restamped above it. Versions only grow, so
+// Programmed(gateway, v) for the returned v stays meaningful.
 func (s *Server) SetConfig(gateway string, cfg *ir.Config) uint64 {
 	c := *cfg
 	c.Gateway = gateway
@@ -267,6 +271,7 @@ func (s *Server) subscribe(gateway, node string, applied uint64, lastNonce strin
 	for old := range g.subs {
 		if old.node == node {
 			// The old stream is most likely dead and not yet noticed; it must not hold back Programmed.
+			s.log.Info("Replacing the stream of a reconnected proxy", "gateway", gateway, "node", node)
 			delete(g.subs, old)
 			close(old.evicted)
 		}

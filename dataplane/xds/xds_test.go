@@ -503,3 +503,40 @@ func TestClientRejectsAServerFromAnotherCA(t *testing.T) {
 		t.Errorf("proxy applied a config from an untrusted server: %+v", cfg)
 	}
 }
+
+func TestReconnectedNodeReplacesItsOldStream(t *testing.T) {
+	pk := newPKI(t)
+	srv := newServer(t, pk)
+	addr, _ := serve(t, srv, "127.0.0.1:0")
+	v := srv.SetConfig(gwA, config(8080))
+	tlsCfg := pk.clientTLS(t, gwA)
+
+	// A stream that subscribed and never answered, like one whose proxy vanished.
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	stale, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "pod-1"}, TypeUrl: TypeURL, ResourceNames: []string{gwA}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stale.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := srv.Programmed(gwA, v); ok {
+		t.Fatal("programmed although the only replica never ACKed")
+	}
+
+	run(t, newClient(t, addr, tlsCfg, gwA, "pod-1", &proxy{}))
+	waitProgrammed(t, srv, gwA, v)
+	if _, err := stale.Recv(); status.Code(err) != codes.Aborted {
+		t.Errorf("old stream ended with %v, want code Aborted", err)
+	}
+	if n := len(srv.Status(gwA).Replicas); n != 1 {
+		t.Errorf("%d replicas, want 1", n)
+	}
+}
