@@ -1,0 +1,93 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers"
+	"github.com/fleetgate/fleetgate/tests/testbed"
+)
+
+// TestStatusWriterSharesRoutes checks that fleetgate writes only its own RouteParentStatus entries:
+// another controller's entry survives every write, and fleetgate's entry goes away when the route
+// stops naming a fleetgate Gateway.
+func TestStatusWriterSharesRoutes(t *testing.T) {
+	c := testbed.ForTest(t, "hub")[0]
+	ctx := t.Context()
+	must(t, c.Client.Create(ctx, &v1alpha1.GatewayClassConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "local"},
+		Spec:       v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderInCluster},
+	}))
+	must(t, c.Client.Create(ctx, &gwv1.GatewayClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "fleetgate"},
+		Spec: gwv1.GatewayClassSpec{ControllerName: controllers.ControllerName,
+			ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: "local"}},
+	}))
+	must(t, c.Client.Create(ctx, &gwv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"},
+		Spec: gwv1.GatewaySpec{GatewayClassName: "fleetgate",
+			Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}},
+	}))
+	route := &gwv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{
+			{Name: "gw"}, {Name: "elsewhere"},
+		}}},
+	}
+	must(t, c.Client.Create(ctx, route))
+	other := gwv1.RouteParentStatus{
+		ParentRef:      gwv1.ParentReference{Name: "elsewhere"},
+		ControllerName: "example.com/other-controller",
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted",
+			Message: "accepted by the other controller", ObservedGeneration: 1, LastTransitionTime: metav1.Now()}},
+	}
+	route.Status.Parents = []gwv1.RouteParentStatus{other}
+	must(t, c.Client.Status().Update(ctx, route))
+
+	startOperator(t, c)
+
+	parents := func(want ...string) func() error {
+		return func() error {
+			var r gwv1.HTTPRoute
+			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(route), &r); err != nil {
+				return err
+			}
+			var got []string
+			for _, p := range r.Status.Parents {
+				got = append(got, fmt.Sprintf("%s:%s", p.ControllerName, p.ParentRef.Name))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("route parents = %v, want %v", got, want)
+			}
+			return nil
+		}
+	}
+	attached := func(want int32) func() error {
+		return func() error {
+			var gw gwv1.Gateway
+			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "gw"}, &gw); err != nil {
+				return err
+			}
+			if len(gw.Status.Listeners) != 1 || gw.Status.Listeners[0].AttachedRoutes != want {
+				return fmt.Errorf("listeners = %+v, want one with %d attached routes", gw.Status.Listeners, want)
+			}
+			return nil
+		}
+	}
+	eventually(t, 20*time.Second, parents("example.com/other-controller:elsewhere", "fleetgate.dev/gateway-controller:gw"))
+	eventually(t, 5*time.Second, attached(1))
+
+	// Detach the route from fleetgate's Gateway: our entry goes, the other controller's stays.
+	var r gwv1.HTTPRoute
+	must(t, c.Client.Get(ctx, client.ObjectKeyFromObject(route), &r))
+	r.Spec.ParentRefs = []gwv1.ParentReference{{Name: "elsewhere"}}
+	must(t, c.Client.Update(ctx, &r))
+	eventually(t, 10*time.Second, parents("example.com/other-controller:elsewhere"))
+	eventually(t, 5*time.Second, attached(0))
+}
