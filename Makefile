@@ -69,9 +69,14 @@ lint: $(GOLANGCI_LINT) ## golangci-lint.
 
 .PHONY: verify
 verify: generate manifests ## Fail when generated files are stale.
-	git diff --exit-code -- api config
+	go run ./bundle/gen --version $(BUNDLE_VERSION) --image $(IMG) --config config --out bundle
+	git diff --exit-code -- api config bundle
 
 ##@ Build
+
+.PHONY: bundle
+bundle: manifests ## Generate the OLM bundle in bundle/ from config/.
+	go run ./bundle/gen --version $(BUNDLE_VERSION) --image $(IMG) --config config --out bundle
 
 .PHONY: build
 build: ## Build the operator binary into bin/.
