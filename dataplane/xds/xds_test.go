@@ -540,3 +540,31 @@ func TestReconnectedNodeReplacesItsOldStream(t *testing.T) {
 		t.Errorf("%d replicas, want 1", n)
 	}
 }
+
+func TestRemoveGateway(t *testing.T) {
+	pk := newPKI(t)
+	srv := newServer(t, pk)
+	addr, _ := serve(t, srv, "127.0.0.1:0")
+	p := &proxy{}
+	run(t, newClient(t, addr, pk.clientTLS(t, gwA), gwA, "pod-1", p))
+	v1 := srv.SetConfig(gwA, config(8080))
+	waitProgrammed(t, srv, gwA, v1)
+
+	srv.RemoveGateway(gwA)
+	want := GatewayStatus{Replicas: []ReplicaStatus{{Node: "pod-1", Acked: v1}}}
+	if diff := cmp.Diff(want, srv.Status(gwA)); diff != "" {
+		t.Errorf("Status after RemoveGateway (-want +got):\n%s", diff)
+	}
+	// A connected proxy never sees its version go backwards, even for a gateway created again.
+	v2 := srv.SetConfig(gwA, config(8080))
+	if v2 <= v1 {
+		t.Errorf("version after RemoveGateway and SetConfig = %d, want > %d", v2, v1)
+	}
+	waitServing(t, p, 8080, v2)
+	waitProgrammed(t, srv, gwA, v2)
+
+	srv.RemoveGateway(gwB) // unknown: nothing happens
+	if diff := cmp.Diff(GatewayStatus{}, srv.Status(gwB)); diff != "" {
+		t.Errorf("Status of an unknown gateway (-want +got):\n%s", diff)
+	}
+}
