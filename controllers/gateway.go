@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -60,11 +61,12 @@ func watchedKinds() []client.Object {
 }
 
 // SetupWithManager watches every input kind in the manager's cluster.
-func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, skipNameValidation bool) error {
 	toFleet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{fleetKey}
 	})
-	b := ctrl.NewControllerManagedBy(mgr).Named("gateway-api")
+	b := ctrl.NewControllerManagedBy(mgr).Named("gateway-api").
+		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation})
 	for _, obj := range watchedKinds() {
 		b = b.Watches(obj, toFleet)
 	}

@@ -18,6 +18,9 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Apply makes translations real; nil leaves every Gateway Programmed=False/Pending.
 	Apply Applier
+	// SkipNameValidation lets tests run several managers in one process; controller-runtime
+	// otherwise refuses a second controller of the same name (their metrics would collide).
+	SkipNameValidation bool
 }
 
 // Setup registers every fleetgate controller and the status writer with the manager. main.go and
@@ -45,7 +48,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Apply:   o.Apply,
 		Status:  writer,
 		Metrics: m,
-	}).SetupWithManager(mgr); err != nil {
+	}).SetupWithManager(mgr, o.SkipNameValidation); err != nil {
 		return fmt.Errorf("setting up the Gateway API controller: %w", err)
 	}
 	return nil

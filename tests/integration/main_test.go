@@ -33,7 +33,7 @@ func startOperator(t *testing.T, c *testbed.Cluster) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := controllers.Setup(ctx, mgr, controllers.Options{Registry: prometheus.NewRegistry()}); err != nil {
+	if err := controllers.Setup(ctx, mgr, controllers.Options{Registry: prometheus.NewRegistry(), SkipNameValidation: true}); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
