@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -20,6 +22,14 @@ import (
 type Source struct {
 	Cluster string
 	Reader  client.Reader
+	// LegacyReferencePolicy is set when the cluster serves the v1alpha2 ReferencePolicy CRD that
+	// ReferenceGrant replaced; its objects are read as ReferenceGrants.
+	LegacyReferencePolicy bool
+}
+
+// referencePolicyGVK is the pre-v0.6 name of ReferenceGrant.
+func referencePolicyGVK() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: gwv1.GroupName, Version: "v1alpha2", Kind: "ReferencePolicy"}
 }
 
 // buildSnapshot reads every input of translation from each source's cache and returns the sorted snapshot.
@@ -46,6 +56,11 @@ func buildSnapshot(ctx context.Context, sources []Source) (*snapshot.Snapshot, e
 			readInto(ctx, src, &corev1.NamespaceList{}, &s.Namespaces, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }),
 			readInto(ctx, src, &corev1.SecretList{}, &s.Secrets, func(l *corev1.SecretList) []corev1.Secret { return l.Items }),
 		)
+	}
+	for _, src := range sources {
+		if src.LegacyReferencePolicy {
+			errs = append(errs, readLegacyPolicies(ctx, src, s))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -92,4 +107,20 @@ func referencedSecrets(s *snapshot.Snapshot) []snapshot.Object[corev1.Secret] {
 		}
 	}
 	return out
+}
+
+func readLegacyPolicies(ctx context.Context, src Source, s *snapshot.Snapshot) error {
+	var list unstructured.UnstructuredList
+	list.SetGroupVersionKind(referencePolicyGVK().GroupVersion().WithKind("ReferencePolicyList"))
+	if err := src.Reader.List(ctx, &list); err != nil {
+		return fmt.Errorf("listing ReferencePolicies in cluster %s: %w", src.Cluster, err)
+	}
+	for _, item := range list.Items {
+		g, err := snapshot.ReferenceGrantFromLegacy(item.Object)
+		if err != nil {
+			return fmt.Errorf("cluster %s: ReferencePolicy %s/%s: %w", src.Cluster, item.GetNamespace(), item.GetName(), err)
+		}
+		s.ReferenceGrants = append(s.ReferenceGrants, snapshot.Object[gwv1b1.ReferenceGrant]{Cluster: src.Cluster, Obj: g})
+	}
+	return nil
 }

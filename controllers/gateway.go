@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,7 +43,7 @@ type GatewayReconciler struct {
 	Metrics *Metrics
 }
 
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants;referencepolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses/status;gateways/status;httproutes/status;grpcroutes/status;tlsroutes/status;tcproutes/status;udproutes/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=fleetgate.dev,resources=gatewayclassconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services;namespaces;secrets,verbs=get;list;watch
@@ -61,7 +62,7 @@ func watchedKinds() []client.Object {
 }
 
 // SetupWithManager watches every input kind in the manager's cluster.
-func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, skipNameValidation bool) error {
+func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, legacyReferencePolicy, skipNameValidation bool) error {
 	toFleet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{fleetKey}
 	})
@@ -69,6 +70,11 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, skipNameValidatio
 		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation})
 	for _, obj := range watchedKinds() {
 		b = b.Watches(obj, toFleet)
+	}
+	if legacyReferencePolicy {
+		policy := &unstructured.Unstructured{}
+		policy.SetGroupVersionKind(referencePolicyGVK())
+		b = b.Watches(policy, toFleet)
 	}
 	return b.Complete(r)
 }

@@ -42,14 +42,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := mgr.Add(writer); err != nil {
 		return fmt.Errorf("adding status writer: %w", err)
 	}
-	hub := []Source{{Cluster: snapshot.HubCluster, Reader: mgr.GetClient()}}
+	hub := []Source{{Cluster: snapshot.HubCluster, Reader: mgr.GetClient(), LegacyReferencePolicy: servesLegacyReferencePolicy(mgr)}}
 	if err := (&GatewayReconciler{
 		Sources: func() []Source { return hub },
 		Apply:   o.Apply,
 		Status:  writer,
 		Metrics: m,
-	}).SetupWithManager(mgr, o.SkipNameValidation); err != nil {
+	}).SetupWithManager(mgr, hub[0].LegacyReferencePolicy, o.SkipNameValidation); err != nil {
 		return fmt.Errorf("setting up the Gateway API controller: %w", err)
 	}
 	return nil
+}
+
+// servesLegacyReferencePolicy tells whether the cluster has the v1alpha2 ReferencePolicy CRD. It is
+// looked up once at start: installing that CRD later needs an operator restart to be noticed.
+func servesLegacyReferencePolicy(mgr ctrl.Manager) bool {
+	gvk := referencePolicyGVK()
+	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil
 }
