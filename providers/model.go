@@ -24,6 +24,21 @@ type LoadBalancer struct {
 	// the gateway, where the provider supports it.
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// GatewayUIDs are the UIDs of the Gateway objects by member cluster, so that a provider
+	// creating Kubernetes objects can make the Gateway their owner (and the garbage collector
+	// remove them with it). A cluster without a UID gets objects without an owner reference.
+	GatewayUIDs map[string]string `json:"gatewayUIDs,omitempty"`
+	// InCluster holds the in-cluster provider's parameters (GatewayClassConfig spec.inCluster);
+	// nil, or zero fields, mean the defaults.
+	InCluster *InClusterParams `json:"inCluster,omitempty"`
+}
+
+// InClusterParams tune the in-cluster proxy of one gateway.
+type InClusterParams struct {
+	// Replicas of the proxy Deployment; 0 means DefaultReplicas.
+	Replicas int32 `json:"replicas,omitempty"`
+	// ServiceType is LoadBalancer, NodePort or ClusterIP; empty means LoadBalancer.
+	ServiceType string `json:"serviceType,omitempty"`
 }
 
 // Transport is the L4 protocol a port is opened with.

@@ -1,0 +1,344 @@
+package incluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/fleetgate/fleetgate/providers"
+	"github.com/fleetgate/fleetgate/providers/incluster"
+	"github.com/fleetgate/fleetgate/providers/providertest"
+	"github.com/fleetgate/fleetgate/tests/testbed"
+)
+
+const (
+	clusterName = "member"
+	namespace   = "providertest"
+	gatewayUID  = "6f1f6c2e-0000-4000-8000-000000000001"
+)
+
+// env is one API server shared by every subtest, with a client that counts writes.
+type env struct {
+	admin     client.Client // the test's own client; its writes are not counted
+	counting  client.Client // what providers get
+	mutations atomic.Int64
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	c := testbed.ForTest(t, clusterName)[0]
+	wc, err := client.NewWithWatch(c.Config, client.Options{Scheme: c.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{admin: c.Client}
+	count := func() { e.mutations.Add(1) }
+	e.counting = interceptor.NewClient(wc, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			count()
+			return c.Create(ctx, o, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			count()
+			return c.Update(ctx, o, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			count()
+			return c.Patch(ctx, o, p, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			count()
+			return c.Apply(ctx, o, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+			count()
+			return c.Delete(ctx, o, opts...)
+		},
+		DeleteAllOf: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteAllOfOption) error {
+			count()
+			return c.DeleteAllOf(ctx, o, opts...)
+		},
+	})
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if err := c.Client.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) provider(t *testing.T) *incluster.Provider {
+	t.Helper()
+	p, err := incluster.New(incluster.Options{
+		Client: func(cluster string) (client.Client, error) {
+			if cluster != clusterName {
+				return nil, fmt.Errorf("no cluster %q", cluster)
+			}
+			return e.counting, nil
+		},
+		Image:      "ghcr.io/fleetgate/fleetgate:test",
+		XDSAddress: "fleetgate.fleetgate-system.svc:18000",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func model(name string) *providers.LoadBalancer {
+	return &providers.LoadBalancer{
+		Gateway: clusterName + "/" + namespace + "/" + name, Namespace: namespace, Name: name,
+		Class: "fleetgate", Provider: incluster.Name, Scope: "Cluster",
+		Clusters: []string{clusterName},
+		Ports: []providers.Port{
+			{Port: 53, Transport: providers.TransportUDP, Protocol: "UDP"},
+			{Port: 80, Transport: providers.TransportTCP, Protocol: "HTTP"},
+		},
+		Labels:      map[string]string{"team": "edge"},
+		Annotations: map[string]string{"example.com/owner": "edge-team"},
+		GatewayUIDs: map[string]string{clusterName: gatewayUID},
+	}
+}
+
+// owned lists every object with fleetgate's ownership label, id → resourceVersion.
+func (e *env) owned(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	sel := client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy}
+	lists := map[string]client.ObjectList{
+		"Deployment": &appsv1.DeploymentList{}, "Service": &corev1.ServiceList{},
+		"ServiceAccount": &corev1.ServiceAccountList{},
+	}
+	for kind, l := range lists {
+		if err := e.admin.List(ctx, l, sel); err != nil {
+			return nil, err
+		}
+		items, err := metaItems(l)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range items {
+			out[kind+"/"+o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
+		}
+	}
+	return out, nil
+}
+
+func metaItems(l client.ObjectList) ([]metav1.Object, error) {
+	var out []metav1.Object
+	switch l := l.(type) {
+	case *appsv1.DeploymentList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ServiceList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ServiceAccountList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	default:
+		return nil, errors.New("unknown list")
+	}
+	return out, nil
+}
+
+// settle does what the Deployment controller, kubelets and a cloud controller would: make the
+// replicas available and give a LoadBalancer Service an ingress IP.
+func (e *env) settle(ctx context.Context, lb *providers.LoadBalancer) error {
+	key := client.ObjectKey{Namespace: lb.Namespace, Name: incluster.ObjectName(lb)}
+	dep := &appsv1.Deployment{}
+	if err := e.admin.Get(ctx, key, dep); err != nil {
+		return err
+	}
+	n := *dep.Spec.Replicas
+	dep.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: dep.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+	}
+	if err := e.admin.Status().Update(ctx, dep); err != nil {
+		return err
+	}
+	svc := &corev1.Service{}
+	if err := e.admin.Get(ctx, key, svc); err != nil {
+		return err
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return nil
+	}
+	ip := svc.Spec.LoadBalancerIP
+	if ip == "" {
+		h := fnv.New32a()
+		h.Write([]byte(lb.Gateway))
+		ip = fmt.Sprintf("192.0.2.%d", h.Sum32()%250+1)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+	return e.admin.Status().Update(ctx, svc)
+}
+
+func (e *env) observe(ctx context.Context, lb *providers.LoadBalancer) (providertest.Observed, error) {
+	svc := &corev1.Service{}
+	if err := e.admin.Get(ctx, client.ObjectKey{Namespace: lb.Namespace, Name: incluster.ObjectName(lb)}, svc); err != nil {
+		return providertest.Observed{}, err
+	}
+	o := providertest.Observed{Labels: svc.Labels}
+	for _, p := range svc.Spec.Ports {
+		o.Ports = append(o.Ports, providers.Port{Port: p.Port, Transport: providers.Transport(p.Protocol)})
+	}
+	return o, nil
+}
+
+func TestProvider(t *testing.T) {
+	e := newEnv(t)
+
+	t.Run("Suite", func(t *testing.T) {
+		providertest.Run(t, providertest.Harness{
+			New:       func(t *testing.T) providers.Provider { return e.provider(t) },
+			Model:     model,
+			Owned:     e.owned,
+			Settle:    e.settle,
+			Observe:   e.observe,
+			Mutations: func() int { return int(e.mutations.Load()) },
+		})
+	})
+
+	t.Run("ObjectsAreOwnedAndLabelled", func(t *testing.T) {
+		ctx := t.Context()
+		p, lb := e.provider(t), model("owned")
+		lb.InCluster = &providers.InClusterParams{Replicas: 3, ServiceType: "ClusterIP"}
+		t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
+		if _, err := p.Ensure(ctx, lb); err != nil {
+			t.Fatal(err)
+		}
+		key := client.ObjectKey{Namespace: namespace, Name: incluster.ObjectName(lb)}
+		dep, svc, sa := &appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}
+		for _, o := range []client.Object{dep, svc, sa} {
+			if err := e.admin.Get(ctx, key, o); err != nil {
+				t.Fatal(err)
+			}
+			if got := o.GetLabels()["team"]; got != "edge" {
+				t.Errorf("%T label team=%q, want edge", o, got)
+			}
+			if got := o.GetAnnotations()["example.com/owner"]; got != "edge-team" {
+				t.Errorf("%T annotation example.com/owner=%q, want edge-team", o, got)
+			}
+			want := []metav1.OwnerReference{{
+				APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: "owned",
+				UID: gatewayUID, Controller: ptr(true),
+			}}
+			if d := cmp.Diff(want, o.GetOwnerReferences()); d != "" {
+				t.Errorf("%T owner references (-want +got):\n%s", o, d)
+			}
+		}
+		if *dep.Spec.Replicas != 3 {
+			t.Errorf("replicas %d, want 3", *dep.Spec.Replicas)
+		}
+		if got := dep.Spec.Template.Labels["team"]; got != "edge" {
+			t.Errorf("pod label team=%q, want edge", got)
+		}
+		if svc.Spec.Type != corev1.ServiceTypeClusterIP {
+			t.Errorf("Service type %s, want ClusterIP", svc.Spec.Type)
+		}
+	})
+
+	t.Run("ServiceTypesAndAddresses", func(t *testing.T) {
+		tests := []struct {
+			name      string
+			params    *providers.InClusterParams
+			addresses []providers.Address
+			settle    bool
+			want      providers.Status
+		}{{
+			name:   "loadbalancer-without-ingress",
+			want:   providers.Status{Reason: providers.ReasonAddressNotAssigned},
+			settle: false,
+		}, {
+			name:      "loadbalancer-requested-ip",
+			addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "198.51.100.7"}},
+			settle:    true,
+			want: providers.Status{Ready: true, Reason: providers.ReasonProgrammed,
+				Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "198.51.100.7"}}},
+		}, {
+			name:      "hostname-unsupported",
+			addresses: []providers.Address{{Type: providers.AddressTypeHostname, Value: "gw.example.com"}},
+			settle:    true,
+			// The Service still gets an address; the Gateway is told the hostname cannot be had.
+			want: providers.Status{Reason: providers.ReasonUnsupportedAddress,
+				Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "192.0.2.222"}}},
+		}, {
+			name:   "nodeport-has-no-address",
+			params: &providers.InClusterParams{ServiceType: "NodePort"},
+			settle: true,
+			want:   providers.Status{Reason: providers.ReasonAddressNotAssigned},
+		}, {
+			name:      "nodeport-external-ip",
+			params:    &providers.InClusterParams{ServiceType: "NodePort"},
+			addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "203.0.113.9"}},
+			settle:    true,
+			want: providers.Status{Ready: true, Reason: providers.ReasonProgrammed,
+				Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "203.0.113.9"}}},
+		}, {
+			name:   "clusterip-pending-replicas",
+			params: &providers.InClusterParams{ServiceType: "ClusterIP", Replicas: 1},
+			want:   providers.Status{Reason: providers.ReasonPending},
+		}}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				ctx := t.Context()
+				p, lb := e.provider(t), model(tt.name)
+				lb.InCluster, lb.Addresses = tt.params, tt.addresses
+				t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
+				if _, err := p.Ensure(ctx, lb); err != nil {
+					t.Fatal(err)
+				}
+				if tt.settle {
+					if err := e.settle(ctx, lb); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got, err := p.Ensure(ctx, lb)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got.Message = ""
+				if tt.name == "clusterip-pending-replicas" && len(got.Addresses) == 1 {
+					got.Addresses = nil // the cluster IP the server allocated
+				}
+				if d := cmp.Diff(tt.want, got); d != "" {
+					t.Errorf("status (-want +got):\n%s", d)
+				}
+			})
+		}
+	})
+
+	t.Run("ServiceTypeChange", func(t *testing.T) {
+		ctx := t.Context()
+		p, lb := e.provider(t), model("retype")
+		t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
+		for _, st := range []string{"LoadBalancer", "ClusterIP", "NodePort", "LoadBalancer"} {
+			lb.InCluster = &providers.InClusterParams{ServiceType: st}
+			if _, err := p.Ensure(ctx, lb); err != nil {
+				t.Fatalf("to %s: %v", st, err)
+			}
+			svc := &corev1.Service{}
+			if err := e.admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: incluster.ObjectName(lb)}, svc); err != nil {
+				t.Fatal(err)
+			}
+			if string(svc.Spec.Type) != st {
+				t.Errorf("Service type %s, want %s", svc.Spec.Type, st)
+			}
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,180 @@
+package providers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+)
+
+// Provider makes the load balancer of one gateway real and reports what it got. Implementations
+// must be idempotent: Ensure with an unchanged model makes no mutating calls, and Delete of
+// something that does not exist succeeds. Both take the whole model so that a provider can find
+// its resources from the gateway key and the clusters alone; Delete needs only Gateway,
+// Namespace, Name and Clusters.
+type Provider interface {
+	// Ensure creates or updates every resource of lb and reports its readiness and addresses.
+	// A not-ready Status is not an error; errors are for calls that failed and should be retried.
+	Ensure(ctx context.Context, lb *LoadBalancer) (Status, error)
+	// Delete removes every resource owned by lb.Gateway in lb.Clusters. Calling it with a
+	// subset of the clusters removes the gateway from those clusters only.
+	Delete(ctx context.Context, lb *LoadBalancer) error
+}
+
+// Status is what a provider observed after Ensure.
+type Status struct {
+	// Ready is true when the load balancer serves traffic on its addresses.
+	Ready bool `json:"ready"`
+	// Reason is one of the Reason constants (CamelCase, Gateway API style); Message is for humans.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Addresses are the addresses the load balancer got, sorted and without duplicates.
+	Addresses []Address `json:"addresses,omitempty"`
+}
+
+// Address types, as in the Gateway API.
+const (
+	AddressTypeIPAddress = "IPAddress"
+	AddressTypeHostname  = "Hostname"
+)
+
+// Reasons a provider reports in Status. The controller maps them onto the Gateway's Programmed
+// (and, for UnsupportedAddress, Accepted) conditions; they use the Gateway API's reason names.
+const (
+	// ReasonProgrammed: ready and serving on its addresses.
+	ReasonProgrammed = "Programmed"
+	// ReasonPending: resources exist but are not ready yet (e.g. proxy replicas unavailable).
+	ReasonPending = "Pending"
+	// ReasonAddressNotAssigned: no address was assigned (yet), or none can be reported.
+	ReasonAddressNotAssigned = "AddressNotAssigned"
+	// ReasonAddressNotUsable: a requested address is of a supported type but cannot be used.
+	ReasonAddressNotUsable = "AddressNotUsable"
+	// ReasonUnsupportedAddress: a requested address type (or count) is not supported.
+	ReasonUnsupportedAddress = "UnsupportedAddress"
+	// ReasonNoResources: nothing could be created, e.g. the gateway has no valid listener.
+	ReasonNoResources = "NoResources"
+)
+
+// Ownership labels (tags, on clouds) put on every resource a provider creates. Resources are
+// found again by LabelManagedBy plus LabelGateway, never by name, so nothing leaks when names change.
+const (
+	LabelManagedBy = "fleetgate.dev/managed-by"
+	ManagedBy      = "fleetgate"
+	// LabelGateway holds GatewayID(lb.Gateway): a label-safe hash, since keys contain '/'.
+	LabelGateway = "fleetgate.dev/gateway"
+	// LabelGatewayNamespace and LabelGatewayName are for humans and selectors; the name label is
+	// left out when the Gateway name is longer than a label value may be.
+	LabelGatewayNamespace = "fleetgate.dev/gateway-namespace"
+	LabelGatewayName      = "fleetgate.dev/gateway-name"
+	// AnnotationGateway holds the full gateway key.
+	AnnotationGateway = "fleetgate.dev/gateway-key"
+)
+
+// GatewayID is the label-safe identity of a gateway key: "gw-" and 24 hex digits of its SHA-256.
+func GatewayID(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "gw-" + hex.EncodeToString(sum[:12])
+}
+
+// OwnerLabels are the ownership labels of lb's resources.
+func OwnerLabels(lb *LoadBalancer) map[string]string {
+	l := map[string]string{
+		LabelManagedBy:        ManagedBy,
+		LabelGateway:          GatewayID(lb.Gateway),
+		LabelGatewayNamespace: lb.Namespace,
+	}
+	if len(lb.Name) <= 63 {
+		l[LabelGatewayName] = lb.Name
+	}
+	return l
+}
+
+// OwnerSelector selects every resource of the gateway key across namespaces.
+func OwnerSelector(key string) map[string]string {
+	return map[string]string{LabelManagedBy: ManagedBy, LabelGateway: GatewayID(key)}
+}
+
+// ResourceLabels are lb's infrastructure labels with the ownership labels on top: a Gateway's
+// spec.infrastructure must not be able to take a resource away from its owner.
+func ResourceLabels(lb *LoadBalancer) map[string]string {
+	l := maps.Clone(lb.Labels)
+	if l == nil {
+		l = map[string]string{}
+	}
+	maps.Copy(l, OwnerLabels(lb))
+	return l
+}
+
+// ResourceAnnotations are lb's infrastructure annotations plus AnnotationGateway.
+func ResourceAnnotations(lb *LoadBalancer) map[string]string {
+	a := maps.Clone(lb.Annotations)
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[AnnotationGateway] = lb.Gateway
+	return a
+}
+
+// SortAddresses sorts addresses by type then value and drops duplicates, so that statuses compare.
+func SortAddresses(as []Address) []Address {
+	slices.SortFunc(as, func(a, b Address) int {
+		if a.Type != b.Type {
+			if a.Type < b.Type {
+				return -1
+			}
+			return 1
+		}
+		switch {
+		case a.Value < b.Value:
+			return -1
+		case a.Value > b.Value:
+			return 1
+		}
+		return 0
+	})
+	return slices.Compact(as)
+}
+
+// Registry maps provider names (GatewayClassConfig.spec.provider) to providers. main.go builds
+// one and hands it to the controllers; there is no package-level registry.
+type Registry struct {
+	mu        sync.RWMutex
+	providers map[string]Provider
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{providers: map[string]Provider{}}
+}
+
+// Register adds p under name. Registering a name twice is a wiring bug and panics, like
+// http.ServeMux, since it can only happen at start-up.
+func (r *Registry) Register(name string, p Provider) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.providers[name]; dup {
+		panic(fmt.Sprintf("providers: %q registered twice", name))
+	}
+	if p == nil {
+		panic(fmt.Sprintf("providers: nil provider for %q", name))
+	}
+	r.providers[name] = p
+}
+
+// Get returns the provider registered under name.
+func (r *Registry) Get(name string) (Provider, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	p, ok := r.providers[name]
+	return p, ok
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Sorted(maps.Keys(r.providers))
+}
