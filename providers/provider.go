@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -121,19 +122,7 @@ func ResourceAnnotations(lb *LoadBalancer) map[string]string {
 // SortAddresses sorts addresses by type then value and drops duplicates, so that statuses compare.
 func SortAddresses(as []Address) []Address {
 	slices.SortFunc(as, func(a, b Address) int {
-		if a.Type != b.Type {
-			if a.Type < b.Type {
-				return -1
-			}
-			return 1
-		}
-		switch {
-		case a.Value < b.Value:
-			return -1
-		case a.Value > b.Value:
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.Value, b.Value))
 	})
 	return slices.Compact(as)
 }
