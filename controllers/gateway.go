@@ -12,9 +12,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
@@ -62,7 +64,7 @@ func watchedKinds() []client.Object {
 }
 
 // SetupWithManager watches every input kind in the manager's cluster.
-func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, legacyReferencePolicy, skipNameValidation bool) error {
+func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events <-chan event.GenericEvent, legacyReferencePolicy, skipNameValidation bool) error {
 	toFleet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{fleetKey}
 	})
@@ -70,6 +72,9 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, legacyReferencePo
 		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation})
 	for _, obj := range watchedKinds() {
 		b = b.Watches(obj, toFleet)
+	}
+	if events != nil {
+		b = b.WatchesRawSource(source.Channel(events, toFleet))
 	}
 	if legacyReferencePolicy {
 		policy := &unstructured.Unstructured{}

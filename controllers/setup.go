@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
@@ -18,6 +19,8 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Apply makes translations real; nil leaves every Gateway Programmed=False/Pending.
 	Apply Applier
+	// Events re-run the pipeline when something outside the API changed, e.g. a proxy ACKed.
+	Events <-chan event.GenericEvent
 	// SkipNameValidation lets tests run several managers in one process; controller-runtime
 	// otherwise refuses a second controller of the same name (their metrics would collide).
 	SkipNameValidation bool
@@ -48,7 +51,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Apply:   o.Apply,
 		Status:  writer,
 		Metrics: m,
-	}).SetupWithManager(mgr, hub[0].LegacyReferencePolicy, o.SkipNameValidation); err != nil {
+	}).SetupWithManager(mgr, o.Events, hub[0].LegacyReferencePolicy, o.SkipNameValidation); err != nil {
 		return fmt.Errorf("setting up the Gateway API controller: %w", err)
 	}
 	return nil

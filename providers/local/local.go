@@ -1,0 +1,246 @@
+// Package local is the provider for machines without a kubelet (tests, `make demo`): each gateway's
+// proxy runs as a local process of the operator, bound to its own loopback address, fed over the
+// operator's config stream like an in-cluster replica.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/fleetgate/fleetgate/providers"
+)
+
+// Credentials are the PEM files a proxy needs to join the config stream for one gateway.
+type Credentials struct {
+	CertPEM, KeyPEM, CAPEM []byte
+}
+
+// Options configure the provider.
+type Options struct {
+	// Command is the proxy program and its leading arguments, e.g. {"/usr/bin/fleetgate", "dataplane"}.
+	Command []string
+	// XDSAddress is the operator's config server, host:port.
+	XDSAddress string
+	// Credentials issues a client certificate for one gateway key.
+	Credentials func(gateway string) (Credentials, error)
+	// Dir holds per-gateway credentials and logs; it is created if missing.
+	Dir string
+	// DrainTimeout bounds a proxy's shutdown (default 5s).
+	DrainTimeout time.Duration
+	// OnExit is called (in its own goroutine) when a proxy exits by itself, so that the caller can
+	// reconcile and Ensure starts it again.
+	OnExit func(gateway string)
+	Log    logr.Logger
+}
+
+// Provider runs one proxy process per gateway.
+type Provider struct {
+	opts Options
+
+	mu    sync.Mutex
+	procs map[string]*proc      // by gateway key
+	addrs map[netip.Addr]string // allocated address → gateway key
+}
+
+type proc struct {
+	addr netip.Addr
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	// stopping is set when Delete asked the process to end, so its exit is not reported.
+	stopping bool
+}
+
+// New returns a provider with no proxies running.
+func New(o Options) (*Provider, error) {
+	if len(o.Command) == 0 || o.XDSAddress == "" || o.Credentials == nil || o.Dir == "" {
+		return nil, errors.New("local provider: Command, XDSAddress, Credentials and Dir are required")
+	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = 5 * time.Second
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("local provider dir: %w", err)
+	}
+	return &Provider{opts: o, procs: map[string]*proc{}, addrs: map[netip.Addr]string{}}, nil
+}
+
+// Ensure starts the gateway's proxy unless it runs, and reports its loopback address. Ready means
+// the process runs; whether it serves the current config is the config stream's ACK to tell.
+func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (providers.Status, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := p.procs[lb.Gateway]
+	if pr != nil && !exited(pr) {
+		return running(pr), nil
+	}
+	addr := p.allocate(lb.Gateway)
+	if pr != nil {
+		addr = pr.addr // a restarted proxy keeps its address
+	}
+	if unsupported := unsupportedAddresses(lb, addr); unsupported != "" {
+		return providers.Status{Reason: providers.ReasonUnsupportedAddress, Message: unsupported}, nil
+	}
+	pr, err := p.start(lb.Gateway, addr)
+	if err != nil {
+		return providers.Status{}, err
+	}
+	p.procs[lb.Gateway] = pr
+	p.addrs[addr] = lb.Gateway
+	return running(pr), nil
+}
+
+// Delete stops the gateway's proxy, letting it drain, and frees its address.
+func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error {
+	p.mu.Lock()
+	pr := p.procs[lb.Gateway]
+	delete(p.procs, lb.Gateway)
+	if pr != nil {
+		delete(p.addrs, pr.addr)
+		pr.stopping = true
+	}
+	p.mu.Unlock()
+	if pr == nil {
+		return nil
+	}
+	_ = pr.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-pr.done:
+	case <-time.After(p.opts.DrainTimeout + 5*time.Second):
+		_ = pr.cmd.Process.Kill()
+		<-pr.done
+	case <-ctx.Done():
+		_ = pr.cmd.Process.Kill()
+		return ctx.Err()
+	}
+	return os.RemoveAll(p.dir(lb.Gateway))
+}
+
+// Stop ends every proxy; the operator calls it on shutdown.
+func (p *Provider) Stop(ctx context.Context) error {
+	p.mu.Lock()
+	keys := make([]string, 0, len(p.procs))
+	for k := range p.procs {
+		keys = append(keys, k)
+	}
+	p.mu.Unlock()
+	var errs []error
+	for _, k := range keys {
+		errs = append(errs, p.Delete(ctx, &providers.LoadBalancer{Gateway: k}))
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Provider) start(gateway string, addr netip.Addr) (*proc, error) {
+	dir := p.dir(gateway)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("proxy dir: %w", err)
+	}
+	creds, err := p.opts.Credentials(gateway)
+	if err != nil {
+		return nil, fmt.Errorf("credentials for %s: %w", gateway, err)
+	}
+	files := map[string][]byte{"tls.crt": creds.CertPEM, "tls.key": creds.KeyPEM, "ca.crt": creds.CAPEM}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	logFile, err := os.OpenFile(filepath.Join(dir, "proxy.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("proxy log: %w", err)
+	}
+	args := append(append([]string{}, p.opts.Command[1:]...),
+		"--gateway", gateway,
+		"--node", "local-"+providers.GatewayID(gateway),
+		"--xds-address", p.opts.XDSAddress,
+		"--cert", filepath.Join(dir, "tls.crt"),
+		"--key", filepath.Join(dir, "tls.key"),
+		"--ca", filepath.Join(dir, "ca.crt"),
+		"--address", addr.String(),
+		"--drain-timeout", p.opts.DrainTimeout.String(),
+	)
+	cmd := exec.Command(p.opts.Command[0], args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// The proxies are the operator's children: they must not outlive it and hold its ports.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting proxy for %s: %w", gateway, err)
+	}
+	pr := &proc{addr: addr, cmd: cmd, done: make(chan struct{})}
+	p.opts.Log.Info("proxy started", "gateway", gateway, "address", addr, "pid", cmd.Process.Pid, "log", logFile.Name())
+	go func() {
+		err := cmd.Wait()
+		logFile.Close()
+		close(pr.done)
+		p.mu.Lock()
+		stopping := pr.stopping
+		p.mu.Unlock()
+		if stopping {
+			return
+		}
+		p.opts.Log.Info("proxy exited", "gateway", gateway, "err", err)
+		if p.opts.OnExit != nil {
+			p.opts.OnExit(gateway)
+		}
+	}()
+	return pr, nil
+}
+
+func (p *Provider) dir(gateway string) string {
+	return filepath.Join(p.opts.Dir, providers.GatewayID(gateway))
+}
+
+// allocate picks a loopback address for the gateway from a hash of its key, so that a gateway keeps
+// its address across operator restarts; collisions probe onward. 127.0.0.0/16 is left to others.
+func (p *Provider) allocate(gateway string) netip.Addr {
+	h := fnv.New32a()
+	h.Write([]byte(gateway))
+	n := h.Sum32()
+	for {
+		addr := netip.AddrFrom4([4]byte{127, byte(1 + n%254), byte(n >> 8), byte(1 + (n>>16)%254)})
+		if owner, used := p.addrs[addr]; !used || owner == gateway {
+			return addr
+		}
+		n++
+	}
+}
+
+func exited(pr *proc) bool {
+	select {
+	case <-pr.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func running(pr *proc) providers.Status {
+	return providers.Status{
+		Ready:     true,
+		Reason:    providers.ReasonProgrammed,
+		Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: pr.addr.String()}},
+	}
+}
+
+// unsupportedAddresses explains why requested spec.addresses cannot be honoured: a local proxy
+// has exactly one address, chosen by the provider.
+func unsupportedAddresses(lb *providers.LoadBalancer, got netip.Addr) string {
+	for _, a := range lb.Addresses {
+		if a.Value != "" && a.Value != got.String() {
+			return fmt.Sprintf("local mode assigns each gateway one loopback address (%s); %s %q cannot be used", got, a.Type, a.Value)
+		}
+	}
+	return ""
+}

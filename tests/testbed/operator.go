@@ -1,0 +1,87 @@
+package testbed
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// BuildOperator builds the fleetgate binary from this checkout into dir and returns its path.
+func BuildOperator(dir string) (string, error) {
+	bin := filepath.Join(dir, "fleetgate")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building fleetgate: %w: %s", err, out)
+	}
+	return bin, nil
+}
+
+// Operator is a running fleetgate process in local mode.
+type Operator struct {
+	cmd  *exec.Cmd
+	done chan error
+	// Log is the file the operator logs to.
+	Log string
+}
+
+// StartOperator runs binary in local mode against the cluster, with its state (proxy credentials
+// and logs) under stateDir and its log in stateDir/operator.log.
+func StartOperator(binary string, c *Cluster, stateDir string, extraArgs ...string) (*Operator, error) {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(stateDir, "operator.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--kubeconfig", c.KubeconfigPath,
+		"--leader-elect=false",
+		"--metrics-bind-address=127.0.0.1:0",
+		"--health-probe-bind-address=127.0.0.1:0",
+		"--log-format=console",
+		"--local-mode",
+		"--xds-address=127.0.0.1:0",
+		"--state-dir", stateDir,
+	}, extraArgs...)
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting operator: %w", err)
+	}
+	o := &Operator{cmd: cmd, done: make(chan error, 1), Log: logPath}
+	go func() {
+		o.done <- cmd.Wait()
+		logFile.Close()
+	}()
+	return o, nil
+}
+
+// Stop asks the operator to shut down gracefully (its proxies drain with it) and waits.
+func (o *Operator) Stop() error {
+	_ = o.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-o.done:
+		var exit *exec.ExitError
+		if err != nil && !(errors.As(err, &exit) && !exit.Exited()) {
+			return fmt.Errorf("operator exited: %w", err)
+		}
+		return nil
+	case <-time.After(60 * time.Second):
+		_ = o.cmd.Process.Kill()
+		return errors.New("operator did not stop within 60s; killed")
+	}
+}
+
+// Kill ends the operator at once, as a crash would.
+func (o *Operator) Kill() {
+	_ = o.cmd.Process.Kill()
+	<-o.done
+}
