@@ -1,5 +1,5 @@
-// Command demo is `make demo`: it starts a local kube-apiserver, runs the fleetgate operator against it,
-// applies the samples and shows what fleetgate did with them. It stays up for the user until Ctrl-C,
+// Command demo is `make demo`: it starts a local kube-apiserver, runs the fleetgate operator against it
+// in local mode, applies the samples, and sends a request through the proxy fleetgate started. It stays up for the user until Ctrl-C,
 // and exits by itself after the showcase when stdin is not a terminal.
 package main
 
@@ -10,18 +10,23 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
 
 	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -42,7 +47,6 @@ func main() {
 func step(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
 
 func run(ctx context.Context, operator string) (err error) {
-	testbed.QuietGlobalLogger()
 	step("starting a local kube-apiserver + etcd (built from source into %s)", testbed.AssetsDir())
 	cluster, err := testbed.Start(ctx, "demo")
 	if err != nil {
@@ -52,32 +56,33 @@ func run(ctx context.Context, operator string) (err error) {
 	fmt.Printf("    API server %s, kubeconfig %s\n", cluster.Config.Host, cluster.KubeconfigPath)
 	fmt.Printf("    CRDs installed: fleetgate, Gateway API v1.6.3 (experimental), MCS API, DNSEndpoint\n")
 
-	logPath := filepath.Join(filepath.Dir(cluster.KubeconfigPath), "operator.log")
-	step("running the operator %s (logs: %s)", operator, logPath)
-	logFile, err := os.Create(logPath)
+	stateDir := filepath.Join(filepath.Dir(cluster.KubeconfigPath), "state")
+	step("running the operator %s in local mode (each Gateway gets a proxy process on its own 127.x address)", operator)
+	op, err := testbed.StartOperator(operator, cluster, stateDir)
 	if err != nil {
-		return fmt.Errorf("creating operator log: %w", err)
+		return err
 	}
-	defer logFile.Close()
-	cmd := exec.Command(operator,
-		"--kubeconfig", cluster.KubeconfigPath,
-		"--leader-elect=false",
-		"--metrics-bind-address=127.0.0.1:0",
-		"--health-probe-bind-address=127.0.0.1:0",
-		"--log-format=console")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting operator: %w", err)
+	fmt.Printf("    operator log: %s\n", op.Log)
+	defer func() { err = errors.Join(err, op.Stop()) }()
+
+	ip := testbed.BackendIP(10)
+	step("starting an echo backend on %s:9080, published as Service default/echo through an EndpointSlice", ip)
+	remove, err := testbed.AddBackendIP(ip)
+	if err != nil {
+		return err
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if werr := cmd.Wait(); werr != nil && !isSignalExit(werr) {
-			err = errors.Join(err, fmt.Errorf("operator: %w", werr))
-		}
-	}()
+	defer func() { err = errors.Join(err, remove()) }()
+	echo, err := testbed.StartEcho("echo", net.JoinHostPort(ip, "9080"))
+	if err != nil {
+		return err
+	}
+	defer echo.Close()
+	if err := publishEcho(ctx, cluster.Client, ip); err != nil {
+		return err
+	}
 
 	samples := filepath.Join(testbed.RepoRoot(), "config", "samples")
-	for _, name := range []string{"gatewayclassconfig.yaml", "gatewayclass.yaml"} {
+	for _, name := range []string{"gatewayclassconfig.yaml", "gatewayclass.yaml", "gateway.yaml", "httproute.yaml"} {
 		step("applying %s", filepath.Join("config/samples", name))
 		if err := apply(ctx, cluster.Client, filepath.Join(samples, name)); err != nil {
 			return err
@@ -103,15 +108,109 @@ func run(ctx context.Context, operator string) (err error) {
 		}
 		fmt.Printf("    GatewayClass %-10s Accepted=%s reason=%s: %s\n", name, cond.Status, cond.Reason, cond.Message)
 	}
+	step("waiting for Gateway default/demo to be Programmed (the proxy has acknowledged its config)")
+	start := time.Now()
+	addr, err := waitProgrammed(ctx, cluster.Client)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    Gateway default/demo Programmed=True at %s after %s\n", addr, time.Since(start).Round(time.Millisecond))
+	if err := routeStatus(ctx, cluster.Client); err != nil {
+		return err
+	}
+
+	url := "http://" + addr + "/hello"
+	step("curl -si -H 'Host: echo.example.com' %s", url)
+	if err := show(ctx, url, "echo.example.com"); err != nil {
+		return err
+	}
 
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
 		step("done (stdin is not a terminal, so the demo stops here)")
 		return nil
 	}
-	step("the control plane stays up; try it, then press Ctrl-C to stop:")
-	fmt.Printf("    export KUBECONFIG=%s\n    kubectl get gatewayclasses\n", cluster.KubeconfigPath)
+	step("everything stays up; try it, then press Ctrl-C to stop:")
+	fmt.Printf("    curl -si -H 'Host: echo.example.com' %s\n", url)
+	fmt.Printf("    export KUBECONFIG=%s; kubectl get gateways,httproutes -A\n", cluster.KubeconfigPath)
 	<-ctx.Done()
 	step("stopping")
+	return nil
+}
+
+// publishEcho creates Service default/echo and an EndpointSlice pointing at the echo backend.
+func publishEcho(ctx context.Context, c client.Client, ip string) error {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(9080)}}},
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo-1",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(9080))}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+	}
+	for _, obj := range []client.Object{svc, slice} {
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func waitProgrammed(ctx context.Context, c client.Client) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		var gw gwv1.Gateway
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo"}, &gw); err == nil {
+			if meta.IsStatusConditionTrue(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed)) && len(gw.Status.Addresses) > 0 {
+				return gw.Status.Addresses[0].Value, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("Gateway default/demo was not Programmed: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func routeStatus(ctx context.Context, c client.Client) error {
+	var r gwv1.HTTPRoute
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "echo"}, &r); err != nil {
+		return err
+	}
+	for _, p := range r.Status.Parents {
+		for _, cond := range p.Conditions {
+			fmt.Printf("    HTTPRoute default/echo parent %s: %s=%s (%s)\n", p.ParentRef.Name, cond.Type, cond.Status, cond.Reason)
+		}
+	}
+	return nil
+}
+
+// show sends one request and prints the status line, a few headers and the body.
+func show(ctx context.Context, url, host string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Host = host
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("request through the proxy: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    %s %s\n", resp.Proto, resp.Status)
+	fmt.Printf("    X-Served-By: %s\n", resp.Header.Get("X-Served-By"))
+	fmt.Printf("    %s", body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the proxy answered %s, want 200 OK", resp.Status)
+	}
 	return nil
 }
 
@@ -155,9 +254,4 @@ func apply(ctx context.Context, c client.Client, path string) error {
 			return fmt.Errorf("creating %s %s from %s: %w", obj.GetKind(), obj.GetName(), path, err)
 		}
 	}
-}
-
-func isSignalExit(err error) bool {
-	var exit *exec.ExitError
-	return errors.As(err, &exit) && !exit.Exited()
 }
