@@ -24,25 +24,29 @@ import (
 
 const (
 	clusterName = "member"
-	namespace   = "providertest"
-	gatewayUID  = "6f1f6c2e-0000-4000-8000-000000000001"
+	// otherCluster is a second member, for fleet gateways; only the fleet test uses it.
+	otherCluster = "other"
+	namespace    = "providertest"
+	gatewayUID   = "6f1f6c2e-0000-4000-8000-000000000001"
 )
 
 // env is one API server shared by every subtest, with a client that counts writes.
 type env struct {
 	admin     client.Client // the test's own client; its writes are not counted
 	counting  client.Client // what providers get
+	other     client.Client // otherCluster's client
 	mutations atomic.Int64
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	c := testbed.ForTest(t, clusterName)[0]
+	clusters := testbed.ForTest(t, clusterName, otherCluster)
+	c := clusters[0]
 	wc, err := client.NewWithWatch(c.Config, client.Options{Scheme: c.Client.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{admin: c.Client}
+	e := &env{admin: c.Client, other: clusters[1].Client}
 	count := func() { e.mutations.Add(1) }
 	e.counting = interceptor.NewClient(wc, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
@@ -70,9 +74,11 @@ func newEnv(t *testing.T) *env {
 			return c.DeleteAllOf(ctx, o, opts...)
 		},
 	})
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-	if err := c.Client.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
+	for _, c := range clusters {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+		if err := c.Client.Create(t.Context(), ns); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return e
 }
@@ -81,10 +87,13 @@ func (e *env) provider(t *testing.T) *incluster.Provider {
 	t.Helper()
 	p, err := incluster.New(incluster.Options{
 		Client: func(cluster string) (client.Client, error) {
-			if cluster != clusterName {
-				return nil, fmt.Errorf("no cluster %q", cluster)
+			switch cluster {
+			case clusterName:
+				return e.counting, nil
+			case otherCluster:
+				return e.other, nil
 			}
-			return e.counting, nil
+			return nil, fmt.Errorf("no cluster %q", cluster)
 		},
 		Image:      "ghcr.io/fleetgate/fleetgate:test",
 		XDSAddress: "fleetgate.fleetgate-system.svc:18000",
@@ -318,6 +327,84 @@ func TestProvider(t *testing.T) {
 					t.Errorf("status (-want +got):\n%s", d)
 				}
 			})
+		}
+	})
+
+	t.Run("FleetGatewayInTwoClusters", func(t *testing.T) {
+		ctx := t.Context()
+		p, lb := e.provider(t), model("fleet")
+		lb.Gateway = namespace + "/fleet" // a fleet gateway's key has no cluster
+		lb.Clusters = []string{clusterName, otherCluster}
+		lb.InCluster = &providers.InClusterParams{ServiceType: "ClusterIP"}
+		t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
+		st, err := p.Ensure(ctx, lb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Addresses) != 2 {
+			t.Errorf("addresses %v, want one cluster IP per cluster", st.Addresses)
+		}
+		if st.Ready || st.Reason != providers.ReasonPending {
+			t.Errorf("status %+v, want Pending until both clusters have replicas", st)
+		}
+		key := client.ObjectKey{Namespace: namespace, Name: incluster.ObjectName(lb)}
+		if err := e.other.Get(ctx, key, &appsv1.Deployment{}); err != nil {
+			t.Fatalf("no proxy in the second cluster: %v", err)
+		}
+		// Only the second cluster leaves the fleet: Delete with just that cluster.
+		gone := *lb
+		gone.Clusters = []string{otherCluster}
+		if err := p.Delete(ctx, &gone); err != nil {
+			t.Fatal(err)
+		}
+		var left corev1.ServiceList
+		if err := e.other.List(ctx, &left, client.MatchingLabels(providers.OwnerSelector(lb.Gateway))); err != nil {
+			t.Fatal(err)
+		}
+		if len(left.Items) != 0 {
+			t.Errorf("Services left in %s: %d", otherCluster, len(left.Items))
+		}
+		if err := e.admin.Get(ctx, key, &appsv1.Deployment{}); err != nil {
+			t.Errorf("proxy in %s went too: %v", clusterName, err)
+		}
+	})
+
+	t.Run("DriftIsRepaired", func(t *testing.T) {
+		ctx := t.Context()
+		p, lb := e.provider(t), model("drift")
+		t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
+		if _, err := p.Ensure(ctx, lb); err != nil {
+			t.Fatal(err)
+		}
+		key := client.ObjectKey{Namespace: namespace, Name: incluster.ObjectName(lb)}
+		// Someone else scales the proxy and relabels the Service.
+		dep := &appsv1.Deployment{}
+		if err := e.admin.Get(ctx, key, dep); err != nil {
+			t.Fatal(err)
+		}
+		dep.Spec.Replicas = ptr(int32(7))
+		if err := e.admin.Update(ctx, dep); err != nil {
+			t.Fatal(err)
+		}
+		svc := &corev1.Service{}
+		if err := e.admin.Get(ctx, key, svc); err != nil {
+			t.Fatal(err)
+		}
+		svc.Labels["team"] = "someone-else"
+		if err := e.admin.Update(ctx, svc); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Ensure(ctx, lb); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.admin.Get(ctx, key, dep); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.admin.Get(ctx, key, svc); err != nil {
+			t.Fatal(err)
+		}
+		if *dep.Spec.Replicas != incluster.DefaultReplicas || svc.Labels["team"] != "edge" {
+			t.Errorf("after Ensure: replicas %d, label team=%q; want %d, edge", *dep.Spec.Replicas, svc.Labels["team"], incluster.DefaultReplicas)
 		}
 	})
 
