@@ -108,6 +108,10 @@ run: ## Run the operator against the current kubeconfig.
 test: testbed ## Run every test (unit, golden, integration on real API servers).
 	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout 40m ./...
 
+.PHONY: bench-serve
+bench-serve: testbed ## Time from applying a route to its first 200 through the local-mode proxy (p50/p99).
+	KUBEBUILDER_ASSETS=$(BIN) go test -run xxx -bench TimeToServe -benchtime 1x ./tests/integration/
+
 .PHONY: test-race
 test-race: testbed
 	KUBEBUILDER_ASSETS=$(BIN) go test -race -count=1 -timeout 40m ./...

@@ -53,7 +53,7 @@ func startOperator(t *testing.T, c *testbed.Cluster) {
 }
 
 // eventually polls cond until it returns nil or the timeout passes, then fails with its last error.
-func eventually(t *testing.T, timeout time.Duration, cond func() error) {
+func eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

@@ -25,14 +25,14 @@ import (
 
 // trafficEnv is an API server, the operator binary in local mode, and echo backends on 198.18.0.x.
 type trafficEnv struct {
-	t        *testing.T
+	t        testing.TB
 	c        *testbed.Cluster
 	binary   string
 	stateDir string
 	op       *testbed.Operator
 }
 
-func newTrafficEnv(t *testing.T) *trafficEnv {
+func newTrafficEnv(t testing.TB) *trafficEnv {
 	t.Helper()
 	c := testbed.ForTest(t, "hub")[0]
 	binary, err := testbed.BuildOperator(t.TempDir())
