@@ -9,7 +9,9 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fleetgate/fleetgate/controllers"
@@ -71,4 +73,17 @@ func eventually(t testing.TB, timeout time.Duration, cond func() error) {
 func TestMain(m *testing.M) {
 	testbed.QuietGlobalLogger()
 	os.Exit(m.Run())
+}
+
+// update reads obj afresh, applies mutate and writes it, retrying when the status writer updated the
+// object in between.
+func update(t testing.TB, c client.Client, obj client.Object, mutate func()) {
+	t.Helper()
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate()
+		return c.Update(t.Context(), obj)
+	}))
 }

@@ -84,10 +84,7 @@ func TestStatusWriterSharesRoutes(t *testing.T) {
 	eventually(t, 5*time.Second, attached(1))
 
 	// Detach the route from fleetgate's Gateway: our entry goes, the other controller's stays.
-	var r gwv1.HTTPRoute
-	must(t, c.Client.Get(ctx, client.ObjectKeyFromObject(route), &r))
-	r.Spec.ParentRefs = []gwv1.ParentReference{{Name: "elsewhere"}}
-	must(t, c.Client.Update(ctx, &r))
+	update(t, c.Client, route, func() { route.Spec.ParentRefs = []gwv1.ParentReference{{Name: "elsewhere"}} })
 	eventually(t, 10*time.Second, parents("example.com/other-controller:elsewhere"))
 	eventually(t, 5*time.Second, attached(0))
 }

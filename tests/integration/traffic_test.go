@@ -182,10 +182,8 @@ func TestLocalModeServesTraffic(t *testing.T) {
 	}
 
 	t.Run("route change is served", func(t *testing.T) {
-		var r gwv1.HTTPRoute
-		must(t, e.c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web"}, &r))
-		r.Spec.Rules[0].BackendRefs[0].Name = "v2"
-		must(t, e.c.Client.Update(ctx, &r))
+		r := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
+		update(t, e.c.Client, r, func() { r.Spec.Rules[0].BackendRefs[0].Name = "v2" })
 		e.serves(gwAddr, "www.example.com", "v2", 10*time.Second)
 	})
 
@@ -194,10 +192,10 @@ func TestLocalModeServesTraffic(t *testing.T) {
 		// it NACKs, and Programmed turns False with its reason.
 		squat, err := net.Listen("tcp", net.JoinHostPort(addr, "8081"))
 		must(t, err)
-		var gw gwv1.Gateway
-		must(t, e.c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "gw"}, &gw))
-		gw.Spec.Listeners = append(gw.Spec.Listeners, gwv1.Listener{Name: "alt", Port: 8081, Protocol: gwv1.HTTPProtocolType})
-		must(t, e.c.Client.Update(ctx, &gw))
+		gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"}}
+		update(t, e.c.Client, gw, func() {
+			gw.Spec.Listeners = append(gw.Spec.Listeners, gwv1.Listener{Name: "alt", Port: 8081, Protocol: gwv1.HTTPProtocolType})
+		})
 		_, cond := e.programmed(metav1.ConditionFalse, 15*time.Second)
 		if cond.Reason != string(gwv1.GatewayReasonInvalid) || !strings.Contains(cond.Message, "rejected") {
 			t.Errorf("Programmed after a NACK = %s: %s, want Invalid with the proxy's reason", cond.Reason, cond.Message)
@@ -205,9 +203,7 @@ func TestLocalModeServesTraffic(t *testing.T) {
 		e.serves(gwAddr, "www.example.com", "v2", time.Second)
 		// Freeing the port does not by itself resend; removing the listener converges.
 		must(t, squat.Close())
-		must(t, e.c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "gw"}, &gw))
-		gw.Spec.Listeners = gw.Spec.Listeners[:1]
-		must(t, e.c.Client.Update(ctx, &gw))
+		update(t, e.c.Client, gw, func() { gw.Spec.Listeners = gw.Spec.Listeners[:1] })
 		e.programmed(metav1.ConditionTrue, 15*time.Second)
 	})
 
@@ -224,10 +220,8 @@ func TestLocalModeServesTraffic(t *testing.T) {
 		e.op.Kill()
 		e.startOperator()
 		// The route changes while the new operator starts; it must serve the change.
-		var r gwv1.HTTPRoute
-		must(t, e.c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web"}, &r))
-		r.Spec.Rules[0].BackendRefs[0].Name = "v1"
-		must(t, e.c.Client.Update(ctx, &r))
+		r := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
+		update(t, e.c.Client, r, func() { r.Spec.Rules[0].BackendRefs[0].Name = "v1" })
 		e.serves(gwAddr, "www.example.com", "v1", 30*time.Second)
 		e.programmed(metav1.ConditionTrue, 10*time.Second)
 	})
