@@ -165,10 +165,18 @@ func (t *translator) buildLoadBalancer(u *unit, cfg ir.Config) providers.LoadBal
 	lb := providers.LoadBalancer{
 		Gateway: u.key, Namespace: u.namespace, Name: u.name,
 		Class: u.class.name, Provider: u.class.provider, Scope: u.class.scope,
+		InCluster: u.class.inCluster,
 	}
 	for _, m := range u.members {
 		if !slices.Contains(lb.Clusters, m.obj.Cluster) {
 			lb.Clusters = append(lb.Clusters, m.obj.Cluster)
+		}
+		// Providers make the Gateway the owner of what they create, per cluster.
+		if uid := m.gw().UID; uid != "" {
+			if lb.GatewayUIDs == nil {
+				lb.GatewayUIDs = map[string]string{}
+			}
+			lb.GatewayUIDs[m.obj.Cluster] = string(uid)
 		}
 	}
 	slices.Sort(lb.Clusters)

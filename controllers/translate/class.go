@@ -7,6 +7,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/providers"
 )
 
 // classInfo is one of our GatewayClasses with its resolved parameters.
@@ -17,6 +18,8 @@ type classInfo struct {
 	message  string
 	provider string
 	scope    string
+	// inCluster holds the in-cluster provider's options from the GatewayClassConfig, if any.
+	inCluster *providers.InClusterParams
 }
 
 // translateClasses validates every GatewayClass of our controller: its parametersRef must name an
@@ -71,6 +74,12 @@ func (t *translator) resolveParams(cluster string, ref *gwv1.ParametersReference
 		return fmt.Errorf("GatewayClassConfig %q: unknown scope %q", ref.Name, cfg.Spec.Scope)
 	}
 	ci.provider = string(cfg.Spec.Provider)
+	if o := cfg.Spec.InCluster; o != nil {
+		ci.inCluster = &providers.InClusterParams{ServiceType: string(o.ServiceType)}
+		if o.Replicas != nil {
+			ci.inCluster.Replicas = *o.Replicas
+		}
+	}
 	if cfg.Spec.Scope != "" {
 		ci.scope = string(cfg.Spec.Scope)
 	}
