@@ -95,4 +95,3 @@ func BenchmarkProxyHTTP1(b *testing.B) {
 		}
 	})
 }
-

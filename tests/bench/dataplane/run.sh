@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of the fleetgate proxy against nginx and haproxy (caddy when installed):
+# same backend, upstream keepalive on, logs off, each proxy pinned to core 0, load generator and
+# backend on core 1. Writes results.md and results.png under tests/bench/results/.
+# Needs: nginx, haproxy, wrk (apt-get install nginx-light haproxy wrk python3-matplotlib).
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+ROOT=$PWD
+OUT=${OUT:-$ROOT/tests/bench/results}
+WORK=$(mktemp -d)
+DUR=${DUR:-10s}
+CONNS=${CONNS:-32}
+HOSTS=${HOSTS:-"1 1000 10000 100000"}
+BE_PORT=18080 FG_PORT=18081 NGX_PORT=18082 HAP_PORT=18083 CADDY_PORT=18084
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+mkdir -p "$OUT"
+for tool in nginx haproxy wrk taskset python3; do
+	command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install nginx-light haproxy wrk)" >&2; exit 1; }
+done
+
+go build -o "$WORK/fleetgate-proxy" ./dataplane/cmd/fleetgate-proxy
+go build -o "$WORK/loadgen" ./tests/bench/dataplane/loadgen
+
+wait_port() { for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; return 1; }
+nginx_conf() { # $1 dir, $2 http-block body
+	mkdir -p "$1"
+	cat >"$1/nginx.conf" <<NGX
+worker_processes 1;
+daemon off;
+pid $1/nginx.pid;
+error_log $1/error.log;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $1; proxy_temp_path $1; fastcgi_temp_path $1; uwsgi_temp_path $1; scgi_temp_path $1;
+	$2
+}
+NGX
+}
+
+# Backend: nginx answering a 2-byte body, on core 1 with the load generator.
+nginx_conf "$WORK/backend" "server { listen 127.0.0.1:$BE_PORT backlog=4096; keepalive_requests 1000000; location / { return 200 'ok'; } }"
+taskset -c 1 nginx -p "$WORK/backend" -c "$WORK/backend/nginx.conf" & PIDS+=($!)
+wait_port $BE_PORT
+
+nginx_conf "$WORK/nginx" "upstream be { server 127.0.0.1:$BE_PORT; keepalive 128; keepalive_requests 1000000; }
+	server { listen 127.0.0.1:$NGX_PORT backlog=4096; server_name host0.example.com; keepalive_requests 1000000;
+		location / { proxy_pass http://be; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
+cat >"$WORK/haproxy.cfg" <<HAP
+global
+	nbthread 1
+defaults
+	mode http
+	timeout connect 5s
+	timeout client 30s
+	timeout server 30s
+	http-reuse always
+frontend fe
+	bind 127.0.0.1:$HAP_PORT
+	default_backend be
+backend be
+	server s1 127.0.0.1:$BE_PORT
+HAP
+
+# CPU ticks of a process and its children (nginx works in its worker, not its master).
+cpu_ticks() { local t=0; for p in $1 $(pgrep -P "$1"); do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo $t; }
+# run_wrk NAME PORT HOST PID → appends "name hosts rps p99 cpu_us_per_req errors" to $WORK/wrk.txt
+run_wrk() {
+	local name=$1 port=$2 host=$3 pid=$4 hosts=${5:-1}
+	taskset -c 1 wrk -t1 -c"$CONNS" -d2s -H "Host: $host" "http://127.0.0.1:$port/" >/dev/null # warm up
+	local t0; t0=$(cpu_ticks "$pid")
+	local out; out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"$DUR" --latency -H "Host: $host" "http://127.0.0.1:$port/")
+	local t1; t1=$(cpu_ticks "$pid")
+	local rps reqs errs p99
+	rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+	reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+	errs=$(awk '/Non-2xx/ {n+=$NF} /Socket errors/ {gsub(",","");n+=$4+$6+$8+$10} END {print n+0}' <<<"$out")
+	p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+	local hz; hz=$(getconf CLK_TCK)
+	local cpu; cpu=$(python3 -c "print(round(($t1-$t0)/$hz*1e6/max($reqs,1),1))")
+	echo "$name $hosts $rps $p99 $cpu $errs" | tee -a "$WORK/wrk.txt"
+}
+
+start_fleetgate() { # $1 hostnames
+	python3 tests/bench/dataplane/genconfig.py "$1" $FG_PORT $BE_PORT >"$WORK/fg.json"
+	GOMAXPROCS=1 taskset -c 0 "$WORK/fleetgate-proxy" -config "$WORK/fg.json" -address 127.0.0.1 -watch 100ms -drain-timeout 2s 2>"$WORK/fg.log" &
+	FG_PID=$!
+	PIDS+=($FG_PID)
+	wait_port $FG_PORT
+}
+stop() { kill "$1"; wait "$1" 2>/dev/null || true; }
+
+: >"$WORK/wrk.txt"
+echo "== max rps (wrk -c$CONNS, $DUR), 1 hostname"
+start_fleetgate 1
+run_wrk fleetgate $FG_PORT host0.example.com $FG_PID
+stop $FG_PID
+taskset -c 0 nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" & NGX_PID=$!; PIDS+=($NGX_PID); wait_port $NGX_PORT
+sleep 0.2
+run_wrk nginx $NGX_PORT host0.example.com $NGX_PID
+taskset -c 0 haproxy -f "$WORK/haproxy.cfg" -db & HAP_PID=$!; PIDS+=($HAP_PID); wait_port $HAP_PORT
+run_wrk haproxy $HAP_PORT host0.example.com $HAP_PID
+if command -v caddy >/dev/null; then
+	printf ':%s {\n\treverse_proxy 127.0.0.1:%s\n}\n' $CADDY_PORT $BE_PORT >"$WORK/Caddyfile"
+	GOMAXPROCS=1 taskset -c 0 caddy run --config "$WORK/Caddyfile" --adapter caddyfile >/dev/null 2>&1 & CADDY_PID=$!; PIDS+=($CADDY_PID); wait_port $CADDY_PORT
+	run_wrk caddy $CADDY_PORT host0.example.com $CADDY_PID
+	stop $CADDY_PID
+fi
+
+# p99 at a fixed rate of half nginx's max, for each proxy.
+NGX_RPS=$(awk '$1=="nginx" {print int($3)}' "$WORK/wrk.txt")
+RATE=$((NGX_RPS / 2))
+echo "== fixed rate $RATE rps"
+: >"$WORK/fixed.txt"
+fixed() { echo "$1 $(taskset -c 1 "$WORK/loadgen" -addr "127.0.0.1:$2" -host host0.example.com -rate $RATE -duration "$DUR" -conns "$CONNS")" | tee -a "$WORK/fixed.txt"; }
+fixed nginx $NGX_PORT
+fixed haproxy $HAP_PORT
+stop "$NGX_PID"; stop "$HAP_PID"
+start_fleetgate 1
+fixed fleetgate $FG_PORT
+stop $FG_PID
+
+echo "== fleetgate by route table size"
+for n in $HOSTS; do
+	start_fleetgate "$n"
+	run_wrk fleetgate-hosts $FG_PORT "host$((n / 2)).example.com" $FG_PID "$n"
+	if [ "$n" = "$(echo $HOSTS | awk '{print $NF}')" ]; then
+		echo "== table swaps under load ($n hostnames)"
+		# Two pre-built versions of the table, swapped in by rename while wrk runs.
+		python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 2 >"$WORK/fg.v2"
+		python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 3 >"$WORK/fg.v3"
+		before=$(grep -c '"config reloaded"' "$WORK/fg.log" || true)
+		( sleep 2; end=$((SECONDS + ${DUR%s})); v=2; while [ $SECONDS -lt $end ]; do cp "$WORK/fg.v$v" "$WORK/fg.next"; mv "$WORK/fg.next" "$WORK/fg.json"; v=$((5 - v)); sleep 1; done ) &
+		SWAPPER=$!
+		run_wrk fleetgate-swap $FG_PORT "host$((n / 2)).example.com" $FG_PID "$n"
+		wait $SWAPPER
+		sleep 1
+		echo "swaps applied: $(( $(grep -c '"config reloaded"' "$WORK/fg.log") - before ))" | tee "$WORK/swaps.txt"
+	fi
+	stop $FG_PID
+done
+
+# The plot needs matplotlib, which may live only in the system Python (python3-matplotlib).
+PY=python3
+for p in python3 /usr/bin/python3; do if "$p" -c 'import matplotlib' 2>/dev/null; then PY=$p; break; fi; done
+"$PY" tests/bench/dataplane/report.py "$WORK" "$OUT"
