@@ -132,8 +132,12 @@ func (p *Provider) buildDeployment(lb *providers.LoadBalancer, cluster string) *
 			WithRunAsNonRoot(true).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)).
 			// Listeners on 80 and 443 without root or NET_BIND_SERVICE; the sysctl is namespaced and safe.
-			WithSysctls(corev1ac.Sysctl().WithName("net.ipv4.ip_unprivileged_port_start").WithValue("0"))).
-		WithContainers(ctr)
+			WithSysctls(corev1ac.Sysctl().WithName("net.ipv4.ip_unprivileged_port_start").WithValue("0")))
+	if p.opts.Credentials != nil {
+		mountCredentials(lb, pod, ctr)
+	}
+	// WithContainers copies the container, so it goes in last.
+	pod.WithContainers(ctr)
 	if p.opts.Customize != nil {
 		p.opts.Customize(lb, cluster, pod)
 	}

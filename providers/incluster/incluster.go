@@ -45,6 +45,11 @@ type Options struct {
 	Customize func(lb *providers.LoadBalancer, cluster string, pod *corev1ac.PodSpecApplyConfiguration)
 	// FieldOwner is the server-side apply field manager; empty means DefaultFieldOwner.
 	FieldOwner string
+	// Credentials, when set, issues the client certificate a gateway's proxies present to the
+	// config server; the provider keeps it in a Secret mounted into the proxy pods. CA returns
+	// the PEM of the CA it is issued by, to tell when a certificate must be reissued.
+	Credentials func(gateway string) (Credentials, error)
+	CA          func() []byte
 }
 
 // DefaultArgs are `dataplane --gateway <key> --xds-address <addr>`.
@@ -70,6 +75,9 @@ func New(opts Options) (*Provider, error) {
 	}
 	if opts.Args == nil {
 		opts.Args = DefaultArgs
+	}
+	if (opts.Credentials == nil) != (opts.CA == nil) {
+		return nil, errors.New("incluster: Options.Credentials and Options.CA go together")
 	}
 	if opts.FieldOwner == "" {
 		opts.FieldOwner = DefaultFieldOwner
@@ -120,6 +128,11 @@ func (p *Provider) ensureIn(ctx context.Context, lb *providers.LoadBalancer, clu
 	_, svcType := params(lb)
 	plan := planAddresses(lb, svcType)
 
+	if p.opts.Credentials != nil {
+		if err := p.ensureCredentials(ctx, c, lb, cluster); err != nil {
+			return providers.Status{}, err
+		}
+	}
 	sa := &corev1.ServiceAccount{}
 	if err := apply(ctx, c, p.opts.FieldOwner, sa, buildServiceAccount(lb, cluster), corev1ac.ExtractServiceAccount); err != nil {
 		return providers.Status{}, err
@@ -254,9 +267,10 @@ func deleteOwned(ctx context.Context, c client.Client, lb *providers.LoadBalance
 		services corev1.ServiceList
 		deps     appsv1.DeploymentList
 		sas      corev1.ServiceAccountList
+		secrets  corev1.SecretList
 	)
 	// Front first, so traffic stops before the proxies go.
-	for _, l := range []client.ObjectList{&services, &deps, &sas} {
+	for _, l := range []client.ObjectList{&services, &deps, &sas, &secrets} {
 		if err := c.List(ctx, l, in, sel); err != nil {
 			return fmt.Errorf("listing %T: %w", l, err)
 		}
@@ -269,6 +283,9 @@ func deleteOwned(ctx context.Context, c client.Client, lb *providers.LoadBalance
 	}
 	for i := range sas.Items {
 		objs = append(objs, &sas.Items[i])
+	}
+	for i := range secrets.Items {
+		objs = append(objs, &secrets.Items[i])
 	}
 	for _, o := range objs {
 		// Preconditions make sure we delete the object we listed, not a namesake made since.
