@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -42,8 +43,20 @@ func run() error {
 		verbosity   = flag.Int("v", 0, "log verbosity")
 		watch       = flag.Duration("watch", 0, "poll the config file at this interval and reload on change (0: only on SIGHUP)")
 		drain       = flag.Duration("drain-timeout", 30*time.Second, "how long connections may finish on shutdown")
+		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown")
 	)
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *configPath == "" {
 		return errors.New("-config is required")
 	}
