@@ -28,6 +28,8 @@ type listenerTable struct {
 	tls   *tls.Config
 	sni   *hostMap[*sniRoute]
 	l4    *l4Route
+	// sources are the allowed client networks (sourcerange.go).
+	sources sourceRanges
 	// notFound counts requests no route matched.
 	notFound *backendStats
 }
@@ -72,6 +74,9 @@ func (s *Server) compileListener(l *ir.Listener, certs certCache) (*listenerTabl
 	lt := &listenerTable{name: l.Name, port: l.Port, proto: l.Protocol}
 	lt.notFound = s.metrics.route(l.Name, "").local
 	var err error
+	if lt.sources, err = compileSourceRanges(l.SourceRanges); err != nil {
+		return nil, err
+	}
 	switch l.Protocol {
 	case ir.ProtocolHTTP, ir.ProtocolHTTPS:
 		if l.Protocol == ir.ProtocolHTTPS {
@@ -85,7 +90,11 @@ func (s *Server) compileListener(l *ir.Listener, certs certCache) (*listenerTabl
 			if err != nil {
 				return nil, err
 			}
-			lt.hosts.add(vh.name, vh)
+			if l.VirtualHosts[i].SingleLabelWildcard {
+				lt.hosts.addSingleLabel(vh.name, vh)
+			} else {
+				lt.hosts.add(vh.name, vh)
+			}
 		}
 	case ir.ProtocolTLS:
 		if lt.tls, err = s.compileCerts(l.Certificates, certs, nil); err != nil {
@@ -151,6 +160,7 @@ func (s *Server) compileRoute(listener string, in *ir.Route) (*route, error) {
 	r.timeout, r.beTimeout = in.Timeouts.Request, in.Timeouts.BackendRequest
 	r.retry = compileRetry(in.Retry)
 	r.buffer = r.retry != nil || len(r.mirrors) > 0
+	r.fast = r.isFast()
 	return r, nil
 }
 

@@ -119,7 +119,13 @@ func freePortTB(t testing.TB, udp bool) uint32 {
 
 func newProxy(t *testing.T, cfg *ir.Config) *Server {
 	t.Helper()
-	s, err := New(Options{Address: "127.0.0.1", Registry: prometheus.NewRegistry(), DrainTimeout: 2 * time.Second})
+	return newProxyOpts(t, cfg, Options{})
+}
+
+func newProxyOpts(t *testing.T, cfg *ir.Config, opts Options) *Server {
+	t.Helper()
+	opts.Address, opts.Registry, opts.DrainTimeout = "127.0.0.1", prometheus.NewRegistry(), 2*time.Second
+	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ type hostMap[T any] struct {
 	wild   map[string]T
 	any    T
 	hasAny bool
+	// single marks wildcards that cover exactly one label (singlelabel.go).
+	single map[string]bool
 }
 
 func newHostMap[T any]() *hostMap[T] {
@@ -53,13 +55,15 @@ func (m *hostMap[T]) lookup(host string) (T, bool) {
 	if len(m.wild) > 0 {
 		// Scanning dots from the left tries the longest suffix first, i.e. the most specific wildcard.
 		// i > 0: the wildcard label must cover at least one character.
+		firstDot := true
 		for i := 1; i < len(host); i++ {
 			if host[i] != '.' {
 				continue
 			}
-			if v, ok := m.wild[host[i:]]; ok {
+			if v, ok := m.wild[host[i:]]; ok && !m.skipWildcard(host[i:], firstDot) {
 				return v, true
 			}
+			firstDot = false
 		}
 	}
 	return m.any, m.hasAny

@@ -13,6 +13,14 @@ import (
 )
 
 func TestHTTPRoutingAndFilters(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fast path", false: "net/http"}[fast], func(t *testing.T) {
+			testHTTPRoutingAndFilters(t, Options{DisableFastPath: !fast})
+		})
+	}
+}
+
+func testHTTPRoutingAndFilters(t *testing.T, opts Options) {
 	a, b, mirror := newEcho(t, "a", false), newEcho(t, "b", false), newEcho(t, "mirror", false)
 	slow := newEcho(t, "slow", false)
 	slow.delay = 2 * time.Second
@@ -67,7 +75,7 @@ func TestHTTPRoutingAndFilters(t *testing.T) {
 		}},
 		ir.VirtualHost{Hostname: "*.example.com", Routes: []ir.Route{{Name: "wild", Backends: []ir.Backend{b.backend(1)}}}},
 	)
-	newProxy(t, cfg)
+	newProxyOpts(t, cfg, opts)
 	c := testClient()
 	u := baseURL(port)
 

@@ -150,6 +150,9 @@ func (p *udpPort) readLoop() {
 			}
 			continue
 		}
+		if !p.cur.Load().sources.allows(from.Addr()) {
+			continue
+		}
 		sess := p.session(from)
 		if sess == nil {
 			continue

@@ -84,9 +84,25 @@ func (p *tcpPort) acceptLoop() {
 		}
 		backoff = 0
 		lt := p.cur.Load()
+		if !lt.sources.allowsConn(c) {
+			c.Close()
+			continue
+		}
 		switch lt.proto {
 		case ir.ProtocolHTTP:
-			p.hl.push(c)
+			if p.s.opts.DisableFastPath {
+				p.hl.push(c)
+				continue
+			}
+			idle := new(atomic.Bool)
+			if !p.raw.addIdle(c, idle) {
+				c.Close()
+				continue
+			}
+			go func() {
+				defer p.raw.done(c)
+				p.serveHTTP1(c, idle)
+			}()
 		case ir.ProtocolHTTPS:
 			p.hl.push(tls.Server(c, lt.tls))
 		case ir.ProtocolTLS, ir.ProtocolTCP:
@@ -148,27 +164,33 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// connSet tracks raw (L4) connections so they can be drained and, past the deadline, closed.
+// connSet tracks the connections the port serves itself (L4 and the HTTP/1.1 fast path) so they
+// can be drained and, past the deadline, closed.
 type connSet struct {
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
+	mu    sync.Mutex
+	conns map[net.Conn]*atomic.Bool // the flag, if any, says the conn waits for its next request
+	// closed is set under mu and read without it by connections between requests.
+	closed atomic.Bool
 	wg     sync.WaitGroup
 }
 
-func (cs *connSet) add(c net.Conn) bool {
+func (cs *connSet) add(c net.Conn) bool { return cs.addIdle(c, nil) }
+
+func (cs *connSet) addIdle(c net.Conn, idle *atomic.Bool) bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if cs.closed {
+	if cs.closed.Load() {
 		return false
 	}
 	if cs.conns == nil {
-		cs.conns = map[net.Conn]struct{}{}
+		cs.conns = map[net.Conn]*atomic.Bool{}
 	}
-	cs.conns[c] = struct{}{}
+	cs.conns[c] = idle
 	cs.wg.Add(1)
 	return true
 }
+
+func (cs *connSet) isDraining() bool { return cs.closed.Load() }
 
 func (cs *connSet) done(c net.Conn) {
 	cs.mu.Lock()
@@ -179,7 +201,13 @@ func (cs *connSet) done(c net.Conn) {
 
 func (cs *connSet) drain(ctx context.Context) error {
 	cs.mu.Lock()
-	cs.closed = true
+	cs.closed.Store(true)
+	// Wake keepalive connections waiting for a request so they close now; busy ones finish first.
+	for c, idle := range cs.conns {
+		if idle != nil && idle.Load() {
+			_ = c.SetReadDeadline(time.Now())
+		}
+	}
 	cs.mu.Unlock()
 	done := make(chan struct{})
 	go func() { cs.wg.Wait(); close(done) }()

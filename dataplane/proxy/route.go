@@ -43,7 +43,9 @@ type route struct {
 	retry     *retryPolicy
 	// buffer says the request body must be kept for a retry or a mirror.
 	buffer bool
-	stats  *routeStats
+	// fast says the HTTP/1.1 fast path can serve the route.
+	fast  bool
+	stats *routeStats
 }
 
 type keyMatch struct {

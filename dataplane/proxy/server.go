@@ -45,6 +45,9 @@ type Options struct {
 	MaxMirrors int
 	// MaxBufferedBody is the largest request body kept in memory for retries and mirrors (default 64 KiB).
 	MaxBufferedBody int64
+	// DisableFastPath serves every plain HTTP request through net/http instead of the HTTP/1.1 fast
+	// path (for comparison and as an escape hatch).
+	DisableFastPath bool
 }
 
 func (o *Options) defaults() {
@@ -81,6 +84,8 @@ type Server struct {
 	mirrors  chan struct{}
 	exPool   sync.Pool
 	bufPool  bufferPool
+	bufs     bufPools
+	fastPool upPool
 
 	cur atomic.Pointer[table]
 
@@ -223,6 +228,7 @@ func (s *Server) Apply(cfg *ir.Config) error {
 	s.cur.Store(t)
 	s.certs = certs
 	s.metrics.prune(gen)
+	s.fastPool.prune(false)
 	s.metrics.version.Set(float64(t.version))
 	s.metrics.applies.WithLabelValues("ok").Inc()
 	s.opts.Log.V(1).Info("config applied", "version", t.version, "listeners", len(t.listeners))
@@ -281,6 +287,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		all = append(all, ctx.Err())
 	}
 	s.up.close()
+	s.fastPool.prune(true)
 	if err := errors.Join(all...); err != nil {
 		return fmt.Errorf("proxy shutdown: %w", err)
 	}

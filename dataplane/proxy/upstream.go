@@ -52,6 +52,7 @@ type backend struct {
 	name    string
 	invalid bool
 	scheme  string
+	h1      bool // plain HTTP/1.1, which the fast path can speak
 	rt      http.RoundTripper
 	eps     []string // host:port
 	epCum   []uint64
@@ -99,7 +100,7 @@ func (s *Server) compileBackend(in *ir.Backend) *backend {
 	case ir.AppTLS:
 		b.rt, b.scheme = s.up.tls, "https"
 	default:
-		b.rt = s.up.http1
+		b.rt, b.h1 = s.up.http1, true
 	}
 	var total uint64
 	for _, e := range in.Endpoints {

@@ -1,0 +1,226 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+// rawConn sends raw request bytes and reads the answers with net/http's parser.
+type rawConn struct {
+	t  *testing.T
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dialRaw(t *testing.T, port uint32) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(int(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
+}
+
+func (r *rawConn) send(s string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.c, s); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// read returns "<code> <body>" of the next answer, or "EOF".
+func (r *rawConn) read(method string) string {
+	r.t.Helper()
+	res, err := http.ReadResponse(r.br, &http.Request{Method: method})
+	if err != nil {
+		return "EOF"
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		r.t.Fatalf("reading body: %v", err)
+	}
+	out := strconv.Itoa(res.StatusCode) + " " + strings.TrimSpace(string(b))
+	if tr := res.Trailer.Get("X-Sum"); tr != "" {
+		out += " trailer=" + tr
+	}
+	return out
+}
+
+// rawBackend answers by path with framings net/http would not produce on its own.
+func rawBackend(t *testing.T) net.Addr {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					var resp string
+					closeAfter := false
+					switch req.URL.Path {
+					case "/chunked":
+						resp = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 11\r\n\r\n"
+					case "/eof":
+						resp = "HTTP/1.1 200 OK\r\n\r\nuntil-eof"
+						closeAfter = true
+					case "/http10":
+						resp = "HTTP/1.0 200 OK\r\nContent-Length: 4\r\n\r\nold!"
+						closeAfter = true
+					case "/nocontent":
+						resp = "HTTP/1.1 204 No Content\r\n\r\n"
+					case "/head":
+						resp = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+					case "/early":
+						resp = "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+					case "/oneshot":
+						// Claims keepalive but closes: the next request on the pooled conn must be retried.
+						resp = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\noneshot"
+						closeAfter = true
+					default:
+						body := req.Method + " " + req.URL.RequestURI() + " " + req.Header.Get("X-Forwarded-For")
+						resp = "HTTP/1.1 200 OK\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+					}
+					if _, err := io.WriteString(c, resp); err != nil || closeAfter {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr()
+}
+
+func TestFastPathFraming(t *testing.T) {
+	be := irBackend("raw", 1, rawBackend(t))
+	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{
+		{Name: "cors", Match: ir.Match{Path: prefix("/cors")}, Filters: ir.Filters{CORS: &ir.CORS{AllowOrigins: []string{"*"}}}, Backends: []ir.Backend{be}},
+		{Name: "r", Backends: []ir.Backend{be}},
+	}})
+	s := newProxy(t, cfg)
+
+	// Pipelined requests, several framings, a mid-connection hand-off to net/http (the CORS route)
+	// and fast requests after it on the same connection.
+	c := dialRaw(t, port)
+	c.send("GET /a?x=1 HTTP/1.1\r\nHost: h\r\n\r\nPOST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyzGET /chunked HTTP/1.1\r\nHost: h\r\n\r\n")
+	got := []string{c.read("GET"), c.read("POST"), c.read("GET")}
+	c.send("GET /nocontent HTTP/1.1\r\nHost: h\r\n\r\nHEAD /head HTTP/1.1\r\nHost: h\r\n\r\nGET /early HTTP/1.1\r\nHost: h\r\n\r\n")
+	// The 103 is relayed as it came, then the final answer.
+	got = append(got, c.read("GET"), c.read("HEAD"), c.read("GET"), c.read("GET"))
+	c.send("GET /cors HTTP/1.1\r\nHost: h\r\nOrigin: https://o\r\n\r\nGET /c HTTP/1.1\r\nHost: h\r\n\r\n")
+	got = append(got, c.read("GET"), c.read("GET"))
+	// A close-delimited answer ends the (fast path) client connection too.
+	c5 := dialRaw(t, port)
+	c5.send("GET /http10 HTTP/1.1\r\nHost: h\r\n\r\nGET /eof HTTP/1.1\r\nHost: h\r\n\r\n")
+	got = append(got, c5.read("GET"), c5.read("GET"), c5.read("GET"))
+	want := []string{
+		"200 GET /a?x=1 127.0.0.1", "200 POST /b 127.0.0.1", "200 hello world trailer=11",
+		"204 ", "200 ", "103 ", "200 ok",
+		"200 GET /cors 127.0.0.1", "200 GET /c 127.0.0.1",
+		"200 old!", "200 until-eof", "EOF",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pipelined answers (-want +got):\n%s", diff)
+	}
+
+	// A backend that drops a keepalive connection is retried transparently.
+	c2 := dialRaw(t, port)
+	var got2 []string
+	for range 3 {
+		c2.send("GET /oneshot HTTP/1.1\r\nHost: h\r\n\r\n")
+		got2 = append(got2, c2.read("GET"))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if diff := cmp.Diff([]string{"200 oneshot", "200 oneshot", "200 oneshot"}, got2); diff != "" {
+		t.Errorf("stale upstream connections (-want +got):\n%s", diff)
+	}
+
+	// Malformed requests go to net/http, which answers 400.
+	c3 := dialRaw(t, port)
+	c3.send("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+	if got := c3.read("GET"); !strings.HasPrefix(got, "400") {
+		t.Errorf("duplicate Host: %q, want 400", got)
+	}
+	c4 := dialRaw(t, port)
+	c4.send("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+	if got := c4.read("POST"); !strings.HasPrefix(got, "400") && !strings.HasPrefix(got, "200") {
+		t.Errorf("CL+TE: %q", got)
+	}
+
+	// An idle keepalive connection does not hold up shutdown.
+	idle := dialRaw(t, port)
+	idle.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	idle.read("GET")
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("shutdown with an idle keepalive connection took %v", d)
+	}
+	if got := idle.read("GET"); got != "EOF" {
+		t.Errorf("idle connection after shutdown: %q", got)
+	}
+}
+
+// FuzzParseHead checks the fast path's request parser against net/http's: whatever the fast path
+// accepts, net/http must read the same way.
+func FuzzParseHead(f *testing.F) {
+	f.Add("GET /a?b=c HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nX-A: 2\r\n\r\n")
+	f.Add("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n")
+	f.Add("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n")
+	f.Add("GET /%2e%2e/x HTTP/1.1\r\nhost: x\r\nConnection: close\r\n\r\n")
+	f.Fuzz(func(t *testing.T, head string) {
+		if !strings.HasSuffix(head, "\r\n\r\n") || strings.Count(head, "\r\n\r\n") != 1 {
+			return
+		}
+		got := parseHead([]byte(head))
+		if got == nil {
+			return
+		}
+		want, err := http.ReadRequest(bufio.NewReader(strings.NewReader(head)))
+		if err != nil {
+			t.Fatalf("fast path accepted what net/http rejects (%v): %q", err, head)
+		}
+		wantPath := normalizePath(want.URL.Path)
+		if got.Method != want.Method || got.Host != want.Host || got.URL.Path != wantPath ||
+			got.URL.RawQuery != want.URL.RawQuery || got.ContentLength != want.ContentLength || got.Close != want.Close {
+			t.Fatalf("disagreement on %q:\nfast: %s %q %q %q %d %v\nnet/http: %s %q %q %q %d %v", head,
+				got.Method, got.Host, got.URL.Path, got.URL.RawQuery, got.ContentLength, got.Close,
+				want.Method, want.Host, wantPath, want.URL.RawQuery, want.ContentLength, want.Close)
+		}
+		for k, v := range want.Header {
+			if diff := cmp.Diff(v, got.Header[k]); diff != "" && k != "Host" {
+				t.Fatalf("header %s on %q (-net/http +fast):\n%s", k, head, diff)
+			}
+		}
+	})
+}
