@@ -25,6 +25,8 @@ type Source struct {
 	// LegacyReferencePolicy is set when the cluster serves the v1alpha2 ReferencePolicy CRD that
 	// ReferenceGrant replaced; its objects are read as ReferenceGrants.
 	LegacyReferencePolicy bool
+	// Weight is the member's share of ServiceImport traffic (MemberCluster spec.weight).
+	Weight int32
 }
 
 // referencePolicyGVK is the pre-v0.6 name of ReferenceGrant.
@@ -36,9 +38,10 @@ func referencePolicyGVK() schema.GroupVersionKind {
 // The snapshot keeps only the Secrets a Gateway listener refers to, so translation never sees
 // unrelated credentials; they are read whatever their type so that a wrong type can be reported.
 func buildSnapshot(ctx context.Context, sources []Source) (*snapshot.Snapshot, error) {
-	s := &snapshot.Snapshot{}
+	s := &snapshot.Snapshot{ClusterWeights: make(map[string]int32, len(sources))}
 	var errs []error
 	for _, src := range sources {
+		s.ClusterWeights[src.Cluster] = src.Weight
 		errs = append(errs,
 			readInto(ctx, src, &gwv1.GatewayClassList{}, &s.GatewayClasses, func(l *gwv1.GatewayClassList) []gwv1.GatewayClass { return l.Items }),
 			readInto(ctx, src, &v1alpha1.GatewayClassConfigList{}, &s.ClassConfigs, func(l *v1alpha1.GatewayClassConfigList) []v1alpha1.GatewayClassConfig { return l.Items }),

@@ -63,20 +63,25 @@ func watchedKinds() []client.Object {
 	}
 }
 
-// SetupWithManager watches every input kind in the manager's cluster.
-func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events <-chan event.GenericEvent, legacyReferencePolicy, skipNameValidation bool) error {
+// SetupWithManager watches every input kind in the manager's cluster when watchHub is set, and the
+// events channels (proxy ACKs, member clusters' informers).
+func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan event.GenericEvent, watchHub, legacyReferencePolicy, skipNameValidation bool) error {
 	toFleet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{fleetKey}
 	})
 	b := ctrl.NewControllerManagedBy(mgr).Named("gateway-api").
 		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation})
-	for _, obj := range watchedKinds() {
-		b = b.Watches(obj, toFleet)
+	if watchHub {
+		for _, obj := range watchedKinds() {
+			b = b.Watches(obj, toFleet)
+		}
 	}
-	if events != nil {
-		b = b.WatchesRawSource(source.Channel(events, toFleet))
+	for _, ch := range events {
+		if ch != nil {
+			b = b.WatchesRawSource(source.Channel(ch, toFleet))
+		}
 	}
-	if legacyReferencePolicy {
+	if watchHub && legacyReferencePolicy {
 		policy := &unstructured.Unstructured{}
 		policy.SetGroupVersionKind(referencePolicyGVK())
 		b = b.Watches(policy, toFleet)

@@ -5,10 +5,13 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/fleetgate/fleetgate/controllers/fleet"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
 )
 
@@ -21,9 +24,22 @@ type Options struct {
 	Apply Applier
 	// Events re-run the pipeline when something outside the API changed, e.g. a proxy ACKed.
 	Events <-chan event.GenericEvent
+	// Fleet, when set, connects the hub's MemberClusters and reads them all; nil reads the hub alone.
+	Fleet *FleetOptions
 	// SkipNameValidation lets tests run several managers in one process; controller-runtime
 	// otherwise refuses a second controller of the same name (their metrics would collide).
 	SkipNameValidation bool
+}
+
+// FleetOptions configure the member clusters.
+type FleetOptions struct {
+	// Namespace holds the MemberClusters' kubeconfig Secrets (the operator's namespace).
+	Namespace string
+	// HubIsMember makes the operator's own cluster a member named "hub".
+	HubIsMember bool
+	// MCSController maintains ServiceImports in every member from the ServiceExports, for fleets
+	// without another MCS implementation.
+	MCSController bool
 }
 
 // Setup registers every fleetgate controller and the status writer with the manager. main.go and
@@ -45,13 +61,26 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := mgr.Add(writer); err != nil {
 		return fmt.Errorf("adding status writer: %w", err)
 	}
-	hub := []Source{{Cluster: snapshot.HubCluster, Reader: mgr.GetClient(), LegacyReferencePolicy: servesLegacyReferencePolicy(mgr)}}
+	legacy := servesLegacyReferencePolicy(mgr)
+	hub := []Source{{Cluster: snapshot.HubCluster, Reader: mgr.GetClient(), LegacyReferencePolicy: legacy, Weight: snapshot.DefaultClusterWeight}}
+	sources := func() []Source { return hub }
+	watchHub := true
+	events := []<-chan event.GenericEvent{o.Events}
+	if o.Fleet != nil {
+		memberEvents := make(chan event.GenericEvent, 1)
+		events = append(events, memberEvents)
+		fl, err := setupFleet(mgr, o, writer, memberEvents, legacy)
+		if err != nil {
+			return err
+		}
+		sources, watchHub = fl, o.Fleet.HubIsMember
+	}
 	if err := (&GatewayReconciler{
-		Sources: func() []Source { return hub },
+		Sources: sources,
 		Apply:   o.Apply,
 		Status:  writer,
 		Metrics: m,
-	}).SetupWithManager(mgr, o.Events, hub[0].LegacyReferencePolicy, o.SkipNameValidation); err != nil {
+	}).SetupWithManager(mgr, events, watchHub, legacy, o.SkipNameValidation); err != nil {
 		return fmt.Errorf("setting up the Gateway API controller: %w", err)
 	}
 	return nil
@@ -63,4 +92,56 @@ func servesLegacyReferencePolicy(mgr ctrl.Manager) bool {
 	gvk := referencePolicyGVK()
 	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	return err == nil
+}
+
+// setupFleet wires the member clusters: their informers poke the pipeline through events, each
+// usable member gets a status target, and the returned function lists the pipeline's sources.
+func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events chan<- event.GenericEvent, legacy bool) (func() []Source, error) {
+	var hub *fleet.Member
+	if o.Fleet.HubIsMember {
+		hub = &fleet.Member{Reader: mgr.GetClient()}
+	} else {
+		writer.RemoveTarget(snapshot.HubCluster)
+	}
+	poke := func(string) {
+		select {
+		case events <- event.GenericEvent{Object: &gwv1.Gateway{}}:
+		default: // a pass is already due; it will read this change
+		}
+	}
+	fl := fleet.New(fleet.Options{
+		Namespace: o.Fleet.Namespace,
+		Scheme:    mgr.GetScheme(),
+		Kinds:     watchedKinds(),
+		Hub:       hub,
+		Changed:   poke,
+		Ready: func(m fleet.Member) {
+			writer.SetTarget(m.Name, statusTarget{Reader: m.Reader, Writer: m.Writer, Recorder: m.Recorder})
+		},
+		Lost: writer.RemoveTarget,
+		Log:  mgr.GetLogger().WithName("fleet"),
+	})
+	version := ""
+	if dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig()); err == nil {
+		if v, err := dc.ServerVersion(); err == nil {
+			version = v.GitVersion
+		}
+	}
+	if err := (&fleet.Reconciler{
+		Fleet:      fl,
+		Client:     mgr.GetClient(),
+		Recorder:   mgr.GetEventRecorder("fleetgate"),
+		HubVersion: version,
+	}).SetupWithManager(mgr, o.SkipNameValidation); err != nil {
+		return nil, fmt.Errorf("setting up the MemberCluster controller: %w", err)
+	}
+	return func() []Source {
+		members := fl.Members()
+		out := make([]Source, 0, len(members))
+		for _, m := range members {
+			out = append(out, Source{Cluster: m.Name, Reader: m.Reader, Weight: m.Weight,
+				LegacyReferencePolicy: legacy && m.Name == snapshot.HubCluster})
+		}
+		return out
+	}, nil
 }

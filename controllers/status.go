@@ -65,6 +65,14 @@ func (w *StatusWriter) SetTarget(cluster string, t statusTarget) {
 	w.targets[cluster] = t
 }
 
+// RemoveTarget forgets a member cluster that is no longer usable. Its queued objects are dropped:
+// they left the translation with it and come back (and are written) when it returns.
+func (w *StatusWriter) RemoveTarget(cluster string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.targets, cluster)
+}
+
 // Publish records the statuses of a complete translation. Objects whose desired status did not change
 // are not queued; objects that dropped out of the result are queued so that write clears them.
 func (w *StatusWriter) Publish(res *translate.Result) {
@@ -134,7 +142,8 @@ func (w *StatusWriter) write(ctx context.Context, ref translate.ObjectRef) error
 	target, ok := w.targets[ref.Cluster]
 	w.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("no client for cluster %q", ref.Cluster)
+		w.log.V(1).Info("dropping status of a cluster that is not connected", "cluster", ref.Cluster, "kind", ref.Kind, "namespace", ref.Namespace, "name", ref.Name)
+		return nil
 	}
 	if !known {
 		// A route none of our Gateways is a parent of any more loses our parent entries.

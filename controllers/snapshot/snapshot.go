@@ -58,6 +58,9 @@ type Snapshot struct {
 	ServiceExports []Object[mcsv1a1.ServiceExport]
 	Secrets        []Object[corev1.Secret]
 	Namespaces     []Object[corev1.Namespace]
+	// ClusterWeights are the members' MemberCluster weights, which split ServiceImport traffic
+	// across clusters (see ClusterWeight).
+	ClusterWeights map[string]int32 `json:",omitempty"`
 }
 
 // Sort orders every list by (cluster, namespace, name) and drops entries whose Obj is nil, so that

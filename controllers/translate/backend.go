@@ -139,6 +139,7 @@ func (t *translator) resolveImport(r *route, b ir.Backend, ns, name string, port
 		return fail(gwv1.RouteReasonUnsupportedProtocol, "ServiceImport %s/%s port %d has appProtocol %q, which a %s cannot use", ns, name, port, *sp.AppProtocol, r.kind)
 	}
 	b.AppProtocol = app
+	var perCluster [][]ir.Endpoint
 	for _, c := range t.idx.clusters {
 		if !t.idx.exports[nsName{c, ns, name}] {
 			continue
@@ -155,10 +156,90 @@ func (t *translator) resolveImport(r *route, b ir.Backend, ns, name string, port
 		if j < 0 {
 			continue
 		}
-		b.Endpoints = append(b.Endpoints, t.endpoints(c, ns, name, svc.Spec.Ports[j].Name, u.transport())...)
+		if eps := t.endpoints(c, ns, name, svc.Spec.Ports[j].Name, u.transport()); len(eps) > 0 {
+			perCluster = append(perCluster, eps)
+		}
 	}
+	b.Endpoints = t.weighClusters(perCluster)
 	return b
 }
+
+// maxEndpointWeight bounds endpoint weights so that the proxy's cumulative sums stay small.
+const maxEndpointWeight = 1 << 20
+
+// weighClusters gives every endpoint a weight such that each cluster's share of the backend's
+// traffic is its MemberCluster weight over the sum of the weights, however many endpoints it has.
+// Clusters of weight 0 get no traffic unless every cluster weighs 0 (then they share equally).
+// Each group holds the endpoints of one cluster.
+func (t *translator) weighClusters(groups [][]ir.Endpoint) []ir.Endpoint {
+	weights := make([]uint64, len(groups))
+	var total uint64
+	for i, g := range groups {
+		weights[i] = uint64(max(t.snap.ClusterWeight(g[0].Cluster), 0))
+		total += weights[i]
+	}
+	if total == 0 {
+		for i := range weights {
+			weights[i] = 1
+		}
+	}
+	// Exact shares: cluster weight × (lcm of the endpoint counts / this cluster's count) per
+	// endpoint, divided by their gcd. When that grows too large, shares are rounded instead.
+	l := uint64(1)
+	for i, g := range groups {
+		if weights[i] > 0 {
+			l = lcm(l, uint64(len(g)))
+		}
+		if l > maxEndpointWeight {
+			break
+		}
+	}
+	per := make([]uint64, len(groups))
+	var g, top uint64
+	for i, grp := range groups {
+		per[i] = weights[i] * (l / uint64(len(grp)))
+		g = gcd(g, per[i])
+		top = max(top, per[i])
+	}
+	if g > 1 {
+		for i := range per {
+			per[i] /= g
+		}
+		top /= g
+	}
+	if l > maxEndpointWeight || top > maxEndpointWeight {
+		var hi float64
+		for i, grp := range groups {
+			hi = max(hi, float64(weights[i])/float64(len(grp)))
+		}
+		for i, grp := range groups {
+			per[i] = 0
+			if weights[i] > 0 {
+				per[i] = max(1, uint64(float64(weights[i])/float64(len(grp))/hi*maxEndpointWeight))
+			}
+		}
+	}
+	var out []ir.Endpoint
+	for i, grp := range groups {
+		if per[i] == 0 {
+			continue // weight 0: withdrawn from this backend
+		}
+		for _, e := range grp {
+			e.Weight = uint32(per[i])
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func lcm(a, b uint64) uint64 { return a / gcd(a, b) * b }
 
 // endpoints lists the ready endpoints of a Service in one cluster, with the target port taken from
 // the EndpointSlice port of the same name as the Service port. An endpoint whose ready condition
