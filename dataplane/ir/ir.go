@@ -45,6 +45,10 @@ type Listener struct {
 	SNIRoutes []SNIRoute `json:"sniRoutes,omitempty"`
 	// L4 is the single route of a TCP or UDP listener.
 	L4 *L4Route `json:"l4,omitempty"`
+	// SourceRanges, when set, are the only client networks (CIDRs, e.g. "10.0.0.0/8") the listener
+	// accepts connections and datagrams from, as a Service's loadBalancerSourceRanges ask; others
+	// are dropped before any byte is read. Empty allows every client.
+	SourceRanges []string `json:"sourceRanges,omitempty"`
 }
 
 // Certificate is a PEM certificate chain and key served for the given hostnames.
@@ -59,6 +63,10 @@ type Certificate struct {
 // VirtualHost groups the routes for one hostname: an exact name, a "*.suffix" wildcard, or "*".
 type VirtualHost struct {
 	Hostname string `json:"hostname"`
+	// SingleLabelWildcard makes a "*.suffix" Hostname cover exactly one label, as Ingress defines
+	// wildcards ("*.foo.com" matches "bar.foo.com", not "a.b.foo.com"), instead of one or more as
+	// Gateway API does. A host it does not cover falls to the next less specific virtual host.
+	SingleLabelWildcard bool `json:"singleLabelWildcard,omitempty"`
 	// Routes are in Gateway API precedence order; the first that matches wins.
 	Routes []Route `json:"routes,omitempty"`
 }

@@ -3,7 +3,9 @@ package ir
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"regexp"
+	"strings"
 )
 
 // Validate reports every structural error in the config, so that a proxy can refuse (NACK) a config
@@ -50,6 +52,9 @@ func (l *Listener) validate(at string) []error {
 			errs = append(errs, fmt.Errorf("%s: HTTPS listener without certificates", at))
 		}
 		for _, vh := range l.VirtualHosts {
+			if vh.SingleLabelWildcard && !strings.HasPrefix(vh.Hostname, "*.") {
+				errs = append(errs, fmt.Errorf("%s host %q: singleLabelWildcard on a host that is not a wildcard", at, vh.Hostname))
+			}
 			for _, r := range vh.Routes {
 				errs = append(errs, r.validate(fmt.Sprintf("%s host %q route %q", at, vh.Hostname, r.Name))...)
 			}
@@ -73,6 +78,11 @@ func (l *Listener) validate(at string) []error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("%s: unknown protocol %q", at, l.Protocol))
+	}
+	for _, sr := range l.SourceRanges {
+		if _, err := netip.ParsePrefix(sr); err != nil {
+			errs = append(errs, fmt.Errorf("%s source range: %w", at, err))
+		}
 	}
 	for _, cert := range l.Certificates {
 		if len(cert.CertPEM) == 0 || len(cert.KeyPEM) == 0 {

@@ -46,6 +46,23 @@ func TestValidate(t *testing.T) {
 		{name: "bad redirect status", mutate: func(c *Config) {
 			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.Redirect = &Redirect{StatusCode: 200}
 		}, want: "redirect status 200"},
+		{name: "source ranges", mutate: func(c *Config) {
+			c.Listeners[0].SourceRanges = []string{"10.0.0.0/8", "2001:db8::/32", "192.0.2.1/32"}
+		}},
+		{name: "bad source range", mutate: func(c *Config) {
+			c.Listeners[0].SourceRanges = []string{"10.0.0.0/33"}
+		}, want: "source range"},
+		{name: "source range without prefix length", mutate: func(c *Config) {
+			c.Listeners[0].SourceRanges = []string{"10.0.0.1"}
+		}, want: "source range"},
+		{name: "single-label wildcard", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Hostname = "*.foo.com"
+			c.Listeners[0].VirtualHosts[0].SingleLabelWildcard = true
+		}},
+		{name: "single-label on an exact host", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Hostname = "foo.com"
+			c.Listeners[0].VirtualHosts[0].SingleLabelWildcard = true
+		}, want: "not a wildcard"},
 		{name: "unknown protocol", mutate: func(c *Config) {
 			c.Listeners[0].Protocol = "SCTP"
 		}, want: "unknown protocol"},
