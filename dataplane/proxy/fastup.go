@@ -96,7 +96,7 @@ func (s *Server) serveFast(lt *listenerTable, rt *route, r *http.Request, cr *bu
 	start := time.Now()
 	code, be, keep := s.relay(lt, rt, r, cr, cw)
 	if rt != nil {
-		rt.stats.duration.Observe(time.Since(start).Seconds())
+		rt.stats.observe(time.Since(start))
 	}
 	if s.accessOn {
 		s.logAccess(lt, rt, be, r, code, start)
@@ -319,7 +319,10 @@ func readResponseHead(br *bufio.Reader) (int, string, http.Header, error) {
 		reason = string(line[13:])
 	}
 	h := make(http.Header, 8)
-	for {
+	for n := 0; ; n++ {
+		if n > 256 {
+			return 0, "", nil, errors.New("too many headers from backend")
+		}
 		l, err := br.ReadSlice('\n')
 		if err != nil {
 			return 0, "", nil, err

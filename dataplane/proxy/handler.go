@@ -53,7 +53,7 @@ func (s *Server) serveHTTP(lt *listenerTable, w http.ResponseWriter, r *http.Req
 		bs = ex.be.stats
 	}
 	bs.count(code)
-	rt.stats.duration.Observe(time.Since(start).Seconds())
+	rt.stats.observe(time.Since(start))
 	if s.accessOn {
 		s.logAccess(lt, rt, ex.be, r, code, start)
 	}

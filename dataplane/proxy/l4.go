@@ -28,7 +28,7 @@ func (s *Server) serveTLSConn(c net.Conn, lt *listenerTable) {
 	}
 	sr, ok := lt.sni.lookup(normalizeHost(sni))
 	if !ok {
-		lt.notFound.conns.Inc()
+		lt.notFound.conn()
 		return
 	}
 	if sr.terminate {
@@ -48,7 +48,7 @@ func (s *Server) serveTLSConn(c net.Conn, lt *listenerTable) {
 func (s *Server) serveTCPConn(c net.Conn, lt *listenerTable, r *l4Route) {
 	defer c.Close()
 	if r == nil {
-		lt.notFound.conns.Inc()
+		lt.notFound.conn()
 		return
 	}
 	s.forward(c, lt, r.name, &r.backends, r.stats)
@@ -60,10 +60,10 @@ func (s *Server) forward(c net.Conn, lt *listenerTable, route string, bs *backen
 	start := time.Now()
 	be := bs.pick()
 	if be == nil || be.invalid {
-		rs.local.conns.Inc()
+		rs.local.conn()
 		return
 	}
-	be.stats.conns.Inc()
+	be.stats.conn()
 	ep, ok := be.endpoint()
 	if !ok {
 		return
@@ -83,8 +83,8 @@ func (s *Server) forward(c net.Conn, lt *listenerTable, route string, bs *backen
 	}
 	var wg sync.WaitGroup
 	var rx, tx int64
-	wg.Go(func() { rx = pipe(up, c, be.stats.in) })
-	tx = pipe(c, up, be.stats.out)
+	wg.Go(func() { rx = pipe(up, c, be.stats.counter(statRx)) })
+	tx = pipe(c, up, be.stats.counter(statTx))
 	wg.Wait()
 	if s.accessOn {
 		s.opts.AccessLog.Info("l4", "listener", lt.name, "route", route, "backend", be.name, "endpoint", ep,
@@ -159,7 +159,7 @@ func (p *udpPort) readLoop() {
 		}
 		sess.lastSeen.Store(time.Now().UnixNano())
 		if _, err := sess.up.Write(buf[:n]); err == nil {
-			sess.stats.in.Add(float64(n))
+			sess.stats.counter(statRx).Add(float64(n))
 		}
 	}
 }
@@ -176,7 +176,7 @@ func (p *udpPort) session(from netip.AddrPort) *udpSession {
 	}
 	be := lt.l4.backends.pick()
 	if be == nil || be.invalid {
-		lt.l4.stats.local.conns.Inc()
+		lt.l4.stats.local.conn()
 		return nil
 	}
 	ep, ok := be.endpoint()
@@ -194,7 +194,7 @@ func (p *udpPort) session(from netip.AddrPort) *udpSession {
 	}
 	sess := &udpSession{up: up, stats: be.stats}
 	sess.lastSeen.Store(time.Now().UnixNano())
-	be.stats.conns.Inc()
+	be.stats.conn()
 	p.sessions[from] = sess
 	p.wg.Go(func() { p.replyLoop(from, sess) })
 	return sess
@@ -229,7 +229,7 @@ func (p *udpPort) replyLoop(client netip.AddrPort, sess *udpSession) {
 			}
 			continue
 		}
-		sess.stats.out.Add(float64(n))
+		sess.stats.counter(statTx).Add(float64(n))
 	}
 }
 

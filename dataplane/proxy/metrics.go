@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -66,24 +68,36 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// routeStats are the resolved series of one route. They are cached by listener and route name so
-// that a config swap reuses them instead of re-resolving every label set.
+// routeStats are the series of one route. They are cached by listener and route name so that a
+// config swap reuses them, and each series is resolved on first use: a table of 100k routes costs
+// series only for what actually sees traffic.
 type routeStats struct {
 	m        *metrics
 	listener string
 	route    string
-	duration prometheus.Observer
+	duration atomic.Pointer[observerRef]
 	local    *backendStats // answers from the proxy itself: 404, redirect, CORS, 500
 	mu       sync.Mutex
 	backends map[string]*backendStats
 	gen      uint64
 }
 
+type observerRef struct{ prometheus.Observer }
+
+type counterRef struct{ prometheus.Counter }
+
+// Indexes into backendStats.c: status classes first ("other", 1xx … 5xx), then the L4 counters.
+const (
+	statConns = 6 + iota
+	statRx
+	statTx
+	statCount
+)
+
 type backendStats struct {
-	codes [6]prometheus.Counter // by status class; index 0 is "other"
-	conns prometheus.Counter
-	in    prometheus.Counter // client → backend bytes
-	out   prometheus.Counter
+	rs   *routeStats
+	name string
+	c    [statCount]atomic.Pointer[counterRef]
 }
 
 func (m *metrics) route(listener, route string) *routeStats {
@@ -94,8 +108,7 @@ func (m *metrics) route(listener, route string) *routeStats {
 		rs.gen = m.gen
 		return rs
 	}
-	rs := &routeStats{m: m, listener: listener, route: route, backends: map[string]*backendStats{},
-		duration: m.duration.WithLabelValues(listener, route), gen: m.gen}
+	rs := &routeStats{m: m, listener: listener, route: route, backends: map[string]*backendStats{}, gen: m.gen}
 	rs.local = rs.backend("")
 	m.routes[k] = rs
 	return rs
@@ -107,19 +120,49 @@ func (rs *routeStats) backend(name string) *backendStats {
 	if b := rs.backends[name]; b != nil {
 		return b
 	}
-	b := &backendStats{}
-	for i := range b.codes {
-		class := "other"
-		if i > 0 {
-			class = strconv.Itoa(i) + "xx"
-		}
-		b.codes[i] = rs.m.requests.WithLabelValues(rs.listener, rs.route, name, class)
-	}
-	b.conns = rs.m.conns.WithLabelValues(rs.listener, rs.route, name)
-	b.in = rs.m.l4Bytes.WithLabelValues(rs.listener, rs.route, name, "rx")
-	b.out = rs.m.l4Bytes.WithLabelValues(rs.listener, rs.route, name, "tx")
+	b := &backendStats{rs: rs, name: name}
 	rs.backends[name] = b
 	return b
+}
+
+func (rs *routeStats) observe(d time.Duration) {
+	o := rs.duration.Load()
+	if o == nil {
+		o = &observerRef{rs.m.duration.WithLabelValues(rs.listener, rs.route)}
+		if !rs.duration.CompareAndSwap(nil, o) {
+			o = rs.duration.Load()
+		}
+	}
+	o.Observe(d.Seconds())
+}
+
+func statClass(i int) string {
+	if i == 0 {
+		return "other"
+	}
+	return strconv.Itoa(i) + "xx"
+}
+
+func (b *backendStats) counter(i int) prometheus.Counter {
+	if c := b.c[i].Load(); c != nil {
+		return c.Counter
+	}
+	rs := b.rs
+	var c prometheus.Counter
+	switch i {
+	case statConns:
+		c = rs.m.conns.WithLabelValues(rs.listener, rs.route, b.name)
+	case statRx:
+		c = rs.m.l4Bytes.WithLabelValues(rs.listener, rs.route, b.name, "rx")
+	case statTx:
+		c = rs.m.l4Bytes.WithLabelValues(rs.listener, rs.route, b.name, "tx")
+	default:
+		c = rs.m.requests.WithLabelValues(rs.listener, rs.route, b.name, statClass(i))
+	}
+	if !b.c[i].CompareAndSwap(nil, &counterRef{c}) {
+		return b.c[i].Load().Counter
+	}
+	return c
 }
 
 func (b *backendStats) count(code int) {
@@ -127,7 +170,29 @@ func (b *backendStats) count(code int) {
 	if i < 1 || i > 5 {
 		i = 0
 	}
-	b.codes[i].Inc()
+	b.counter(i).Inc()
+}
+
+func (b *backendStats) conn() { b.counter(statConns).Inc() }
+
+// forget deletes the series this backend resolved.
+func (b *backendStats) forget() {
+	rs := b.rs
+	for i := range b.c {
+		if b.c[i].Load() == nil {
+			continue
+		}
+		switch i {
+		case statConns:
+			rs.m.conns.DeleteLabelValues(rs.listener, rs.route, b.name)
+		case statRx:
+			rs.m.l4Bytes.DeleteLabelValues(rs.listener, rs.route, b.name, "rx")
+		case statTx:
+			rs.m.l4Bytes.DeleteLabelValues(rs.listener, rs.route, b.name, "tx")
+		default:
+			rs.m.requests.DeleteLabelValues(rs.listener, rs.route, b.name, statClass(i))
+		}
+	}
 }
 
 func (m *metrics) nextGen() uint64 {
@@ -138,7 +203,8 @@ func (m *metrics) nextGen() uint64 {
 }
 
 // prune forgets the series of routes the config applied at gen no longer has, so that route churn
-// does not grow the registry forever.
+// does not grow the registry forever. Series are deleted by their exact labels: a partial-match
+// delete would scan every series once per removed route.
 func (m *metrics) prune(gen uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -147,10 +213,13 @@ func (m *metrics) prune(gen uint64) {
 			continue
 		}
 		delete(m.routes, k)
-		labels := prometheus.Labels{"listener": k[0], "route": k[1]}
-		m.requests.DeletePartialMatch(labels)
-		m.duration.DeletePartialMatch(labels)
-		m.conns.DeletePartialMatch(labels)
-		m.l4Bytes.DeletePartialMatch(labels)
+		rs.mu.Lock()
+		for _, b := range rs.backends {
+			b.forget()
+		}
+		rs.mu.Unlock()
+		if rs.duration.Load() != nil {
+			m.duration.DeleteLabelValues(rs.listener, rs.route)
+		}
 	}
 }
