@@ -151,6 +151,7 @@ func TestDrainOnRemoveAndShutdown(t *testing.T) {
 	s := newProxy(t, cfg)
 	inflight := func() chan int {
 		done := make(chan int, 1)
+		before := slow.hits.Load()
 		go func() {
 			res, err := http.Get(baseURL(port) + "/")
 			if err != nil {
@@ -160,7 +161,8 @@ func TestDrainOnRemoveAndShutdown(t *testing.T) {
 			res.Body.Close()
 			done <- res.StatusCode
 		}()
-		time.Sleep(100 * time.Millisecond)
+		// Wait until the backend holds the request, so it is in flight for sure.
+		waitFor(t, func() bool { return slow.hits.Load() > before })
 		return done
 	}
 	// Removing the port lets the request in flight finish.
