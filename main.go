@@ -19,7 +19,11 @@ import (
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -28,9 +32,11 @@ import (
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/dataplane/agent"
 	"github.com/fleetgate/fleetgate/dataplane/xds"
 	"github.com/fleetgate/fleetgate/providers"
+	"github.com/fleetgate/fleetgate/providers/incluster"
 	"github.com/fleetgate/fleetgate/providers/local"
 )
 
@@ -42,8 +48,11 @@ type options struct {
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
+	namespace       string
 	localMode       bool
 	xdsAddr         string
+	xdsPublicAddr   string
+	proxyImage      string
 	stateDir        string
 }
 
@@ -62,7 +71,10 @@ func main() {
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
 	fs.DurationVar(&o.shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "how long runnables get to stop on SIGTERM")
 	fs.BoolVar(&o.localMode, "local-mode", false, "run each Gateway's proxy as a local process on its own loopback address (machines without a kubelet)")
-	fs.StringVar(&o.xdsAddr, "xds-address", "127.0.0.1:18000", "address the proxies' config server listens on")
+	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "fleetgate-system"), "the operator's namespace: its CA Secret lives there")
+	fs.StringVar(&o.xdsAddr, "xds-address", "", "address the proxies' config server listens on (default :18000, or 127.0.0.1:18000 in local mode)")
+	fs.StringVar(&o.xdsPublicAddr, "xds-public-address", "", "address proxies dial to reach the config server (default fleetgate-xds.<namespace>.svc:<port>, or the listen address in local mode)")
+	fs.StringVar(&o.proxyImage, "proxy-image", envOr("FLEETGATE_IMAGE", "fleetgate:dev"), "image of the proxy pods (the operator image: it runs `fleetgate dataplane`)")
 	fs.StringVar(&o.stateDir, "state-dir", filepath.Join(os.TempDir(), "fleetgate"), "local mode: where proxy credentials and logs go")
 	flag.Parse()
 
@@ -78,16 +90,34 @@ func main() {
 	}
 }
 
-// localDataplane wires local mode: an in-memory CA, the proxies' config server, and the local
-// provider serving the incluster class with one proxy process per Gateway.
-func localDataplane(mgr ctrl.Manager, o options, logger logr.Logger) (controllers.Options, error) {
-	ca, err := xds.NewCA("fleetgate local CA", 365*24*time.Hour)
+// wireDataplane builds the proxies' config server (mTLS from fleetgate's CA) and the provider that
+// serves incluster classes: in local mode one proxy process per Gateway on a loopback address, in a
+// cluster the proxy Deployment and Service next to each Gateway.
+func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr.Logger) (controllers.Options, error) {
+	ca, err := loadCA(ctx, mgr, o)
 	if err != nil {
 		return controllers.Options{}, err
 	}
-	host, _, err := net.SplitHostPort(o.xdsAddr)
+	listen, public := o.xdsAddr, o.xdsPublicAddr
+	if listen == "" {
+		listen = ":18000"
+		if o.localMode {
+			listen = "127.0.0.1:18000"
+		}
+	}
+	lis, err := net.Listen("tcp", listen)
 	if err != nil {
-		return controllers.Options{}, fmt.Errorf("--xds-address: %w", err)
+		return controllers.Options{}, fmt.Errorf("config server: %w", err)
+	}
+	if public == "" {
+		public = fmt.Sprintf("fleetgate-xds.%s.svc:%d", o.namespace, lis.Addr().(*net.TCPAddr).Port)
+		if o.localMode {
+			public = lis.Addr().String()
+		}
+	}
+	host, _, err := net.SplitHostPort(public)
+	if err != nil {
+		return controllers.Options{}, fmt.Errorf("--xds-public-address: %w", err)
 	}
 	serverKP, err := ca.IssueServer([]string{host}, 365*24*time.Hour)
 	if err != nil {
@@ -105,42 +135,119 @@ func localDataplane(mgr ctrl.Manager, o options, logger logr.Logger) (controller
 		}
 	}
 	configs := xds.NewServer(xds.ServerOptions{TLS: serverTLS, Logger: logger.WithName("xds"), OnChange: poke})
-	lis, err := net.Listen("tcp", o.xdsAddr)
-	if err != nil {
-		return controllers.Options{}, fmt.Errorf("config server: %w", err)
+	issue := func(gateway string) (xds.KeyPair, error) { return ca.IssueClient([]string{gateway}, 365*24*time.Hour) }
+
+	registry := providers.NewRegistry()
+	stop := func(context.Context) error { return nil }
+	if o.localMode {
+		self, err := os.Executable()
+		if err != nil {
+			return controllers.Options{}, err
+		}
+		proxies, err := local.New(local.Options{
+			Command:    []string{self, "dataplane"},
+			XDSAddress: public,
+			Credentials: func(gateway string) (local.Credentials, error) {
+				kp, err := issue(gateway)
+				return local.Credentials{CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM, CAPEM: ca.CertPEM()}, err
+			},
+			Dir:    o.stateDir,
+			OnExit: poke,
+			Log:    logger.WithName("local"),
+		})
+		if err != nil {
+			return controllers.Options{}, err
+		}
+		registry.Register(string(v1alpha1.ProviderInCluster), proxies)
+		stop = proxies.Stop
+	} else {
+		// The provider reads back what it applied, with managedFields, so it gets an uncached client.
+		hub, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+		if err != nil {
+			return controllers.Options{}, err
+		}
+		proxies, err := incluster.New(incluster.Options{
+			Client: func(cluster string) (client.Client, error) {
+				if cluster != snapshot.HubCluster {
+					return nil, fmt.Errorf("no client for member cluster %q", cluster)
+				}
+				return hub, nil
+			},
+			Image:      o.proxyImage,
+			XDSAddress: public,
+			Credentials: func(gateway string) (incluster.Credentials, error) {
+				kp, err := issue(gateway)
+				return incluster.Credentials{CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM, CAPEM: ca.CertPEM()}, err
+			},
+			CA: ca.CertPEM,
+		})
+		if err != nil {
+			return controllers.Options{}, err
+		}
+		registry.Register(incluster.Name, proxies)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return controllers.Options{}, err
-	}
-	proxies, err := local.New(local.Options{
-		Command:    []string{self, "dataplane"},
-		XDSAddress: lis.Addr().String(),
-		Credentials: func(gateway string) (local.Credentials, error) {
-			kp, err := ca.IssueClient([]string{gateway}, 365*24*time.Hour)
-			return local.Credentials{CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM, CAPEM: ca.CertPEM()}, err
-		},
-		Dir:    o.stateDir,
-		OnExit: poke,
-		Log:    logger.WithName("local"),
-	})
-	if err != nil {
-		return controllers.Options{}, err
-	}
+	// The config server runs on the leader only: it alone translates, so it alone has configs.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		serveErr := configs.Serve(ctx, lis)
-		// The proxies go with the operator: they drain while the manager shuts down.
-		return errors.Join(serveErr, proxies.Stop(context.Background()))
+		// Local proxies go with the operator: they drain while the manager shuts down.
+		return errors.Join(serveErr, stop(context.Background()))
 	})); err != nil {
 		return controllers.Options{}, err
 	}
-	registry := providers.NewRegistry()
-	registry.Register(string(v1alpha1.ProviderInCluster), proxies)
-	logger.Info("local mode: incluster Gateways get a local proxy process", "xds", lis.Addr().String(), "stateDir", o.stateDir)
+	logger.Info("dataplane wired", "localMode", o.localMode, "xdsListen", lis.Addr().String(), "xdsPublic", public)
 	return controllers.Options{
 		Apply:  &controllers.Dataplane{Providers: registry, Configs: xdsConfigs{configs}},
 		Events: events,
 	}, nil
+}
+
+// loadCA returns the CA that signs the config server's and the proxies' certificates. In a cluster
+// it lives in a Secret so that proxies keep trusting the operator across restarts and replicas;
+// local mode keeps it in memory, since its proxies die with the operator.
+func loadCA(ctx context.Context, mgr ctrl.Manager, o options) (*xds.CA, error) {
+	if o.localMode {
+		return xds.NewCA("fleetgate local CA", 365*24*time.Hour)
+	}
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return nil, err
+	}
+	key := client.ObjectKey{Namespace: o.namespace, Name: "fleetgate-xds-ca"}
+	for {
+		var secret corev1.Secret
+		err := c.Get(ctx, key, &secret)
+		if err == nil {
+			ca, err := xds.LoadCA(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
+			if err != nil {
+				return nil, fmt.Errorf("Secret %s holds no usable CA: %w", key, err)
+			}
+			return ca, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading CA Secret %s: %w", key, err)
+		}
+		ca, err := xds.NewCA("fleetgate config CA", 10*365*24*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		certPEM, keyPEM, err := ca.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		secret = corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+			Type:       corev1.SecretTypeTLS,
+			Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
+		}
+		err = c.Create(ctx, &secret)
+		if err == nil {
+			return ca, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating CA Secret %s: %w", key, err)
+		}
+		// Another replica created it first: use theirs.
+	}
 }
 
 // xdsConfigs adapts the xDS server to the controllers' ConfigServer.
@@ -155,6 +262,13 @@ func (x xdsConfigs) Acknowledged(gateway string, v uint64) (ok, rejected bool, r
 		}
 	}
 	return ok, rejected, reason
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
 }
 
 func runDataplane(args []string) int {
@@ -215,15 +329,14 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
 		Logger:                        logger,
+		Cache:                         controllers.CacheOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	setup := controllers.Options{}
-	if o.localMode {
-		if setup, err = localDataplane(mgr, o, logger); err != nil {
-			return err
-		}
+	setup, err := wireDataplane(ctx, mgr, o, logger)
+	if err != nil {
+		return err
 	}
 	if err := controllers.Setup(ctx, mgr, setup); err != nil {
 		return err

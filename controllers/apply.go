@@ -30,6 +30,10 @@ type ProviderSource interface {
 	Get(name string) (providers.Provider, bool)
 }
 
+// The in-cluster provider's objects, and the CA Secret of the config server.
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;serviceaccounts;secrets,verbs=get;list;watch;create;update;patch;delete
+
 // Dataplane is the Applier that makes gateways real: the provider builds each load balancer, the
 // config server feeds its proxies, and a gateway is programmed only when both are done: the
 // provider reports it ready and every proxy ACKed the config of this translation.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -75,6 +76,8 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan e
 		for _, obj := range watchedKinds() {
 			b = b.Watches(obj, toFleet)
 		}
+		// A proxy Deployment becoming available can make its gateway programmed.
+		b = b.Watches(&appsv1.Deployment{}, toFleet)
 	}
 	for _, ch := range events {
 		if ch != nil {

@@ -5,14 +5,19 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers/fleet"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/providers"
 )
 
 // Options configure Setup.
@@ -40,6 +45,13 @@ type FleetOptions struct {
 	// MCSController maintains ServiceImports in every member from the ServiceExports, for fleets
 	// without another MCS implementation.
 	MCSController bool
+}
+
+// CacheOptions keep the informers small: of all Deployments, only the proxies fleetgate made.
+func CacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&appsv1.Deployment{}: {Label: labels.SelectorFromSet(labels.Set{providers.LabelManagedBy: providers.ManagedBy})},
+	}}
 }
 
 // Setup registers every fleetgate controller and the status writer with the manager. main.go and

@@ -176,8 +176,17 @@ func setImage(deployment object, image string) {
 	podSpec := nested(deployment, "spec", "template", "spec")
 	containers, _ := podSpec["containers"].([]any)
 	for _, raw := range containers {
-		if c, _ := raw.(object); c["name"] == "manager" {
-			c["image"] = image
+		c, _ := raw.(object)
+		if c["name"] != "manager" {
+			continue
+		}
+		c["image"] = image
+		// The proxies run the operator's own image.
+		env, _ := c["env"].([]any)
+		for _, e := range env {
+			if v, _ := e.(object); v["name"] == "FLEETGATE_IMAGE" {
+				v["value"] = image
+			}
 		}
 	}
 }

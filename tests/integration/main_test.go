@@ -29,6 +29,7 @@ func startOperator(t *testing.T, c *testbed.Cluster) {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		Cache:                  controllers.CacheOptions(),
 		Logger:                 testr.NewWithOptions(t, testr.Options{Verbosity: 0}),
 	})
 	if err != nil {

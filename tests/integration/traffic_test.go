@@ -125,10 +125,13 @@ func (e *trafficEnv) programmed(status metav1.ConditionStatus, timeout time.Dura
 		if cond == nil || cond.Status != status || cond.ObservedGeneration != gw.Generation {
 			return fmt.Errorf("Programmed = %+v, want %s at generation %d", cond, status, gw.Generation)
 		}
-		if len(gw.Status.Addresses) != 1 {
+		got = *cond
+		if status == metav1.ConditionTrue && len(gw.Status.Addresses) != 1 {
 			return fmt.Errorf("addresses = %+v, want one", gw.Status.Addresses)
 		}
-		addr, got = gw.Status.Addresses[0].Value, *cond
+		if len(gw.Status.Addresses) > 0 {
+			addr = gw.Status.Addresses[0].Value
+		}
 		return nil
 	})
 	return addr, got
