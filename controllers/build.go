@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,6 +59,8 @@ func buildSnapshot(ctx context.Context, sources []Source) (*snapshot.Snapshot, e
 			readInto(ctx, src, &mcsv1a1.ServiceExportList{}, &s.ServiceExports, func(l *mcsv1a1.ServiceExportList) []mcsv1a1.ServiceExport { return l.Items }),
 			readInto(ctx, src, &corev1.NamespaceList{}, &s.Namespaces, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }),
 			readInto(ctx, src, &corev1.SecretList{}, &s.Secrets, func(l *corev1.SecretList) []corev1.Secret { return l.Items }),
+			readInto(ctx, src, &networkingv1.IngressClassList{}, &s.IngressClasses, func(l *networkingv1.IngressClassList) []networkingv1.IngressClass { return l.Items }),
+			readInto(ctx, src, &networkingv1.IngressList{}, &s.Ingresses, func(l *networkingv1.IngressList) []networkingv1.Ingress { return l.Items }),
 		)
 	}
 	for _, src := range sources {
@@ -85,7 +88,7 @@ func readInto[L client.ObjectList, T any](ctx context.Context, src Source, list 
 }
 
 // referencedSecrets keeps the Secrets a Gateway listener's certificateRefs name (in any namespace:
-// whether a cross-namespace reference is permitted is translation's call).
+// whether a cross-namespace reference is permitted is translation's call) and those of Ingress TLS.
 func referencedSecrets(s *snapshot.Snapshot) []snapshot.Object[corev1.Secret] {
 	type key struct{ cluster, namespace, name string }
 	wanted := map[key]bool{}
@@ -101,6 +104,11 @@ func referencedSecrets(s *snapshot.Snapshot) []snapshot.Object[corev1.Secret] {
 				}
 				wanted[key{g.Cluster, ns, string(ref.Name)}] = true
 			}
+		}
+	}
+	for _, ing := range s.Ingresses {
+		for _, t := range ing.Obj.Spec.TLS {
+			wanted[key{ing.Cluster, ing.Obj.Namespace, t.SecretName}] = true
 		}
 	}
 	out := s.Secrets[:0]

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -53,6 +54,9 @@ type GatewayReconciler struct {
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceimports;serviceexports,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;ingressclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=services/status,verbs=get;update;patch
 
 // watchedKinds are every input of translation; any change to one of them re-runs the pipeline.
 func watchedKinds() []client.Object {
@@ -61,6 +65,7 @@ func watchedKinds() []client.Object {
 		&gwv1.HTTPRoute{}, &gwv1.GRPCRoute{}, &gwv1.TLSRoute{}, &gwv1.TCPRoute{}, &gwv1.UDPRoute{},
 		&gwv1b1.ReferenceGrant{}, &corev1.Service{}, &discoveryv1.EndpointSlice{},
 		&mcsv1a1.ServiceImport{}, &mcsv1a1.ServiceExport{}, &corev1.Namespace{}, &corev1.Secret{},
+		&networkingv1.Ingress{}, &networkingv1.IngressClass{},
 	}
 }
 
@@ -109,11 +114,13 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 		programmed, applyErr = r.Apply.Apply(ctx, res)
 		for gw, p := range programmed {
 			res.SetProgrammed(gw, p)
+			res.SetLoadBalancerStatus(gw, p)
 		}
 	}
 	// Status is published even when apply failed: the conditions translation computed are true
 	// regardless, and Programmed stays Pending for what apply did not confirm.
 	r.Status.Publish(res)
+	r.Status.Notify(ctx, res.Notices)
 	log.FromContext(ctx).V(1).Info("translated", "gateways", len(res.Configs), "routes", len(res.Routes), "took", time.Since(start))
 	if applyErr != nil {
 		return reconcile.Result{}, fmt.Errorf("applying: %w", applyErr)

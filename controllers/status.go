@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,8 +42,10 @@ type StatusWriter struct {
 
 	mu      sync.Mutex
 	targets map[string]statusTarget
-	desired map[translate.ObjectRef]any // *ClassStatus, *GatewayStatus or *RouteStatus; nil clears
-	queue   workqueue.TypedRateLimitingInterface[translate.ObjectRef]
+	desired map[translate.ObjectRef]any // *ClassStatus, *GatewayStatus, *RouteStatus, *IngressStatus or *ServiceStatus; nil clears
+	// notified are the notices already turned into Events (notices.go).
+	notified map[translate.Notice]bool
+	queue    workqueue.TypedRateLimitingInterface[translate.ObjectRef]
 }
 
 // NewStatusWriter returns a writer that publishes features on every GatewayClass it accepts.
@@ -85,6 +89,12 @@ func (w *StatusWriter) Publish(res *translate.Result) {
 	}
 	for i := range res.Routes {
 		next[res.Routes[i].Ref] = &res.Routes[i]
+	}
+	for i := range res.Ingresses {
+		next[res.Ingresses[i].Ref] = &res.Ingresses[i]
+	}
+	for i := range res.Services {
+		next[res.Services[i].Ref] = &res.Services[i]
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -146,8 +156,10 @@ func (w *StatusWriter) write(ctx context.Context, ref translate.ObjectRef) error
 		return nil
 	}
 	if !known {
-		// A route none of our Gateways is a parent of any more loses our parent entries.
-		want = &translate.RouteStatus{Ref: ref}
+		want = clearedStatus(ref)
+		if want == nil {
+			return nil
+		}
 	}
 	obj, err := newObject(ref.Kind)
 	if err != nil {
@@ -224,6 +236,16 @@ func applyStatus(obj client.Object, want any, features []gwv1.SupportedFeature) 
 		}
 		o.Status.Listeners = listeners
 		return changed
+	case *networkingv1.Ingress:
+		if is, ok := want.(*translate.IngressStatus); ok {
+			o.Status.LoadBalancer = *is.LoadBalancer.DeepCopy()
+		}
+		return nil
+	case *corev1.Service:
+		if ss, ok := want.(*translate.ServiceStatus); ok {
+			o.Status.LoadBalancer = *ss.LoadBalancer.DeepCopy()
+		}
+		return nil
 	default:
 		rs, _ := want.(*translate.RouteStatus)
 		parents := routeParents(obj)
@@ -338,6 +360,12 @@ func newObject(kind string) (client.Object, error) {
 		return &gwv1.TCPRoute{}, nil
 	case "UDPRoute":
 		return &gwv1.UDPRoute{}, nil
+	case "Ingress":
+		return &networkingv1.Ingress{}, nil
+	case "IngressClass":
+		return &networkingv1.IngressClass{}, nil
+	case "Service":
+		return &corev1.Service{}, nil
 	}
 	return nil, fmt.Errorf("status of kind %q is not written by fleetgate", kind)
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -16,6 +17,17 @@ import (
 
 // ControllerName is the GatewayClass spec.controllerName fleetgate implements.
 const ControllerName = "fleetgate.dev/gateway-controller"
+
+// IngressControllerName is the IngressClass spec.controller fleetgate implements.
+const IngressControllerName = "fleetgate.dev/ingress-controller"
+
+// Service spec.loadBalancerClass values fleetgate serves; Services of any other class (or none)
+// are never touched.
+const (
+	LoadBalancerClassInCluster = "fleetgate.dev/incluster"
+	LoadBalancerClassAWSNLB    = "fleetgate.dev/aws-nlb"
+	LoadBalancerClassGCP       = "fleetgate.dev/gcp"
+)
 
 // HubCluster is the conventional name of the hub when it is also a member.
 const HubCluster = "hub"
@@ -61,6 +73,9 @@ type Snapshot struct {
 	// ClusterWeights are the members' MemberCluster weights, which split ServiceImport traffic
 	// across clusters (see ClusterWeight).
 	ClusterWeights map[string]int32 `json:",omitempty"`
+	// IngressClasses and Ingresses feed the Ingress pipeline; LoadBalancer Services are in Services.
+	IngressClasses []Object[networkingv1.IngressClass]
+	Ingresses      []Object[networkingv1.Ingress]
 }
 
 // Sort orders every list by (cluster, namespace, name) and drops entries whose Obj is nil, so that
@@ -81,6 +96,8 @@ func (s *Snapshot) Sort() *Snapshot {
 	s.ServiceExports = sortObjects(s.ServiceExports)
 	s.Secrets = sortObjects(s.Secrets)
 	s.Namespaces = sortObjects(s.Namespaces)
+	s.IngressClasses = sortObjects(s.IngressClasses)
+	s.Ingresses = sortObjects(s.Ingresses)
 	return s
 }
 
@@ -98,6 +115,9 @@ func (s *Snapshot) Clusters() []string {
 		add(o.Cluster)
 	}
 	for _, o := range s.Namespaces {
+		add(o.Cluster)
+	}
+	for _, o := range s.Ingresses {
 		add(o.Cluster)
 	}
 	out := make([]string, 0, len(set))

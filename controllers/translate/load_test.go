@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	gwv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	"sigs.k8s.io/yaml"
@@ -143,6 +144,10 @@ func addObject(s *snapshot.Snapshot, kind, cluster string, js []byte) error {
 		return nil
 	case "Namespace":
 		return add[corev1.Namespace](&s.Namespaces, js, cluster)
+	case "IngressClass":
+		return add[networkingv1.IngressClass](&s.IngressClasses, js, cluster)
+	case "Ingress":
+		return add[networkingv1.Ingress](&s.Ingresses, js, cluster)
 	}
 	return fmt.Errorf("unknown kind %q", kind)
 }

@@ -17,6 +17,12 @@ type Result struct {
 	GatewayClasses []ClassStatus            `json:"gatewayClasses,omitempty"`
 	Gateways       []GatewayStatus          `json:"gateways,omitempty"`
 	Routes         []RouteStatus            `json:"routes,omitempty"`
+	// Ingresses and Services hold status.loadBalancer of our Ingresses and LoadBalancer Services.
+	Ingresses []IngressStatus `json:"ingresses,omitempty"`
+	Services  []ServiceStatus `json:"services,omitempty"`
+	// Notices are Events to tell owners what has no status field (lost conflicts, unsupported
+	// backends); the controller records each new one once.
+	Notices []Notice `json:"notices,omitempty"`
 }
 
 // translator holds the state of one Translate call.
@@ -45,9 +51,11 @@ func Translate(s *snapshot.Snapshot) *Result {
 	for _, u := range t.units {
 		t.unitByKey[u.key] = u
 	}
-	for _, r := range t.compileRoutes() {
+	routes := t.compileRoutes()
+	for _, r := range routes {
 		t.attachRoute(r)
 	}
+	ingUnits, ingresses := t.compileIngresses(routes)
 	for _, u := range t.units {
 		t.gatewayStatuses(u)
 		if !u.class.accepted {
@@ -57,7 +65,12 @@ func Translate(s *snapshot.Snapshot) *Result {
 		t.res.Configs = append(t.res.Configs, cfg)
 		t.res.LoadBalancers = append(t.res.LoadBalancers, t.buildLoadBalancer(u, cfg))
 	}
+	for i, u := range ingUnits {
+		t.emitIngress(u, ingresses[i])
+	}
+	t.translateLBServices()
 	t.sortResult()
+	t.sortExtras()
 	return t.res
 }
 

@@ -1,0 +1,367 @@
+package translate
+
+import (
+	"cmp"
+	"crypto/tls"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+// pathKey identifies what a path rule claims: a host ("" for any), a match type and a path.
+type pathKey struct {
+	host string
+	typ  ir.MatchType
+	path string
+}
+
+// ingressPath is one served path rule of a compiled Ingress unit.
+type ingressPath struct {
+	key   pathKey
+	route ir.Route
+}
+
+// compiledIngress is what one Ingress unit serves.
+type compiledIngress struct {
+	paths    []ingressPath // oldest Ingress first, in rule order
+	fallback *ir.Route     // the defaultBackend of the oldest Ingress that has one
+	certs    []ir.Certificate
+}
+
+// pathOwner is whoever serves a pathKey, for conflicts.
+type pathOwner struct {
+	ref     ObjectRef
+	created metav1.Time
+	// route and match locate an HTTPRoute's compiled match, so that a newer HTTPRoute can lose it.
+	route *route
+	match int
+}
+
+func (a pathOwner) older(b pathOwner) bool {
+	return cmp.Or(a.created.Compare(b.created.Time),
+		cmp.Compare(a.ref.Namespace+"/"+a.ref.Name, b.ref.Namespace+"/"+b.ref.Name),
+		cmp.Compare(a.ref.Kind, b.ref.Kind), cmp.Compare(a.ref.Cluster, b.ref.Cluster)) < 0
+}
+
+func (o pathOwner) String() string {
+	return fmt.Sprintf("%s %s/%s in cluster %s", o.ref.Kind, o.ref.Namespace, o.ref.Name, o.ref.Cluster)
+}
+
+func (k pathKey) String() string {
+	h := k.host
+	if h == "" {
+		h = "*"
+	}
+	return fmt.Sprintf("host %s path %s (%s)", h, k.path, k.typ)
+}
+
+// httpRouteClaims lists the path-only matches of HTTPRoutes attached to our Gateways, by what
+// they claim, oldest route first.
+func (t *translator) httpRouteClaims(routes []*route) map[pathKey][]pathOwner {
+	out := map[pathKey][]pathOwner{}
+	for _, r := range routes {
+		if r.kind != kindHTTPRoute || !slices.ContainsFunc(r.parentRefs, func(p gwv1.ParentReference) bool { return t.findUnit(r, p) != nil }) {
+			continue
+		}
+		hosts := r.hostnames
+		if len(hosts) == 0 {
+			hosts = []string{""}
+		}
+		for i, m := range r.matches {
+			mm := m.ir.Match
+			if mm.Path == nil || mm.Path.Type == ir.MatchRegex || mm.Method != "" || len(mm.Headers) > 0 || len(mm.QueryParams) > 0 {
+				continue
+			}
+			for _, h := range hosts {
+				k := pathKey{host: h, typ: mm.Path.Type, path: mm.Path.Value}
+				out[k] = append(out[k], pathOwner{
+					ref:     ObjectRef{Cluster: r.cluster, Kind: kindHTTPRoute, Namespace: r.meta.GetNamespace(), Name: r.meta.GetName()},
+					created: r.meta.GetCreationTimestamp(), route: r, match: i,
+				})
+			}
+		}
+	}
+	return out
+}
+
+// compileIngresses compiles every Ingress unit and settles path conflicts between Ingresses and
+// with HTTPRoutes; HTTPRoute matches that lose to an older Ingress are removed from their route
+// before the Gateways' configs are built.
+func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compiledIngress) {
+	units := t.ingressUnits()
+	claims := t.httpRouteClaims(routes)
+	lost := map[*route][]int{}
+	out := make([]*compiledIngress, 0, len(units))
+	for _, u := range units {
+		c := &compiledIngress{}
+		owners := map[pathKey]pathOwner{}
+		var fallbackOwner pathOwner
+		for _, o := range u.ingresses {
+			ing, ref := o.Obj, ingressRef(o)
+			self := pathOwner{ref: ref, created: ing.CreationTimestamp}
+			for _, p := range t.ingressPaths(o) {
+				if prev, ok := owners[p.key]; ok {
+					if prev.ref != ref {
+						t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "%s is already served by the older %s; it is not served from this Ingress", p.key, prev)
+					}
+					continue
+				}
+				if winner := t.olderRoute(claims[p.key], self); winner != nil {
+					t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "%s is already served by the older %s; it is not served from this Ingress", p.key, winner)
+					continue
+				}
+				for _, hr := range claims[p.key] {
+					lost[hr.route] = append(lost[hr.route], hr.match)
+					t.notice(hr.ref, corev1.EventTypeWarning, "IngressConflict", "%s is already served by the older %s; this match is not served", p.key, self)
+				}
+				owners[p.key] = self
+				c.paths = append(c.paths, p)
+			}
+			if db := ing.Spec.DefaultBackend; db != nil {
+				if c.fallback != nil {
+					t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "defaultBackend is ignored: the older %s has one", fallbackOwner)
+					continue
+				}
+				fallbackOwner = self
+				c.fallback = &ir.Route{
+					Name:     fmt.Sprintf("%s/%s/%s/default", kindIngress, ing.Namespace, ing.Name),
+					Match:    ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: "/"}},
+					Backends: []ir.Backend{t.ingressBackend(o, *db, "defaultBackend")},
+				}
+			}
+			c.certs = append(c.certs, t.ingressCerts(o)...)
+		}
+		slices.SortStableFunc(c.certs, func(a, b ir.Certificate) int {
+			return compareSpecificity(firstOr(a.Hostnames), firstOr(b.Hostnames))
+		})
+		out = append(out, c)
+	}
+	for r, idx := range lost {
+		r.matches = slices.Collect(func(yield func(compiledMatch) bool) {
+			for i, m := range r.matches {
+				if !slices.Contains(idx, i) && !yield(m) {
+					return
+				}
+			}
+		})
+	}
+	return units, out
+}
+
+// olderRoute returns the oldest HTTPRoute claim older than the Ingress, or nil.
+func (t *translator) olderRoute(claims []pathOwner, self pathOwner) *pathOwner {
+	var best *pathOwner
+	for i := range claims {
+		if claims[i].older(self) && (best == nil || claims[i].older(*best)) {
+			best = &claims[i]
+		}
+	}
+	return best
+}
+
+// ingressPaths compiles the path rules of one Ingress, in rule order.
+func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress]) []ingressPath {
+	ing, ref := o.Obj, ingressRef(o)
+	var out []ingressPath
+	for i, rule := range ing.Spec.Rules {
+		host := strings.ToLower(rule.Host)
+		if host != "" && !validHostname(host) {
+			t.notice(ref, corev1.EventTypeWarning, "InvalidHost", "rule %d: host %q is not a valid hostname; the rule is not served", i, rule.Host)
+			continue
+		}
+		if rule.HTTP == nil {
+			continue
+		}
+		for j, p := range rule.HTTP.Paths {
+			typ, path, err := ingressPathMatch(p)
+			if err != nil {
+				t.notice(ref, corev1.EventTypeWarning, "InvalidPath", "rule %d path %d: %v; the path is not served", i, j, err)
+				continue
+			}
+			out = append(out, ingressPath{
+				key: pathKey{host: host, typ: typ, path: path},
+				route: ir.Route{
+					Name:     fmt.Sprintf("%s/%s/%s/%d/%d", kindIngress, ing.Namespace, ing.Name, i, j),
+					Match:    ir.Match{Path: &ir.StringMatch{Type: typ, Value: path}},
+					Backends: []ir.Backend{t.ingressBackend(o, p.Backend, fmt.Sprintf("rule %d path %s", i, path))},
+				},
+			})
+		}
+	}
+	return out
+}
+
+// ingressPathMatch maps a path rule to the IR: Exact stays exact; Prefix and
+// ImplementationSpecific (fleetgate's choice) become an element-wise prefix with the trailing
+// slash dropped, so "/foo/" matches "/foo", "/foo/" and "/foo/bar" but not "/foobar".
+func ingressPathMatch(p networkingv1.HTTPIngressPath) (ir.MatchType, string, error) {
+	typ := networkingv1.PathTypeImplementationSpecific
+	if p.PathType != nil {
+		typ = *p.PathType
+	}
+	path := p.Path
+	if path == "" && typ == networkingv1.PathTypeImplementationSpecific {
+		path = "/"
+	}
+	if !strings.HasPrefix(path, "/") || strings.Contains(path, "//") {
+		return "", "", fmt.Errorf("path %q must be absolute and not contain //", p.Path)
+	}
+	switch typ {
+	case networkingv1.PathTypeExact:
+		return ir.MatchExact, path, nil
+	case networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific:
+		if trimmed := strings.TrimRight(path, "/"); trimmed != "" {
+			path = trimmed
+		} else {
+			path = "/"
+		}
+		return ir.MatchPrefix, path, nil
+	}
+	return "", "", fmt.Errorf("pathType %q is not supported", typ)
+}
+
+// ingressBackend resolves a Service backend in the Ingress's cluster and namespace. What cannot
+// be served (a resource backend, a missing Service or port) becomes a backend without endpoints,
+// which the proxy answers with 503, and a Warning notice: the rest of the Ingress keeps working.
+func (t *translator) ingressBackend(o snapshot.Object[networkingv1.Ingress], b networkingv1.IngressBackend, where string) ir.Backend {
+	ing, ref := o.Obj, ingressRef(o)
+	if r := b.Resource; r != nil {
+		t.notice(ref, corev1.EventTypeWarning, "UnsupportedBackend", "%s: resource backend %s/%s %s is not supported; requests get 503", where, ptrStr(r.APIGroup), r.Kind, r.Name)
+		return ir.Backend{Name: fmt.Sprintf("%s/%s/%s.%s:%s", o.Cluster, ing.Namespace, r.Kind, ptrStr(r.APIGroup), r.Name), Weight: 1}
+	}
+	s := b.Service
+	if s == nil {
+		t.notice(ref, corev1.EventTypeWarning, "BackendNotFound", "%s: backend names neither a service nor a resource; requests get 503", where)
+		return ir.Backend{Name: fmt.Sprintf("%s/%s/<none>", o.Cluster, ing.Namespace), Weight: 1}
+	}
+	port := s.Port.Name
+	if port == "" {
+		port = strconv.Itoa(int(s.Port.Number))
+	}
+	be := ir.Backend{Name: o.Cluster + "/" + ing.Namespace + "/" + s.Name + ":" + port, Weight: 1}
+	fail := func(format string, args ...any) ir.Backend {
+		t.notice(ref, corev1.EventTypeWarning, "BackendNotFound", "%s: %s; requests get 503", where, fmt.Sprintf(format, args...))
+		return be
+	}
+	svc := t.idx.services[nsName{o.Cluster, ing.Namespace, s.Name}]
+	if svc == nil {
+		return fail("Service %s/%s not found", ing.Namespace, s.Name)
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return fail("Service %s/%s is of type ExternalName, which is not supported", ing.Namespace, s.Name)
+	}
+	i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool {
+		return cmp.Or(p.Protocol, corev1.ProtocolTCP) == corev1.ProtocolTCP &&
+			(s.Port.Name != "" && p.Name == s.Port.Name || s.Port.Name == "" && p.Port == s.Port.Number)
+	})
+	if i < 0 {
+		return fail("Service %s/%s has no TCP port %s", ing.Namespace, s.Name, port)
+	}
+	sp := svc.Spec.Ports[i]
+	be.Name = o.Cluster + "/" + ing.Namespace + "/" + s.Name + ":" + strconv.Itoa(int(sp.Port))
+	if app, ok := useHTTP.appProtocol(sp.AppProtocol); ok {
+		be.AppProtocol = app
+	}
+	be.Endpoints = t.endpoints(o.Cluster, ing.Namespace, s.Name, sp.Name, corev1.ProtocolTCP)
+	return be
+}
+
+// ingressCerts loads the Secrets of an Ingress's spec.tls. An entry without hosts serves any SNI.
+func (t *translator) ingressCerts(o snapshot.Object[networkingv1.Ingress]) []ir.Certificate {
+	ing, ref := o.Obj, ingressRef(o)
+	var out []ir.Certificate
+	for i, e := range ing.Spec.TLS {
+		if e.SecretName == "" {
+			t.notice(ref, corev1.EventTypeWarning, "InvalidCertificate", "tls %d: no secretName; TLS for %v is not served", i, e.Hosts)
+			continue
+		}
+		sec := t.idx.secrets[nsName{o.Cluster, ing.Namespace, e.SecretName}]
+		if sec == nil {
+			t.notice(ref, corev1.EventTypeWarning, "InvalidCertificate", "tls %d: Secret %s/%s not found", i, ing.Namespace, e.SecretName)
+			continue
+		}
+		crt, key := sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey]
+		if _, err := tls.X509KeyPair(crt, key); err != nil {
+			t.notice(ref, corev1.EventTypeWarning, "InvalidCertificate", "tls %d: Secret %s/%s: %v", i, ing.Namespace, e.SecretName, err)
+			continue
+		}
+		c := ir.Certificate{Name: ing.Namespace + "/" + e.SecretName, CertPEM: crt, KeyPEM: key}
+		for _, h := range e.Hosts {
+			c.Hostnames = append(c.Hostnames, strings.ToLower(h))
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// ingressHostMatches reports whether an Ingress rule host (exact, "*.suffix" covering exactly one
+// label, or "" for any) matches the host h.
+func ingressHostMatches(pattern, h string) bool {
+	if pattern == "" || pattern == h {
+		return true
+	}
+	suffix, ok := strings.CutPrefix(pattern, "*.")
+	if !ok {
+		return false
+	}
+	label, rest, ok := strings.Cut(h, ".")
+	return ok && label != "" && label != "*" && rest == suffix
+}
+
+// virtualHosts lays out the unit's rules: per host its own paths (Exact first, then longest
+// prefix first, then oldest), then those of the wildcard covering it, then the rules without host,
+// then the default backend.
+func (c *compiledIngress) virtualHosts() []ir.VirtualHost {
+	byHost := map[string][]ingressPath{}
+	var hosts []string
+	for _, p := range c.paths {
+		if _, ok := byHost[p.key.host]; !ok && p.key.host != "" {
+			hosts = append(hosts, p.key.host)
+		}
+		byHost[p.key.host] = append(byHost[p.key.host], p)
+	}
+	for _, ps := range byHost {
+		slices.SortStableFunc(ps, func(a, b ingressPath) int {
+			return cmp.Or(compareBool(a.key.typ == ir.MatchPrefix, b.key.typ == ir.MatchPrefix), -cmp.Compare(len(a.key.path), len(b.key.path)))
+		})
+	}
+	slices.SortFunc(hosts, compareSpecificity)
+	tail := func(rs []ir.Route) []ir.Route {
+		for _, p := range byHost[""] {
+			rs = append(rs, p.route)
+		}
+		if c.fallback != nil {
+			rs = append(rs, *c.fallback)
+		}
+		return rs
+	}
+	var out []ir.VirtualHost
+	for _, h := range hosts {
+		vh := ir.VirtualHost{Hostname: h, SingleLabelWildcard: strings.HasPrefix(h, "*.")}
+		for _, p := range byHost[h] {
+			vh.Routes = append(vh.Routes, p.route)
+		}
+		for _, w := range hosts {
+			if w != h && strings.HasPrefix(w, "*.") && ingressHostMatches(w, h) {
+				for _, p := range byHost[w] {
+					vh.Routes = append(vh.Routes, p.route)
+				}
+			}
+		}
+		vh.Routes = tail(vh.Routes)
+		out = append(out, vh)
+	}
+	if rest := tail(nil); len(rest) > 0 {
+		out = append(out, ir.VirtualHost{Hostname: "*", Routes: rest})
+	}
+	return out
+}

@@ -1,0 +1,138 @@
+package translate
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/providers"
+)
+
+// Services of type LoadBalancer whose spec.loadBalancerClass is one of ours each get their own
+// gateway, keyed "<cluster>/service:<namespace>/<name>": one TCP or UDP listener per Service port
+// forwarding to the Service's own ready endpoints. Services of any other class, or none, are
+// never read further, never written to.
+//
+// - loadBalancerSourceRanges (or, when empty, the legacy
+//   service.beta.kubernetes.io/load-balancer-source-ranges annotation) become every listener's
+//   ir.Listener.SourceRanges; the proxy drops other clients. A range that does not parse leaves
+//   the Service unserved (fail closed) and is reported.
+// - externalTrafficPolicy: the proxy dials endpoints directly, with no node hop, so Cluster and
+//   Local behave the same; the client address is what source ranges are checked against.
+// - sessionAffinity ClientIP is not honoured by the proxy yet: UDP keeps a client on one endpoint
+//   while its session lives, TCP connections are spread. It is reported as a Normal notice.
+// - SCTP ports are not served and are reported.
+// - status.loadBalancer.ingress gets the provider's addresses with the ports, ipMode Proxy for the
+//   in-cluster proxy (it terminates connections), once the proxies ACKed.
+
+// annotationSourceRanges is the pre-field way of restricting LoadBalancer clients.
+const annotationSourceRanges = "service.beta.kubernetes.io/load-balancer-source-ranges"
+
+// lbClassProvider maps our Service load-balancer classes to providers.
+func lbClassProvider(class string) (v1alpha1.Provider, bool) {
+	switch class {
+	case snapshot.LoadBalancerClassInCluster:
+		return v1alpha1.ProviderInCluster, true
+	case snapshot.LoadBalancerClassAWSNLB:
+		return v1alpha1.ProviderAWS, true
+	case snapshot.LoadBalancerClassGCP:
+		return v1alpha1.ProviderGCP, true
+	}
+	return "", false
+}
+
+// translateLBServices adds the config, model and status of every LoadBalancer Service of ours.
+func (t *translator) translateLBServices() {
+	for _, o := range t.snap.Services {
+		svc := o.Obj
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Spec.LoadBalancerClass == nil {
+			continue
+		}
+		provider, ok := lbClassProvider(*svc.Spec.LoadBalancerClass)
+		if !ok {
+			continue
+		}
+		ref := ObjectRef{Cluster: o.Cluster, Kind: kindService, Namespace: svc.Namespace, Name: svc.Name}
+		ranges, err := sourceRanges(svc)
+		if err != nil {
+			t.notice(ref, corev1.EventTypeWarning, "InvalidSourceRanges", "the Service is not exposed: %v", err)
+			continue
+		}
+		if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+			t.notice(ref, corev1.EventTypeNormal, "SessionAffinityIgnored",
+				"sessionAffinity ClientIP is not honoured by the %s load balancer; connections are spread over the endpoints", provider)
+		}
+		key := o.Cluster + "/service:" + svc.Namespace + "/" + svc.Name
+		cfg := ir.Config{Gateway: key}
+		lb := providers.LoadBalancer{
+			Gateway: key, Namespace: svc.Namespace, Name: svc.Name, Class: *svc.Spec.LoadBalancerClass,
+			Provider: string(provider), Scope: string(v1alpha1.ScopeCluster), Clusters: []string{o.Cluster},
+		}
+		st := ServiceStatus{Ref: ref, Gateway: key}
+		if provider == v1alpha1.ProviderInCluster {
+			st.IPMode = new(corev1.LoadBalancerIPModeProxy)
+		}
+		for _, sp := range svc.Spec.Ports {
+			proto := cmp.Or(sp.Protocol, corev1.ProtocolTCP)
+			irp := ir.ProtocolTCP
+			switch proto {
+			case corev1.ProtocolTCP:
+			case corev1.ProtocolUDP:
+				irp = ir.ProtocolUDP
+			default:
+				t.notice(ref, corev1.EventTypeWarning, "UnsupportedProtocol", "port %d: protocol %s is not supported; the port is not exposed", sp.Port, proto)
+				continue
+			}
+			port := strconv.Itoa(int(sp.Port))
+			cfg.Listeners = append(cfg.Listeners, ir.Listener{
+				Name: lowerProto(proto) + "-" + port, Port: uint32(sp.Port), Protocol: irp, SourceRanges: ranges,
+				L4: &ir.L4Route{Name: kindService + "/" + svc.Namespace + "/" + svc.Name + ":" + port, Backends: []ir.Backend{{
+					Name: o.Cluster + "/" + svc.Namespace + "/" + svc.Name + ":" + port, Weight: 1,
+					Endpoints: t.endpoints(o.Cluster, svc.Namespace, svc.Name, sp.Name, proto),
+				}}},
+			})
+			st.Ports = append(st.Ports, corev1.PortStatus{Port: sp.Port, Protocol: proto})
+		}
+		slices.SortStableFunc(cfg.Listeners, func(a, b ir.Listener) int {
+			return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Protocol, b.Protocol))
+		})
+		for _, l := range cfg.Listeners {
+			tr := providers.TransportTCP
+			if l.Protocol == ir.ProtocolUDP {
+				tr = providers.TransportUDP
+			}
+			lb.Ports = append(lb.Ports, providers.Port{Port: int32(l.Port), Transport: tr, Protocol: string(l.Protocol)})
+		}
+		t.res.Configs = append(t.res.Configs, cfg)
+		t.res.LoadBalancers = append(t.res.LoadBalancers, lb)
+		t.res.Services = append(t.res.Services, st)
+	}
+}
+
+// sourceRanges returns the Service's allowed client networks, masked, sorted and deduplicated.
+func sourceRanges(svc *corev1.Service) ([]string, error) {
+	in := svc.Spec.LoadBalancerSourceRanges
+	if len(in) == 0 {
+		if v := strings.TrimSpace(svc.Annotations[annotationSourceRanges]); v != "" {
+			in = strings.Split(v, ",")
+		}
+	}
+	var out []string
+	for _, r := range in {
+		p, err := netip.ParsePrefix(strings.TrimSpace(r))
+		if err != nil {
+			return nil, fmt.Errorf("loadBalancerSourceRanges: %w", err)
+		}
+		out = append(out, p.Masked().String())
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
