@@ -58,13 +58,22 @@ func BenchmarkLookup(b *testing.B) {
 // both sides. Client and backend run in the same process, so the figures are an upper bound of the
 // proxy's own cost; use -cpuprofile to look at the proxy's share.
 func BenchmarkProxyHTTP1(b *testing.B) {
+	for _, fast := range []bool{true, false} {
+		b.Run(map[bool]string{true: "fast", false: "nethttp"}[fast], func(b *testing.B) {
+			benchmarkProxyHTTP1(b, Options{DisableFastPath: !fast})
+		})
+	}
+}
+
+func benchmarkProxyHTTP1(b *testing.B, opts Options) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Length", "2")
 		_, _ = io.WriteString(w, "ok")
 	}))
 	defer backend.Close()
 	port := freePortTB(b, false)
-	s, err := New(Options{Address: "127.0.0.1", Registry: prometheus.NewRegistry()})
+	opts.Address, opts.Registry = "127.0.0.1", prometheus.NewRegistry()
+	s, err := New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,7 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 		s.bufs.put(br, bw)
 	}()
 	timeout := s.opts.ReadHeaderTimeout
+	var remote string
 	for {
 		idle.Store(true)
 		if p.raw.isDraining() {
@@ -90,11 +92,14 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 		lt := p.cur.Load()
 		var req *http.Request
 		if err == nil && lt.proto == ir.ProtocolHTTP {
-			req = parseHead(head)
+			req = parseHead(string(head))
 		}
 		var rt *route
 		if req != nil {
-			req.RemoteAddr = c.RemoteAddr().String()
+			if remote == "" {
+				remote = c.RemoteAddr().String()
+			}
+			req.RemoteAddr = remote
 			if vh, ok := lt.hosts.lookup(normalizeHost(req.Host)); ok {
 				rt = vh.match(req)
 			}
@@ -137,62 +142,71 @@ func peekHead(br *bufio.Reader) ([]byte, error) {
 }
 
 // parseHead parses a request head strictly, returning nil for anything the fast path leaves to
-// net/http (which also produces the proper error answers for malformed requests).
-func parseHead(head []byte) *http.Request {
-	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
-	m, rest1, ok := bytes.Cut(line, []byte(" "))
+// net/http (which also produces the proper error answers for malformed requests). The head is one
+// string and every name and value a substring of it, so parsing costs a handful of allocations.
+func parseHead(head string) *http.Request {
+	line, rest, _ := strings.Cut(head, "\r\n")
+	m, rest1, ok := strings.Cut(line, " ")
 	if !ok {
 		return nil
 	}
-	target, proto, ok := bytes.Cut(rest1, []byte(" "))
-	if !ok || string(proto) != "HTTP/1.1" || len(target) == 0 || target[0] != '/' || !validToken(m) {
+	target, proto, ok := strings.Cut(rest1, " ")
+	if !ok || proto != "HTTP/1.1" || len(target) == 0 || target[0] != '/' || !validToken(m) {
 		return nil
 	}
-	method := methodString(m)
-	if method == http.MethodConnect {
+	if m == http.MethodConnect {
 		return nil
 	}
-	u, err := url.ParseRequestURI(string(target))
+	u, err := url.ParseRequestURI(target)
 	if err != nil {
 		return nil
 	}
-	h := make(http.Header, 8)
+	n := strings.Count(rest, "\r\n")
+	h := make(http.Header, n)
+	// One backing array for all values; capacity-limited slices of it copy on a repeated name.
+	vals := make([]string, 0, n)
 	var host string
 	hosts := 0
-	req := &http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, RequestURI: string(target)}
+	req := &http.Request{Method: m, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, RequestURI: target}
 	for len(rest) > 2 {
-		var l []byte
-		l, rest, _ = bytes.Cut(rest, []byte("\r\n"))
-		k, v, ok := bytes.Cut(l, []byte(":"))
-		v = bytes.Trim(v, " \t")
-		if !ok || !validToken(k) || !httpguts.ValidHeaderFieldValue(string(v)) {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\r\n")
+		k, v, ok := strings.Cut(l, ":")
+		v = strings.Trim(v, " \t")
+		if !ok || !validToken(k) || !httpguts.ValidHeaderFieldValue(v) {
 			return nil
 		}
-		key := textproto.CanonicalMIMEHeaderKey(string(k))
+		key := textproto.CanonicalMIMEHeaderKey(k)
 		switch key {
 		case "Host":
-			host, hosts = string(v), hosts+1
+			host, hosts = v, hosts+1
 			continue
 		case "Transfer-Encoding", "Upgrade", "Expect":
 			return nil
 		case "Content-Length":
-			n, err := strconv.ParseInt(string(v), 10, 64)
+			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 0 || (req.ContentLength > 0 && n != req.ContentLength) {
 				return nil
 			}
 			req.ContentLength = n
 		case "Connection":
-			for _, tok := range bytes.Split(v, []byte(",")) {
-				tok = bytes.TrimSpace(tok)
-				switch {
-				case bytes.EqualFold(tok, []byte("close")):
+			for tokens := v; tokens != ""; {
+				var tok string
+				tok, tokens, _ = strings.Cut(tokens, ",")
+				switch tok = strings.TrimSpace(tok); {
+				case strings.EqualFold(tok, "close"):
 					req.Close = true
-				case bytes.EqualFold(tok, []byte("upgrade")):
+				case strings.EqualFold(tok, "upgrade"):
 					return nil
 				}
 			}
 		}
-		h[key] = append(h[key], string(v))
+		if prev, ok := h[key]; ok {
+			h[key] = append(prev, v)
+			continue
+		}
+		vals = append(vals, v)
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	if hosts != 1 {
 		return nil
@@ -204,28 +218,12 @@ func parseHead(head []byte) *http.Request {
 	return req
 }
 
-func methodString(m []byte) string {
-	switch string(m) {
-	case "GET":
-		return http.MethodGet
-	case "POST":
-		return http.MethodPost
-	case "HEAD":
-		return http.MethodHead
-	case "PUT":
-		return http.MethodPut
-	case "DELETE":
-		return http.MethodDelete
-	}
-	return string(m)
-}
-
-func validToken(b []byte) bool {
+func validToken(b string) bool {
 	if len(b) == 0 {
 		return false
 	}
-	for _, c := range b {
-		if c <= ' ' || c >= 0x7f || bytes.IndexByte([]byte(`"(),/:;<=>?@[\]{}`), c) >= 0 {
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
 			return false
 		}
 	}

@@ -202,7 +202,7 @@ func FuzzParseHead(f *testing.F) {
 		if !strings.HasSuffix(head, "\r\n\r\n") || strings.Count(head, "\r\n\r\n") != 1 {
 			return
 		}
-		got := parseHead([]byte(head))
+		got := parseHead(head)
 		if got == nil {
 			return
 		}

@@ -182,7 +182,7 @@ func (s *Server) exchangeFast(uc *upConn, r *http.Request, rt *route, be *backen
 	w.WriteString(r.Host)
 	w.WriteString("\r\nX-Forwarded-Proto: http\r\n\r\n")
 	if r.ContentLength > 0 {
-		if _, err := io.CopyN(w, cr, r.ContentLength); err != nil {
+		if err := copyN(w, cr, r.ContentLength); err != nil {
 			return 0, false, false, err
 		}
 	}
@@ -244,7 +244,7 @@ func (s *Server) relayBody(uc *upConn, r *http.Request, rt *route, be *backend, 
 	case chunked:
 		err = copyChunked(cw, uc.br)
 	case length >= 0:
-		_, err = io.CopyN(cw, uc.br, length)
+		err = copyN(cw, uc.br, length)
 	default:
 		_, err = io.Copy(cw, uc.br)
 		upKeep = false
@@ -264,9 +264,25 @@ func (s *Server) relayBody(uc *upConn, r *http.Request, rt *route, be *backend, 
 	return code, keepClient, true, nil
 }
 
+// copyN copies n bytes, straight from the reader's buffer when they are all there already (the
+// common small body), without the allocation of io.CopyN.
+func copyN(w *bufio.Writer, r *bufio.Reader, n int64) error {
+	if n <= int64(r.Buffered()) {
+		b, _ := r.Peek(int(n))
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		_, err := r.Discard(int(n))
+		return err
+	}
+	_, err := io.CopyN(w, r, n)
+	return err
+}
+
 func writeStatus(w *bufio.Writer, code int, reason string) {
+	var buf [8]byte
 	w.WriteString("HTTP/1.1 ")
-	w.WriteString(strconv.Itoa(code))
+	w.Write(strconv.AppendInt(buf[:0], int64(code), 10))
 	w.WriteByte(' ')
 	w.WriteString(reason)
 	w.WriteString("\r\n")
@@ -300,43 +316,45 @@ outer:
 	}
 }
 
+// readResponseHead reads and parses a backend's response head, as one string like parseHead.
 func readResponseHead(br *bufio.Reader) (int, string, http.Header, error) {
-	line, err := br.ReadSlice('\n')
+	b, err := peekHead(br)
 	if err != nil {
 		return 0, "", nil, err
 	}
-	line = bytes.TrimRight(line, "\r\n")
+	head := string(b)
+	_, _ = br.Discard(len(b))
+	line, rest, _ := strings.Cut(head, "\r\n")
 	// "HTTP/1.1 200 OK": the code sits at bytes 9–11.
-	if !bytes.HasPrefix(line, []byte("HTTP/1.")) || len(line) < 12 || line[8] != ' ' || (len(line) > 12 && line[12] != ' ') {
+	if !strings.HasPrefix(line, "HTTP/1.") || len(line) < 12 || line[8] != ' ' || (len(line) > 12 && line[12] != ' ') {
 		return 0, "", nil, errors.New("malformed status line from backend")
 	}
-	code, err := strconv.Atoi(string(line[9:12]))
+	code, err := strconv.Atoi(line[9:12])
 	if err != nil || code < 100 || code > 999 {
 		return 0, "", nil, errors.New("malformed status code from backend")
 	}
 	reason := ""
 	if len(line) > 13 {
-		reason = string(line[13:])
+		reason = line[13:]
 	}
-	h := make(http.Header, 8)
-	for n := 0; ; n++ {
-		if n > 256 {
-			return 0, "", nil, errors.New("too many headers from backend")
-		}
-		l, err := br.ReadSlice('\n')
-		if err != nil {
-			return 0, "", nil, err
-		}
-		l = bytes.TrimRight(l, "\r\n")
-		if len(l) == 0 {
-			break
-		}
-		k, v, ok := bytes.Cut(l, []byte(":"))
+	n := strings.Count(rest, "\r\n")
+	h := make(http.Header, n)
+	vals := make([]string, 0, n)
+	for len(rest) > 2 {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\r\n")
+		k, v, ok := strings.Cut(l, ":")
 		if !ok || !validToken(k) {
 			return 0, "", nil, errors.New("malformed header from backend")
 		}
-		key := textproto.CanonicalMIMEHeaderKey(string(k))
-		h[key] = append(h[key], string(bytes.Trim(v, " \t")))
+		key := textproto.CanonicalMIMEHeaderKey(k)
+		v = strings.Trim(v, " \t")
+		if prev, ok := h[key]; ok {
+			h[key] = append(prev, v)
+			continue
+		}
+		vals = append(vals, v)
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	if line[7] == '0' {
 		// An HTTP/1.0 backend closes unless it says keep-alive.
