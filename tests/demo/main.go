@@ -125,13 +125,27 @@ func run(ctx context.Context, operator string) (err error) {
 		return err
 	}
 
+	step("applying IngressClass fleetgate and Ingress default/echo (host ingress.example.com → Service echo)")
+	start = time.Now()
+	ingAddr, err := applyIngress(ctx, cluster.Client)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    Ingress default/echo status.loadBalancer.ingress[0].ip=%s after %s (its own proxy)\n", ingAddr, time.Since(start).Round(time.Millisecond))
+	ingURL := "http://" + net.JoinHostPort(ingAddr, "80") + "/from-ingress"
+	step("curl -si -H 'Host: ingress.example.com' %s", ingURL)
+	if err := show(ctx, ingURL, "ingress.example.com"); err != nil {
+		return err
+	}
+
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
 		step("done (stdin is not a terminal, so the demo stops here)")
 		return nil
 	}
 	step("everything stays up; try it, then press Ctrl-C to stop:")
 	fmt.Printf("    curl -si -H 'Host: echo.example.com' %s\n", url)
-	fmt.Printf("    export KUBECONFIG=%s; kubectl get gateways,httproutes -A\n", cluster.KubeconfigPath)
+	fmt.Printf("    curl -si -H 'Host: ingress.example.com' %s\n", ingURL)
+	fmt.Printf("    export KUBECONFIG=%s; kubectl get gateways,httproutes,ingresses -A\n", cluster.KubeconfigPath)
 	<-ctx.Done()
 	step("stopping")
 	return nil
