@@ -54,6 +54,8 @@ type options struct {
 	xdsPublicAddr   string
 	proxyImage      string
 	stateDir        string
+	hubIsMember     bool
+	mcsController   bool
 }
 
 func main() {
@@ -76,6 +78,8 @@ func main() {
 	fs.StringVar(&o.xdsPublicAddr, "xds-public-address", "", "address proxies dial to reach the config server (default fleetgate-xds.<namespace>.svc:<port>, or the listen address in local mode)")
 	fs.StringVar(&o.proxyImage, "proxy-image", envOr("FLEETGATE_IMAGE", "fleetgate:dev"), "image of the proxy pods (the operator image: it runs `fleetgate dataplane`)")
 	fs.StringVar(&o.stateDir, "state-dir", filepath.Join(os.TempDir(), "fleetgate"), "local mode: where proxy credentials and logs go")
+	fs.BoolVar(&o.hubIsMember, "hub-is-member", true, "serve the Gateway API objects of the operator's own cluster as the member \"hub\"")
+	fs.BoolVar(&o.mcsController, "mcs-controller", true, "maintain ServiceImports in every member from ServiceExports (disable when another MCS implementation runs)")
 	flag.Parse()
 
 	logger, err := newLogger(o.logLevel, o.logFormat)
@@ -338,6 +342,7 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	setup.Fleet = &controllers.FleetOptions{Namespace: o.namespace, HubIsMember: o.hubIsMember, MCSController: o.mcsController}
 	if err := controllers.Setup(ctx, mgr, setup); err != nil {
 		return err
 	}

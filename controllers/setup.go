@@ -111,7 +111,7 @@ func servesLegacyReferencePolicy(mgr ctrl.Manager) bool {
 func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events chan<- event.GenericEvent, legacy bool) (func() []Source, error) {
 	var hub *fleet.Member
 	if o.Fleet.HubIsMember {
-		hub = &fleet.Member{Reader: mgr.GetClient()}
+		hub = &fleet.Member{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("fleetgate")}
 	} else {
 		writer.RemoveTarget(snapshot.HubCluster)
 	}
@@ -146,6 +146,11 @@ func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events chan<-
 		HubVersion: version,
 	}).SetupWithManager(mgr, o.SkipNameValidation); err != nil {
 		return nil, fmt.Errorf("setting up the MemberCluster controller: %w", err)
+	}
+	if o.Fleet.MCSController {
+		if err := (&fleet.MCS{Fleet: fl}).SetupWithManager(mgr, o.SkipNameValidation); err != nil {
+			return nil, fmt.Errorf("setting up the MCS controller: %w", err)
+		}
 	}
 	return func() []Source {
 		members := fl.Members()

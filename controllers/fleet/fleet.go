@@ -81,6 +81,8 @@ type Fleet struct {
 	// health carries a MemberCluster name to its reconciler when a probe changed its health or its
 	// caches synced, so that status is written by one place.
 	health chan event.GenericEvent
+	// mcs pokes the MCS controller on any member change.
+	mcs chan event.GenericEvent
 
 	mu        sync.RWMutex
 	members   map[string]*member
@@ -126,7 +128,7 @@ func New(o Options) *Fleet {
 	if o.Changed == nil {
 		o.Changed = func(string) {}
 	}
-	return &Fleet{o: o, health: make(chan event.GenericEvent, 64), members: map[string]*member{}, hubWeight: DefaultWeight}
+	return &Fleet{o: o, health: make(chan event.GenericEvent, 64), mcs: make(chan event.GenericEvent, 1), members: map[string]*member{}, hubWeight: DefaultWeight}
 }
 
 // Members returns the usable members sorted by name, the hub first when it is one.
@@ -196,9 +198,9 @@ func (f *Fleet) connect(ctx context.Context, name, hash string, weight int32, cf
 		return fmt.Errorf("creating writer for member %s: %w", name, err)
 	}
 	notify := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { f.o.Changed(name) },
-		UpdateFunc: func(any, any) { f.o.Changed(name) },
-		DeleteFunc: func(any) { f.o.Changed(name) },
+		AddFunc:    func(any) { f.changed(name) },
+		UpdateFunc: func(any, any) { f.changed(name) },
+		DeleteFunc: func(any) { f.changed(name) },
 	}
 	missing := map[schema.GroupVersionKind]bool{}
 	for _, obj := range f.o.Kinds {
@@ -252,7 +254,7 @@ func (f *Fleet) connect(ctx context.Context, name, hash string, weight int32, cf
 		if usable && f.o.Ready != nil {
 			f.o.Ready(f.snapshotMember(m))
 		}
-		f.o.Changed(name)
+		f.changed(name)
 		f.pokeStatus(name)
 	}()
 	go f.probe(mctx, m, cfg)
@@ -279,7 +281,7 @@ func (f *Fleet) disconnect(name string) {
 	if f.o.Lost != nil {
 		f.o.Lost(name)
 	}
-	f.o.Changed(name)
+	f.changed(name)
 	f.o.Log.Info("member disconnected", "cluster", name)
 }
 
@@ -331,6 +333,27 @@ func (p partialReader) List(ctx context.Context, list client.ObjectList, opts ..
 		}
 	}
 	return p.Reader.List(ctx, list, opts...)
+}
+
+// changed tells the pipeline and the MCS controller that a member's objects or health changed.
+func (f *Fleet) changed(cluster string) {
+	f.o.Changed(cluster)
+	select {
+	case f.mcs <- event.GenericEvent{Object: &v1alpha1.MemberCluster{}}:
+	default: // a pass is already due
+	}
+}
+
+// allUsable tells whether every connected member is usable.
+func (f *Fleet) allUsable() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, m := range f.members {
+		if !m.usable() {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *Fleet) pokeStatus(name string) {

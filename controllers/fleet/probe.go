@@ -29,7 +29,7 @@ func (f *Fleet) probe(ctx context.Context, m *member, cfg *rest.Config) {
 			return
 		}
 		if f.record(m, v, err) {
-			f.o.Changed(m.name)
+			f.changed(m.name)
 			f.pokeStatus(m.name)
 		}
 		select {

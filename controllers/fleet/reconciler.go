@@ -88,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if mc.Name == HubCluster && f.o.Hub != nil {
 		// The hub is read through the manager's own cache; its MemberCluster carries its weight.
 		if f.setWeight(HubCluster, weight) {
-			f.o.Changed(HubCluster)
+			f.changed(HubCluster)
 		}
 		return reconcile.Result{}, r.setReady(ctx, &mc, metav1.ConditionTrue, v1alpha1.MemberReasonConnected,
 			"the operator's own cluster", r.HubVersion)
@@ -125,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		st = f.state(mc.Name)
 	} else if f.setWeight(mc.Name, weight) {
-		f.o.Changed(mc.Name)
+		f.changed(mc.Name)
 	}
 	switch {
 	case !st.healthy:

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
@@ -37,6 +38,9 @@ type Cluster struct {
 
 	env *envtest.Environment
 	dir string
+	// apiServerArgs and restarted belong to StopAPIServer and StartAPIServer.
+	apiServerArgs []string
+	restarted     *exec.Cmd
 }
 
 // RepoRoot is the root of the fleetgate checkout this package was built from.
@@ -117,6 +121,9 @@ func (c *Cluster) init(scheme *runtime.Scheme) error {
 
 // Stop stops the API server and its etcd and removes their files.
 func (c *Cluster) Stop() error {
+	if c.restarted != nil && c.restarted.Process != nil {
+		_ = c.restarted.Process.Kill()
+	}
 	err := c.env.Stop()
 	if c.dir != "" {
 		err = errors.Join(err, os.RemoveAll(c.dir))
