@@ -112,6 +112,10 @@ test: testbed ## Run every test (unit, golden, integration on real API servers).
 bench-serve: testbed ## Time from applying a route to its first 200 through the local-mode proxy (p50/p99).
 	KUBEBUILDER_ASSETS=$(BIN) go test -run xxx -bench TimeToServe -benchtime 1x ./tests/integration/
 
+.PHONY: bench-convergence
+bench-convergence: testbed ## Fleet convergence: 3 members, routes added one at a time (ROUTES=3000), cold start (COLD_ROUTES=5000).
+	KUBEBUILDER_ASSETS=$(BIN) go test -run xxx -bench Convergence -benchtime 1x -timeout 60m ./tests/bench/convergence/
+
 .PHONY: test-race
 test-race: testbed
 	KUBEBUILDER_ASSETS=$(BIN) go test -race -count=1 -timeout 40m ./...

@@ -155,3 +155,21 @@ func (c *Cluster) apiServerProcess() (int, []string, error) {
 	}
 	return 0, nil, fmt.Errorf("no kube-apiserver process with %s", want)
 }
+
+// RSS returns the operator process's resident memory in bytes (Linux).
+func (o *Operator) RSS() (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
+				return 0, err
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}

@@ -1,0 +1,343 @@
+// Package convergence measures how fast fleetgate converges across a fleet: a hub and two members
+// (three members with the hub), routes added one at a time under live probing, and a cold start.
+// Run with `make bench-convergence`; ROUTES and COLD_ROUTES override the sizes.
+package convergence
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers"
+	"github.com/fleetgate/fleetgate/tests/testbed"
+)
+
+func TestMain(m *testing.M) {
+	testbed.QuietGlobalLogger()
+	os.Exit(m.Run())
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func must(tb testing.TB, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func route(i int) *gwv1.HTTPRoute {
+	return &gwv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("r%d", i)},
+		Spec: gwv1.HTTPRouteSpec{
+			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}},
+			Hostnames:       []gwv1.Hostname{gwv1.Hostname(fmt.Sprintf("r%d.example.com", i))},
+			Rules: []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{
+				BackendObjectReference: gwv1.BackendObjectReference{Name: "web", Port: ptr.To(gwv1.PortNumber(80))}}}}}},
+		},
+	}
+}
+
+// accepted records when each route was first seen Accepted by our controller, from a watch per cluster.
+type accepted struct {
+	mu   sync.Mutex
+	at   map[string]time.Time
+	wait map[string]chan struct{}
+}
+
+func (a *accepted) watch(ctx context.Context, tb testing.TB, c *testbed.Cluster) {
+	wc, err := client.NewWithWatch(c.Config, client.Options{Scheme: c.Client.Scheme()})
+	must(tb, err)
+	w, err := wc.Watch(ctx, &gwv1.HTTPRouteList{}, client.InNamespace("default"))
+	must(tb, err)
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			r, ok := ev.Object.(*gwv1.HTTPRoute)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			for _, p := range r.Status.Parents {
+				if p.ControllerName == controllers.ControllerName && meta.IsStatusConditionTrue(p.Conditions, string(gwv1.RouteConditionAccepted)) {
+					a.mark(c.Name + "/" + r.Name)
+				}
+			}
+		}
+	}()
+}
+
+func (a *accepted) mark(key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.at[key]; ok {
+		return
+	}
+	a.at[key] = time.Now()
+	if ch := a.wait[key]; ch != nil {
+		close(ch)
+	}
+}
+
+func (a *accepted) expect(key string) <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ch := make(chan struct{})
+	if _, ok := a.at[key]; ok {
+		close(ch)
+	} else {
+		a.wait[key] = ch
+	}
+	return ch
+}
+
+func get(c *http.Client, addr, host string) int {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+	req.Host = host
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func pct(d []time.Duration, q float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1))]
+}
+
+// BenchmarkConvergence adds ROUTES (3,000) HTTPRoutes one at a time, spread over the three members,
+// to a fleet gateway while earlier routes are probed continuously, then restarts the operator with
+// COLD_ROUTES (5,000) routes in place.
+func BenchmarkConvergence(b *testing.B) {
+	routes, cold := envInt("ROUTES", 3000), envInt("COLD_ROUTES", 5000)
+	clusters := testbed.ForTest(b, "hub", "member-a", "member-b")
+	ctx := b.Context()
+	binary, err := testbed.BuildOperator(b.TempDir())
+	must(b, err)
+	stateDir := b.TempDir()
+	must(b, clusters[0].Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleetgate-system"}}))
+	op, err := testbed.StartOperator(binary, clusters[0], stateDir, "--namespace=fleetgate-system", "--log-level=error")
+	must(b, err)
+	defer func() { _ = op.Stop() }()
+	for _, m := range clusters[1:] {
+		must(b, testbed.RegisterMember(ctx, clusters[0], m, "fleetgate-system", 100, nil))
+	}
+	ip := testbed.BackendIP(51)
+	remove, err := testbed.AddBackendIP(ip)
+	if err != nil {
+		b.Skip(err)
+	}
+	defer func() { _ = remove() }()
+	echo, err := testbed.StartEcho("web", net.JoinHostPort(ip, "9080"))
+	must(b, err)
+	defer echo.Close()
+	for _, c := range clusters {
+		must(b, c.Client.Create(ctx, &v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
+			Spec: v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderInCluster, Scope: v1alpha1.ScopeFleet}}))
+		must(b, c.Client.Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
+			Spec: gwv1.GatewayClassSpec{ControllerName: controllers.ControllerName,
+				ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: "fleet"}}}))
+		must(b, c.Client.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}))
+		must(b, c.Client.Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](9080)}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}}},
+		}))
+		must(b, c.Client.Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"},
+			Spec: gwv1.GatewaySpec{GatewayClassName: "fleet", Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}))
+	}
+	var addr string
+	deadline := time.Now().Add(90 * time.Second)
+	for addr == "" {
+		var gw gwv1.Gateway
+		if err := clusters[0].Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "gw"}, &gw); err == nil &&
+			meta.IsStatusConditionTrue(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed)) && len(gw.Status.Addresses) == 1 {
+			addr = net.JoinHostPort(gw.Status.Addresses[0].Value, "80")
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("fleet gateway not programmed after 90s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	acc := &accepted{at: map[string]time.Time{}, wait: map[string]chan struct{}{}}
+	for _, c := range clusters {
+		acc.watch(ctx, b, c)
+	}
+	var peak atomic.Int64
+	sample := func() {
+		if rss, err := op.RSS(); err == nil && rss > peak.Load() {
+			peak.Store(rss)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	// Live probing: earlier routes keep being requested while new ones are added.
+	var served atomic.Int64
+	var probes, probeErrs atomic.Int64
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n := served.Load()
+			if n == 0 {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			probes.Add(1)
+			if get(hc, addr, fmt.Sprintf("r%d.example.com", i%int(n))) != http.StatusOK {
+				probeErrs.Add(1)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	})
+	wg.Go(func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				sample()
+			}
+		}
+	})
+
+	var toAccepted, toServe []time.Duration
+	errs := 0
+	start := time.Now()
+	for i := range routes {
+		c := clusters[i%len(clusters)]
+		done := acc.expect(fmt.Sprintf("%s/r%d", c.Name, i))
+		t0 := time.Now()
+		must(b, c.Client.Create(ctx, route(i)))
+		host := fmt.Sprintf("r%d.example.com", i)
+		var servedAt time.Time
+		for servedAt.IsZero() {
+			if get(hc, addr, host) == http.StatusOK {
+				servedAt = time.Now()
+				break
+			}
+			if time.Since(t0) > 30*time.Second {
+				errs++
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		select {
+		case <-done:
+			acc.mu.Lock()
+			toAccepted = append(toAccepted, acc.at[fmt.Sprintf("%s/r%d", c.Name, i)].Sub(t0))
+			acc.mu.Unlock()
+		case <-time.After(30 * time.Second):
+			errs++
+		}
+		if !servedAt.IsZero() {
+			toServe = append(toServe, servedAt.Sub(t0))
+			served.Store(int64(i + 1))
+		}
+	}
+	close(stop)
+	wg.Wait()
+	sample()
+	b.ReportMetric(float64(pct(toAccepted, 0.5).Microseconds())/1000, "accepted-p50-ms")
+	b.ReportMetric(float64(pct(toAccepted, 0.99).Microseconds())/1000, "accepted-p99-ms")
+	b.ReportMetric(float64(pct(toServe, 0.5).Microseconds())/1000, "first200-p50-ms")
+	b.ReportMetric(float64(pct(toServe, 0.99).Microseconds())/1000, "first200-p99-ms")
+	b.ReportMetric(float64(errs), "errors")
+	b.ReportMetric(float64(probeErrs.Load()), "probe-errors")
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-rss-MiB")
+	b.Logf("%d routes one at a time in %s over 3 members: apply→Accepted p50 %s p99 %s; apply→first 200 p50 %s p99 %s; %d errors; live probes %d, %d failed; operator peak RSS %.1f MiB",
+		routes, time.Since(start).Round(time.Second), pct(toAccepted, 0.5), pct(toAccepted, 0.99), pct(toServe, 0.5), pct(toServe, 0.99),
+		errs, probes.Load(), probeErrs.Load(), float64(peak.Load())/(1<<20))
+
+	// Cold start: stop the operator (its proxies go with it), fill up to COLD_ROUTES, start again.
+	must(b, op.Stop())
+	var cwg sync.WaitGroup
+	next := atomic.Int64{}
+	next.Store(int64(routes))
+	for range 8 {
+		cwg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= cold {
+					return
+				}
+				must(b, clusters[i%len(clusters)].Client.Create(ctx, route(i)))
+			}
+		})
+	}
+	cwg.Wait()
+	coldStart := time.Now()
+	op, err = testbed.StartOperator(binary, clusters[0], stateDir, "--namespace=fleetgate-system", "--log-level=error")
+	must(b, err)
+	// Programmed = every route answers 200 through the new proxy.
+	pending := make([]int, cold)
+	for i := range pending {
+		pending[i] = i
+	}
+	for len(pending) > 0 {
+		var mu sync.Mutex
+		var left []int
+		var pw sync.WaitGroup
+		chunk := (len(pending) + 15) / 16
+		for k := 0; k < len(pending); k += chunk {
+			part := pending[k:min(k+chunk, len(pending))]
+			pw.Go(func() {
+				for _, i := range part {
+					if get(hc, addr, fmt.Sprintf("r%d.example.com", i)) != http.StatusOK {
+						mu.Lock()
+						left = append(left, i)
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		pw.Wait()
+		pending = left
+		if time.Since(coldStart) > 120*time.Second {
+			b.Fatalf("cold start: %d of %d routes not served after 120s", len(pending), cold)
+		}
+		if len(pending) > 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	coldTook := time.Since(coldStart)
+	rss, _ := op.RSS()
+	b.ReportMetric(coldTook.Seconds(), "cold-start-s")
+	b.Logf("cold start with %d routes: all served %s after the operator started (RSS %.1f MiB)", cold, coldTook.Round(time.Millisecond), float64(rss)/(1<<20))
+}
