@@ -108,6 +108,11 @@ run: ## Run the operator against the current kubeconfig.
 test: testbed ## Run every test (unit, golden, integration on real API servers).
 	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout 40m ./...
 
+.PHONY: conformance
+conformance: testbed ## Run the upstream Gateway API conformance suite (all gateway profiles); report in tests/conformance/reports/.
+	FLEETGATE_CONFORMANCE=full KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout 40m -v -run TestConformance ./tests/conformance/ \
+	  | tee $(CURDIR)/tests/conformance/reports/last-run.log | grep -E '^(=== RUN|\s*--- (PASS|FAIL)|FAIL|ok)'
+
 .PHONY: bench-serve
 bench-serve: testbed ## Time from applying a route to its first 200 through the local-mode proxy (p50/p99).
 	KUBEBUILDER_ASSETS=$(BIN) go test -run xxx -bench TimeToServe -benchtime 1x ./tests/integration/

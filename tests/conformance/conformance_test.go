@@ -1,0 +1,139 @@
+package conformance
+
+import (
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/apis/v1alpha2"
+	"sigs.k8s.io/gateway-api/apis/v1alpha3"
+	xv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+	upstream "sigs.k8s.io/gateway-api/conformance"
+	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	"sigs.k8s.io/gateway-api/conformance/utils/config"
+	"sigs.k8s.io/gateway-api/conformance/utils/suite"
+	"sigs.k8s.io/gateway-api/pkg/features"
+
+	"github.com/fleetgate/fleetgate/tests/testbed"
+)
+
+// fullEnv selects the full run (every gateway profile, report written); `make conformance` sets it.
+// Without it the test runs the core tests of GATEWAY-HTTP only, so `make test` stays quick.
+const fullEnv = "FLEETGATE_CONFORMANCE"
+
+func TestMain(m *testing.M) {
+	testbed.QuietGlobalLogger()
+	os.Exit(m.Run())
+}
+
+func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a real API server, controller manager and processes; skipped in -short mode")
+	}
+	if u, err := user.Current(); err != nil || u.Uid != "0" {
+		t.Skip("the conformance node needs root for network namespaces")
+	}
+	full := os.Getenv(fullEnv) != ""
+	ctx := t.Context()
+	started := time.Now()
+	// Kept when the test fails: it holds the operator, proxy and controller-manager logs.
+	dir, err := os.MkdirTemp("", "fleetgate-conformance-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("environment files in %s", dir)
+	env, err := Start(ctx, dir, t.Logf)
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the environment: %v", err)
+		}
+		if !t.Failed() {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("environment up in %s", time.Since(started).Round(time.Second))
+
+	opts := options(t, env)
+	if full {
+		opts.ConformanceProfiles = []suite.ConformanceProfileName{
+			suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName,
+			suite.GatewayTLSConformanceProfileName, suite.GatewayTCPConformanceProfileName,
+			suite.GatewayUDPConformanceProfileName,
+		}
+		dir := filepath.Join(testbed.RepoRoot(), "tests", "conformance", "reports")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		opts.ReportOutputPath = filepath.Join(dir, "fleetgate-gateway-conformance-report.yaml")
+	} else {
+		// The quick subset: the class's published features cut down to GATEWAY-HTTP's core ones.
+		claimed, err := env.SupportedFeatures(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		core := features.SetsToNamesSet(features.GatewayCoreFeatures, features.HTTPRouteCoreFeatures,
+			features.ReferenceGrantCoreFeatures)
+		for _, f := range claimed {
+			if core.Has(features.FeatureName(f)) {
+				opts.SupportedFeatures = append(opts.SupportedFeatures, features.FeatureName(f))
+			}
+		}
+		opts.ConformanceProfiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName}
+	}
+	if test := os.Getenv("FLEETGATE_CONFORMANCE_TEST"); test != "" {
+		opts.RunTest = test
+	}
+	upstream.RunConformanceWithOptions(t, opts)
+	t.Logf("conformance run took %s", time.Since(started).Round(time.Second))
+}
+
+func options(t *testing.T, env *Env) suite.ConformanceOptions {
+	cl, err := client.New(env.Cluster.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, install := range []func(*runtime.Scheme) error{v1alpha3.Install, v1alpha2.Install, xv1alpha1.Install,
+		gwv1.Install, apiextensionsv1.AddToScheme} {
+		if err := install(cl.Scheme()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := clientset.NewForConfig(env.Cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeouts := config.DefaultTimeoutConfig()
+	return suite.ConformanceOptions{
+		ConfigurableOptions: suite.ConfigurableOptions{
+			GatewayClassName:     GatewayClass,
+			CleanupBaseResources: false,
+			CleanupTestResources: true,
+			TimeoutConfig:        timeouts,
+			Mode:                 "default",
+			SkipProvisionalTests: false,
+			Implementation: confv1.Implementation{
+				Organization: "fleetgate",
+				Project:      "fleetgate",
+				URL:          "https://github.com/fleetgate/fleetgate",
+				Version:      "dev",
+				Contact:      []string{"https://github.com/fleetgate/fleetgate/issues"},
+			},
+		},
+		Client:     cl,
+		Clientset:  cs,
+		RestConfig: rest.CopyConfig(env.Cluster.Config),
+		ManifestFS: []fs.FS{&upstream.Manifests},
+	}
+}
