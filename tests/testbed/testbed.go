@@ -83,6 +83,8 @@ func Start(ctx context.Context, name string) (*Cluster, error) {
 		CRDDirectoryPaths:        CRDDirs(),
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 90 * time.Second,
+		// CRDs take longer to be served when several servers start on two busy cores.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: 90 * time.Second},
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
 	cfg, err := env.Start()
