@@ -53,11 +53,19 @@ type mirror struct {
 	den     int32
 }
 
+// compiler holds the state of one compile: backends are shared between the routes that name the
+// same one, which keeps a table of 100k routes over a few services small.
+type compiler struct {
+	*Server
+	backends map[string]*backend
+}
+
 // compile validates cfg and builds its table. It touches no socket; binding happens in Apply.
-func (s *Server) compile(cfg *ir.Config, certs certCache) (*table, error) {
+func (srv *Server) compile(cfg *ir.Config, certs certCache) (*table, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
+	s := &compiler{Server: srv, backends: map[string]*backend{}}
 	t := &table{version: cfg.Version, listeners: make(map[portKey]*listenerTable, len(cfg.Listeners))}
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
@@ -70,7 +78,7 @@ func (s *Server) compile(cfg *ir.Config, certs certCache) (*table, error) {
 	return t, nil
 }
 
-func (s *Server) compileListener(l *ir.Listener, certs certCache) (*listenerTable, error) {
+func (s *compiler) compileListener(l *ir.Listener, certs certCache) (*listenerTable, error) {
 	lt := &listenerTable{name: l.Name, port: l.Port, proto: l.Protocol}
 	lt.notFound = s.metrics.route(l.Name, "").local
 	var err error
@@ -120,20 +128,19 @@ func (s *Server) compileListener(l *ir.Listener, certs certCache) (*listenerTabl
 	return lt, nil
 }
 
-func (s *Server) compileVHost(listener string, in *ir.VirtualHost) (*vhost, error) {
-	vh := &vhost{name: in.Hostname, routes: make([]*route, 0, len(in.Routes)), index: newPathIndex()}
+func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, error) {
+	routes := make([]*route, 0, len(in.Routes))
 	for i := range in.Routes {
 		r, err := s.compileRoute(listener, &in.Routes[i])
 		if err != nil {
 			return nil, fmt.Errorf("host %q route %q: %w", in.Hostname, in.Routes[i].Name, err)
 		}
-		vh.index.add(int32(len(vh.routes)), r)
-		vh.routes = append(vh.routes, r)
+		routes = append(routes, r)
 	}
-	return vh, nil
+	return newVHost(in.Hostname, routes), nil
 }
 
-func (s *Server) compileRoute(listener string, in *ir.Route) (*route, error) {
+func (s *compiler) compileRoute(listener string, in *ir.Route) (*route, error) {
 	r, err := compileMatch(in)
 	if err != nil {
 		return nil, err

@@ -189,6 +189,9 @@ func parseHead(head string) *http.Request {
 				return nil
 			}
 			req.ContentLength = n
+			if _, dup := h[key]; dup {
+				continue // identical repeats collapse into one, as net/http does
+			}
 		case "Connection":
 			for tokens := v; tokens != ""; {
 				var tok string

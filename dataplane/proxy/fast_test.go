@@ -87,6 +87,9 @@ func rawBackend(t *testing.T) net.Addr {
 					switch req.URL.Path {
 					case "/chunked":
 						resp = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 11\r\n\r\n"
+					case "/both":
+						// Both framings: chunked wins, and Content-Length must not reach the client.
+						resp = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nboth\r\n0\r\n\r\n"
 					case "/eof":
 						resp = "HTTP/1.1 200 OK\r\n\r\nuntil-eof"
 						closeAfter = true
@@ -147,6 +150,12 @@ func TestFastPathFraming(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pipelined answers (-want +got):\n%s", diff)
+	}
+
+	c6 := dialRaw(t, port)
+	c6.send("GET /both HTTP/1.1\r\nHost: h\r\n\r\nGET /after HTTP/1.1\r\nHost: h\r\n\r\n")
+	if diff := cmp.Diff([]string{"200 both", "200 GET /after 127.0.0.1"}, []string{c6.read("GET"), c6.read("GET")}); diff != "" {
+		t.Errorf("conflicting backend framing (-want +got):\n%s", diff)
 	}
 
 	// A backend that drops a keepalive connection is retried transparently.

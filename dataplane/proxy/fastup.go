@@ -115,15 +115,18 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, cr *bufio.
 	if rt.rewrite != nil {
 		rt.rewrite.apply(rt, r)
 	}
-	be := rt.backends.pick()
+	be, bs := rt.backends.pick()
 	if be == nil || be.invalid {
 		// Gateway API: requests for a rule without valid backends get a 500.
-		rt.stats.local.count(http.StatusInternalServerError)
+		if bs == nil {
+			bs = rt.stats.local
+		}
+		bs.count(http.StatusInternalServerError)
 		return http.StatusInternalServerError, be, discardBody(cr, r) && writeSimple(cw, http.StatusInternalServerError, "", r)
 	}
 	ep, ok := be.endpoint()
 	if !ok {
-		be.stats.count(http.StatusServiceUnavailable)
+		bs.count(http.StatusServiceUnavailable)
 		return http.StatusServiceUnavailable, be, discardBody(cr, r) && writeSimple(cw, http.StatusServiceUnavailable, "", r)
 	}
 	be.reqHdr.applyRequest(r)
@@ -135,13 +138,13 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, cr *bufio.
 		if uc == nil {
 			var err error
 			if uc, err = s.dialUp(ep); err != nil {
-				be.stats.count(http.StatusBadGateway)
+				bs.count(http.StatusBadGateway)
 				return http.StatusBadGateway, be, discardBody(cr, r) && writeSimple(cw, http.StatusBadGateway, "", r)
 			}
 		}
 		code, keepClient, sent, err := s.exchangeFast(uc, r, rt, be, cr, cw)
 		if err == nil {
-			be.stats.count(code)
+			bs.count(code)
 			return code, be, keepClient
 		}
 		uc.c.Close()
@@ -150,10 +153,10 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, cr *bufio.
 		}
 		if sent {
 			// The answer broke off midway: all that can be done is closing the connection.
-			be.stats.count(code)
+			bs.count(code)
 			return code, be, false
 		}
-		be.stats.count(http.StatusBadGateway)
+		bs.count(http.StatusBadGateway)
 		r.Close = true
 		writeSimple(cw, http.StatusBadGateway, "", r)
 		return http.StatusBadGateway, be, false
@@ -218,7 +221,17 @@ func (s *Server) relayBody(uc *upConn, r *http.Request, rt *route, be *backend, 
 		if err != nil || n < 0 {
 			return 0, false, false, errors.New("bad Content-Length from backend")
 		}
+		for _, v := range cl[1:] {
+			if v != cl[0] {
+				return 0, false, false, errors.New("conflicting Content-Length from backend")
+			}
+		}
 		length = n
+		h["Content-Length"] = cl[:1]
+	}
+	if chunked {
+		// Chunked framing wins (RFC 9112 §6.3); never pass both on, or the client could be desynchronised.
+		delete(h, "Content-Length")
 	}
 	for _, k := range hopHeaders {
 		if k != "Trailer" || !chunked {

@@ -48,9 +48,9 @@ func (s *Server) serveHTTP(lt *listenerTable, w http.ResponseWriter, r *http.Req
 			code = http.StatusSwitchingProtocols
 		}
 	}
-	bs := rt.stats.local
-	if ex.be != nil {
-		bs = ex.be.stats
+	bs := ex.bs
+	if bs == nil {
+		bs = rt.stats.local
 	}
 	bs.count(code)
 	rt.stats.observe(time.Since(start))
@@ -69,6 +69,7 @@ type exchange struct {
 	lt     *listenerTable
 	rt     *route
 	be     *backend
+	bs     *backendStats
 	origin string
 	sw     statusWriter
 }
@@ -119,8 +120,8 @@ func (ex *exchange) serve(r *http.Request) {
 	for _, m := range rt.mirrors {
 		ex.s.mirror(r, m, body)
 	}
-	be := rt.backends.pick()
-	ex.be = be
+	be, bs := rt.backends.pick()
+	ex.be, ex.bs = be, bs
 	if be == nil || be.invalid {
 		// Gateway API: requests for a rule without valid backends get a 500.
 		w.WriteHeader(http.StatusInternalServerError)

@@ -58,12 +58,12 @@ func (s *Server) serveTCPConn(c net.Conn, lt *listenerTable, r *l4Route) {
 // are done, passing half-closes through.
 func (s *Server) forward(c net.Conn, lt *listenerTable, route string, bs *backendSet, rs *routeStats) {
 	start := time.Now()
-	be := bs.pick()
+	be, st := bs.pick()
 	if be == nil || be.invalid {
 		rs.local.conn()
 		return
 	}
-	be.stats.conn()
+	st.conn()
 	ep, ok := be.endpoint()
 	if !ok {
 		return
@@ -83,8 +83,8 @@ func (s *Server) forward(c net.Conn, lt *listenerTable, route string, bs *backen
 	}
 	var wg sync.WaitGroup
 	var rx, tx int64
-	wg.Go(func() { rx = pipe(up, c, be.stats.counter(statRx)) })
-	tx = pipe(c, up, be.stats.counter(statTx))
+	wg.Go(func() { rx = pipe(up, c, st.counter(statRx)) })
+	tx = pipe(c, up, st.counter(statTx))
 	wg.Wait()
 	if s.accessOn {
 		s.opts.AccessLog.Info("l4", "listener", lt.name, "route", route, "backend", be.name, "endpoint", ep,
@@ -174,7 +174,7 @@ func (p *udpPort) session(from netip.AddrPort) *udpSession {
 	if p.closed || lt.l4 == nil || len(p.sessions) >= maxUDPSessions {
 		return nil
 	}
-	be := lt.l4.backends.pick()
+	be, st := lt.l4.backends.pick()
 	if be == nil || be.invalid {
 		lt.l4.stats.local.conn()
 		return nil
@@ -192,9 +192,9 @@ func (p *udpPort) session(from netip.AddrPort) *udpSession {
 		p.s.opts.Log.V(1).Info("udp backend dial failed", "listener", lt.name, "backend", be.name, "err", err)
 		return nil
 	}
-	sess := &udpSession{up: up, stats: be.stats}
+	sess := &udpSession{up: up, stats: st}
 	sess.lastSeen.Store(time.Now().UnixNano())
-	be.stats.conn()
+	st.conn()
 	p.sessions[from] = sess
 	p.wg.Go(func() { p.replyLoop(from, sess) })
 	return sess

@@ -12,14 +12,22 @@ import (
 
 // matchOnly compiles routes for matching alone, without a Server.
 func matchOnly(t testing.TB, routes []ir.Route) *vhost {
-	vh := &vhost{index: newPathIndex()}
+	compiled := make([]*route, 0, len(routes))
 	for i := range routes {
 		r, err := compileMatch(&routes[i])
 		if err != nil {
 			t.Fatal(err)
 		}
-		vh.index.add(int32(len(vh.routes)), r)
-		vh.routes = append(vh.routes, r)
+		compiled = append(compiled, r)
+	}
+	vh := newVHost("", compiled)
+	if vh.index == nil {
+		// Tests and fuzzers always exercise the index, whatever the host's size.
+		ix := newPathIndex()
+		for i, r := range compiled {
+			ix.add(int32(i), r)
+		}
+		vh.index = &ix
 	}
 	return vh
 }

@@ -65,6 +65,9 @@ func (k *keyMatch) matches(v string, ok bool) bool {
 }
 
 func compileKeyMatches(in []ir.KeyMatch, header bool) ([]keyMatch, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
 	out := make([]keyMatch, 0, len(in))
 	seen := map[string]bool{}
 	for _, m := range in {

@@ -52,7 +52,7 @@ func (cc certCache) load(c *ir.Certificate, next certCache) (*tls.Certificate, e
 	return &cert, nil
 }
 
-func (s *Server) compileCerts(in []ir.Certificate, next certCache, alpn []string) (*tls.Config, error) {
+func (s *compiler) compileCerts(in []ir.Certificate, next certCache, alpn []string) (*tls.Config, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}

@@ -53,16 +53,36 @@ func (ix *pathIndex) add(i int32, r *route) {
 	}
 }
 
+// indexMin is the route count from which a virtual host gets a path index; below it a linear scan
+// is faster than the index and costs no memory, which matters with 100k small virtual hosts.
+const indexMin = 8
+
 // vhost is the compiled form of one ir.VirtualHost.
 type vhost struct {
 	name   string
 	routes []*route
-	index  pathIndex
+	// index is nil for small hosts.
+	index *pathIndex
+}
+
+func newVHost(name string, routes []*route) *vhost {
+	v := &vhost{name: name, routes: routes}
+	if len(routes) >= indexMin {
+		ix := newPathIndex()
+		for i, r := range routes {
+			ix.add(int32(i), r)
+		}
+		v.index = &ix
+	}
+	return v
 }
 
 // match returns the first route in IR order that matches req, or nil. Each candidate list is sorted,
 // so scanning a list stops at its first match or as soon as it passes the best match so far.
 func (v *vhost) match(req *http.Request) *route {
+	if v.index == nil {
+		return v.matchLinear(req)
+	}
 	path := req.URL.Path
 	best := int32(len(v.routes))
 	var q queryCache
@@ -107,8 +127,8 @@ func (v *vhost) match(req *http.Request) *route {
 	return v.routes[best]
 }
 
-// matchLinear is the reference: the first route in IR order whose every condition holds. It backs
-// the fuzz test that keeps match honest.
+// matchLinear is the first route in IR order whose every condition holds: the lookup for small
+// hosts, and the reference the fuzz test holds the index to.
 func (v *vhost) matchLinear(req *http.Request) *route {
 	var q queryCache
 	for _, r := range v.routes {

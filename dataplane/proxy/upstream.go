@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
@@ -18,21 +19,24 @@ var (
 	errNoEndpoint = errors.New("backend has no ready endpoints")
 )
 
-// backendSet picks among weighted backends.
+// backendSet picks among weighted backends. Backends may be shared between routes; their series
+// are per route, so they live here.
 type backendSet struct {
-	list []*backend
-	cum  []uint64 // cumulative weights
+	list  []*backend
+	stats []*backendStats
+	cum   []uint64 // cumulative weights
 }
 
-func (s *backendSet) pick() *backend {
+func (s *backendSet) pick() (*backend, *backendStats) {
 	n := len(s.cum)
 	if n == 0 || s.cum[n-1] == 0 {
-		return nil
+		return nil, nil
 	}
-	if n == 1 {
-		return s.list[0]
+	i := 0
+	if n > 1 {
+		i = pickCum(s.cum)
 	}
-	return s.list[pickCum(s.cum)]
+	return s.list[i], s.stats[i]
 }
 
 // pickCum chooses an index with probability proportional to its weight.
@@ -58,7 +62,6 @@ type backend struct {
 	epCum   []uint64
 	reqHdr  *headerMod
 	respHdr *headerMod
-	stats   *backendStats
 }
 
 func (b *backend) endpoint() (string, bool) {
@@ -71,22 +74,58 @@ func (b *backend) endpoint() (string, bool) {
 	return b.eps[pickCum(b.epCum)], true
 }
 
-func (s *Server) compileBackends(in []ir.Backend, rs *routeStats) backendSet {
-	var out backendSet
+func (s *compiler) compileBackends(in []ir.Backend, rs *routeStats) backendSet {
+	out := backendSet{list: make([]*backend, 0, len(in)), stats: make([]*backendStats, 0, len(in)), cum: make([]uint64, 0, len(in))}
 	var total uint64
 	for i := range in {
 		b := s.compileBackend(&in[i])
-		if rs != nil {
-			b.stats = rs.backend(b.name)
-		}
 		total += uint64(in[i].Weight)
 		out.list = append(out.list, b)
+		out.stats = append(out.stats, rs.backend(b.name))
 		out.cum = append(out.cum, total)
 	}
 	return out
 }
 
-func (s *Server) compileBackend(in *ir.Backend) *backend {
+// compileBackend returns the compiled backend, shared with earlier routes naming the same one.
+func (s *compiler) compileBackend(in *ir.Backend) *backend {
+	key := backendKey(in)
+	if b := s.backends[key]; b != nil && key != "" {
+		return b
+	}
+	b := s.newBackend(in)
+	if key != "" {
+		s.backends[key] = b
+	}
+	return b
+}
+
+// backendKey identifies a backend by everything that shapes its compiled form; backends with
+// filters are rare and not shared ("").
+func backendKey(in *ir.Backend) string {
+	f := &in.Filters
+	if f.RequestHeaders != nil || f.ResponseHeaders != nil {
+		return ""
+	}
+	var k strings.Builder
+	k.WriteString(in.Name)
+	k.WriteByte(0)
+	k.WriteString(string(in.AppProtocol))
+	if in.Invalid {
+		k.WriteString("\x00invalid")
+	}
+	for _, e := range in.Endpoints {
+		k.WriteByte(0)
+		k.WriteString(e.Address)
+		k.WriteByte(':')
+		k.WriteString(strconv.FormatUint(uint64(e.Port), 10))
+		k.WriteByte('/')
+		k.WriteString(strconv.FormatUint(uint64(e.Weight), 10))
+	}
+	return k.String()
+}
+
+func (s *compiler) newBackend(in *ir.Backend) *backend {
 	b := &backend{
 		name:    in.Name,
 		invalid: in.Invalid,
