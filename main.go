@@ -43,6 +43,7 @@ import (
 type options struct {
 	metricsAddr     string
 	probeAddr       string
+	pprofAddr       string
 	leaderElect     bool
 	leaderElectNS   string
 	logLevel        string
@@ -67,6 +68,7 @@ func main() {
 	fs := flag.CommandLine
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address serving Go's /debug/pprof (off when empty)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so that only one replica writes status and cloud resources")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the operator's own namespace)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -327,6 +329,7 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
+		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              "fleetgate.dev",
 		LeaderElectionNamespace:       o.leaderElectNS,

@@ -50,6 +50,10 @@ func StartOperator(binary string, c *Cluster, stateDir string, extraArgs ...stri
 		"--xds-address=127.0.0.1:0",
 		"--state-dir", stateDir,
 	}, extraArgs...)
+	// FLEETGATE_PPROF=host:port exposes the operator's profiles, for benchmarks.
+	if addr := os.Getenv("FLEETGATE_PPROF"); addr != "" {
+		args = append(args, "--pprof-bind-address="+addr)
+	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
