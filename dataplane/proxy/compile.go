@@ -26,8 +26,10 @@ type listenerTable struct {
 	proto ir.Protocol
 	hosts *hostMap[*vhost]
 	tls   *tls.Config
-	sni   *hostMap[*sniRoute]
-	l4    *l4Route
+	// owners finds the listener hostname an HTTPS request's SNI or Host belongs to (misdirected.go).
+	owners *hostMap[string]
+	sni    *hostMap[*sniRoute]
+	l4     *l4Route
 	// sources are the allowed client networks (sourcerange.go).
 	sources sourceRanges
 	// notFound counts requests no route matched.
@@ -91,6 +93,7 @@ func (s *compiler) compileListener(l *ir.Listener, certs certCache) (*listenerTa
 			if lt.tls, err = s.compileCerts(l.Certificates, certs, []string{"h2", "http/1.1"}); err != nil {
 				return nil, err
 			}
+			lt.owners = compileOwners(l.Certificates)
 		}
 		lt.hosts = newHostMap[*vhost]()
 		for i := range l.VirtualHosts {

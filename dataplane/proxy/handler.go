@@ -23,6 +23,11 @@ func (s *Server) serveHTTP(lt *listenerTable, w http.ResponseWriter, r *http.Req
 	if p := normalizePath(r.URL.Path); p != r.URL.Path {
 		r.URL.Path, r.URL.RawPath = p, ""
 	}
+	if misdirected(lt, r) {
+		lt.notFound.count(http.StatusMisdirectedRequest)
+		http.Error(w, "misdirected request", http.StatusMisdirectedRequest)
+		return
+	}
 	var rt *route
 	if vh, ok := lt.hosts.lookup(normalizeHost(r.Host)); ok {
 		rt = vh.match(r)
