@@ -130,10 +130,23 @@ func (w *StatusWriter) Start(ctx context.Context) error {
 		w.queue.ShutDown()
 	}()
 	w.Requeue()
+	// Writes are API round trips; a few in flight keep a burst (a Gateway in every member, its routes)
+	// from queueing behind one another. The queue never hands out one object twice at once.
+	var wg sync.WaitGroup
+	for range statusWorkers {
+		wg.Go(func() { w.work(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+const statusWorkers = 8
+
+func (w *StatusWriter) work(ctx context.Context) {
 	for {
 		ref, shutdown := w.queue.Get()
 		if shutdown {
-			return nil
+			return
 		}
 		err := w.write(ctx, ref)
 		w.queue.Done(ref)

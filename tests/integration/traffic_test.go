@@ -170,9 +170,10 @@ func TestLocalModeServesTraffic(t *testing.T) {
 	e := newTrafficEnv(t)
 	e.backend(10, "v1", 9080)
 	e.backend(11, "v2", 9080)
-	e.gateway(gwv1.Listener{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType})
 	ctx := t.Context()
+	// The route exists before the Gateway, so the config that first carries the Gateway serves it.
 	must(t, e.c.Client.Create(ctx, httpRoute("web", "www.example.com", "v1")))
+	e.gateway(gwv1.Listener{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType})
 
 	addr, _ := e.programmed(metav1.ConditionTrue, 30*time.Second)
 	gwAddr := net.JoinHostPort(addr, "80")
