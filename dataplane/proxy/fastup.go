@@ -111,6 +111,7 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, cr *bufio.
 		lt.notFound.count(http.StatusNotFound)
 		return http.StatusNotFound, nil, discardBody(cr, r) && writeSimple(cw, http.StatusNotFound, "no route matched\n", r)
 	}
+	clientHost := r.Host
 	rt.reqHdr.applyRequest(r)
 	if rt.rewrite != nil {
 		rt.rewrite.apply(rt, r)
@@ -142,7 +143,7 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, cr *bufio.
 				return http.StatusBadGateway, be, discardBody(cr, r) && writeSimple(cw, http.StatusBadGateway, "", r)
 			}
 		}
-		code, keepClient, sent, err := s.exchangeFast(uc, r, rt, be, cr, cw)
+		code, keepClient, sent, err := s.exchangeFast(uc, r, clientHost, rt, be, cr, cw)
 		if err == nil {
 			bs.count(code)
 			return code, be, keepClient
@@ -165,7 +166,7 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, cr *bufio.
 
 // exchangeFast sends r on uc and relays the answer. sent reports whether anything reached the client;
 // on success uc is back in the pool or closed.
-func (s *Server) exchangeFast(uc *upConn, r *http.Request, rt *route, be *backend, cr *bufio.Reader, cw *bufio.Writer) (code int, keep, sent bool, err error) {
+func (s *Server) exchangeFast(uc *upConn, r *http.Request, clientHost string, rt *route, be *backend, cr *bufio.Reader, cw *bufio.Writer) (code int, keep, sent bool, err error) {
 	w := uc.bw
 	w.WriteString(r.Method)
 	w.WriteByte(' ')
@@ -182,7 +183,7 @@ func (s *Server) exchangeFast(uc *upConn, r *http.Request, rt *route, be *backen
 	host, _, _ := net.SplitHostPort(r.RemoteAddr)
 	w.WriteString(host)
 	w.WriteString("\r\nX-Forwarded-Host: ")
-	w.WriteString(r.Host)
+	w.WriteString(clientHost)
 	w.WriteString("\r\nX-Forwarded-Proto: http\r\n\r\n")
 	if r.ContentLength > 0 {
 		if err := copyN(w, cr, r.ContentLength); err != nil {

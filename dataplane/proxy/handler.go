@@ -76,6 +76,8 @@ type exchange struct {
 	be     *backend
 	bs     *backendStats
 	origin string
+	// clientHost is the Host the client sent.
+	clientHost string
 	sw     statusWriter
 }
 
@@ -110,6 +112,8 @@ func (ex *exchange) serve(r *http.Request) {
 		w.WriteHeader(rd.code)
 		return
 	}
+	// X-Forwarded-Host tells the backend the host the client asked for, before any rewrite.
+	ex.clientHost = r.Host
 	rt.reqHdr.applyRequest(r)
 	if rt.rewrite != nil {
 		rt.rewrite.apply(rt, r)
@@ -143,6 +147,7 @@ func (ex *exchange) rewrite(pr *httputil.ProxyRequest) {
 		out.Header["X-Forwarded-For"] = xff[:len(xff):len(xff)]
 	}
 	pr.SetXForwarded()
+	out.Header["X-Forwarded-Host"] = []string{ex.clientHost}
 	out.Host = pr.In.Host
 	ex.be.reqHdr.applyRequest(out)
 }

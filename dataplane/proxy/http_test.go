@@ -143,6 +143,9 @@ func testHTTPRoutingAndFilters(t *testing.T, opts Options) {
 		if diff := cmp.Diff(echo{Path: "/users", Query: "id=7", Host: "internal"}, echo{Path: r.echo.Path, Query: r.echo.Query, Host: r.echo.Host}); diff != "" {
 			t.Errorf("rewrite (-want +got):\n%s", diff)
 		}
+		if got := r.echo.Headers.Get("X-Forwarded-Host"); got != "app.example.com" {
+			t.Errorf("X-Forwarded-Host %q, want the client's host", got)
+		}
 		if r := get(t, c, u+"/api/v1", "app.example.com"); r.echo.Path != "/" {
 			t.Errorf("rewrite of the bare prefix: %q, want /", r.echo.Path)
 		}
