@@ -77,7 +77,8 @@ func buildSnapshot(ctx context.Context, sources []Source) (*snapshot.Snapshot, e
 
 // readInto lists one kind from a source and appends its items, tagged with the cluster, to dst.
 func readInto[L client.ObjectList, T any](ctx context.Context, src Source, list L, dst *[]snapshot.Object[T], items func(L) []T) error {
-	if err := src.Reader.List(ctx, list); err != nil {
+	// Translation only reads, and the snapshot lives for one pass: the cache's objects need no copy.
+	if err := src.Reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing %T in cluster %s: %w", list, src.Cluster, err)
 	}
 	objs := items(list)

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -99,7 +100,9 @@ func (w *StatusWriter) Publish(res *translate.Result) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for ref, want := range next {
-		if prev, ok := w.desired[ref]; !ok || !equality.Semantic.DeepEqual(prev, want) {
+		// reflect.DeepEqual is exact and several times cheaper than the semantic comparison here; a
+		// false difference costs only a write the writer finds to be a no-op.
+		if prev, ok := w.desired[ref]; !ok || !reflect.DeepEqual(prev, want) {
 			w.queue.Add(ref)
 		}
 	}

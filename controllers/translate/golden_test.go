@@ -68,6 +68,15 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := Translate(s)
+			// The controller hands translation the informers' own objects (no copies), so it must
+			// not write through them.
+			pristine, err := loadSnapshot(data, fx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(pristine, s); diff != "" {
+				t.Errorf("Translate modified its input (-before +after):\n%s", diff)
+			}
 			for _, c := range res.Configs {
 				if err := c.Validate(); err != nil {
 					t.Errorf("config %s does not validate: %v", c.Gateway, err)
