@@ -78,7 +78,7 @@ type exchange struct {
 	origin string
 	// clientHost is the Host the client sent.
 	clientHost string
-	sw     statusWriter
+	sw         statusWriter
 }
 
 func (s *Server) newExchange() *exchange {
