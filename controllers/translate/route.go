@@ -169,8 +169,9 @@ func (t *translator) attachToParent(r *route, u *unit, ref gwv1.ParentReference)
 	}
 	if len(allowed) == 0 {
 		if r.kind == kindTLSRoute && wrongProtocol {
-			// The TLSRoute spec asks for UnsupportedValue when the listener is not of protocol TLS.
-			return reject(gwv1.RouteReasonUnsupportedValue, "TLSRoute needs a listener of protocol TLS")
+			// The TLSRoute API doc says UnsupportedValue, but conformance (v1.6 TLSRouteInvalidNoMatchingListener)
+			// asks for NotAllowedByListeners, like every other kind a listener does not allow.
+			return reject(gwv1.RouteReasonNotAllowedByListeners, "TLSRoute needs a listener of protocol TLS")
 		}
 		return reject(gwv1.RouteReasonNotAllowedByListeners, "No listener allows this route kind from this namespace")
 	}
