@@ -141,6 +141,8 @@ $(GOLANGCI_LINT):
 $(GOTESTSUM):
 	GOBIN=$(BIN) go install gotest.tools/gotestsum@$(GOTESTSUM_VERSION) && mv $(BIN)/gotestsum $@
 
+include tests/bench/dataplane/bench.mk
+
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -2,7 +2,7 @@
 # Side-by-side benchmark of the fleetgate proxy against nginx and haproxy (caddy when installed):
 # same backend, upstream keepalive on, logs off, each proxy pinned to core 0, load generator and
 # backend on core 1. Writes results.md and results.png under tests/bench/results/.
-# Needs: nginx, haproxy, wrk (apt-get install nginx-light haproxy wrk python3-matplotlib).
+# Needs: nginx, haproxy, wrk, caddy, h2load, matplotlib (`make bench-deps` installs them).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 ROOT=$PWD
@@ -115,10 +115,36 @@ NGX_RPS=$(awk '$1=="nginx" {print int($3)}' "$WORK/wrk.txt")
 RATE=${RATE:-$((NGX_RPS / 2))}
 echo "== fixed rate $RATE rps"
 : >"$WORK/fixed.txt"
-fixed() { echo "$1 $(taskset -c 1 "$WORK/loadgen" -addr "127.0.0.1:$2" -host host0.example.com -rate $RATE -duration "$DUR" -conns "$CONNS")" | tee -a "$WORK/fixed.txt"; }
+fixed() { # $1 name, $2 port
+	if command -v h2load >/dev/null; then
+		# h2load paces each connection (--rps) and logs every request's latency; wrk cannot hold a rate.
+		local per=$(((RATE + CONNS - 1) / CONNS))
+		taskset -c 1 h2load --h1 -c "$CONNS" --rps "$per" -D "${DUR%s}" --log-file "$WORK/h2load.$1.log" \
+			-H ":authority: host0.example.com" "http://127.0.0.1:$2/" >"$WORK/h2load.$1.out" 2>&1 || true
+		echo "$1 $(python3 - "$WORK/h2load.$1.log" "$RATE" <<'PY'
+import json, sys
+lat, errors = [], 0
+for line in open(sys.argv[1]):
+    _, status, micros = line.split()[:3]
+    lat.append(int(micros) / 1000)
+    errors += not status.startswith("2")
+lat.sort()
+print(json.dumps({"p99_ms": lat[int(0.99 * (len(lat) - 1))] if lat else float("nan"), "rate": int(sys.argv[2]),
+                  "achieved": len(lat), "errors": errors, "tool": "h2load"}))
+PY
+)" | tee -a "$WORK/fixed.txt"
+	else
+		echo "$1 $(taskset -c 1 "$WORK/loadgen" -addr "127.0.0.1:$2" -host host0.example.com -rate $RATE -duration "$DUR" -conns "$CONNS")" | tee -a "$WORK/fixed.txt"
+	fi
+}
 fixed nginx $NGX_PORT
 fixed haproxy $HAP_PORT
 stop "$NGX_PID"; stop "$HAP_PID"
+if command -v caddy >/dev/null; then
+	GOMAXPROCS=1 taskset -c 0 caddy run --config "$WORK/Caddyfile" --adapter caddyfile >/dev/null 2>&1 & CADDY_PID=$!; PIDS+=($CADDY_PID); wait_port $CADDY_PORT
+	fixed caddy $CADDY_PORT
+	stop $CADDY_PID
+fi
 start_fleetgate 1
 fixed fleetgate $FG_PORT
 stop $FG_PID
