@@ -46,22 +46,6 @@ func must(t testing.TB, err error) {
 	}
 }
 
-// eventually polls cond every 20ms until it returns nil or the timeout passes.
-func eventually(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // fleet is the hub (operator) and two members.
 type fleet struct {
 	t          *testing.T
@@ -131,7 +115,7 @@ func (f *fleet) minimalKubeconfig(c *testbed.Cluster) []byte {
 func (f *fleet) memberReady(name string, status metav1.ConditionStatus, timeout time.Duration) (time.Duration, metav1.Condition) {
 	start := time.Now()
 	var got metav1.Condition
-	eventually(f.t, timeout, func() error {
+	testbed.Eventually(f.t, timeout, func() error {
 		var mc v1alpha1.MemberCluster
 		if err := f.hub.Client.Get(f.t.Context(), client.ObjectKey{Name: name}, &mc); err != nil {
 			return err
@@ -150,15 +134,7 @@ func (f *fleet) memberReady(name string, status metav1.ConditionStatus, timeout 
 func classes(t testing.TB, c *testbed.Cluster) {
 	ctx := t.Context()
 	for name, scope := range map[string]v1alpha1.Scope{"fleet": v1alpha1.ScopeFleet, "local": v1alpha1.ScopeCluster} {
-		must(t, c.Client.Create(ctx, &v1alpha1.GatewayClassConfig{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderInCluster, Scope: scope},
-		}))
-		must(t, c.Client.Create(ctx, &gwv1.GatewayClass{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: gwv1.GatewayClassSpec{ControllerName: controllers.ControllerName,
-				ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: name}},
-		}))
+		must(t, testbed.CreateClass(ctx, c.Client, name, scope))
 	}
 }
 
@@ -232,7 +208,7 @@ func gatewayAddress(ctx context.Context, c *testbed.Cluster, name string) (strin
 
 // routeAccepted waits for the route in c to be Accepted by its parent gw.
 func routeAccepted(t testing.TB, c *testbed.Cluster, name string, timeout time.Duration) {
-	eventually(t, timeout, func() error {
+	testbed.Eventually(t, timeout, func() error {
 		var r gwv1.HTTPRoute
 		if err := c.Client.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, &r); err != nil {
 			return err
@@ -277,7 +253,7 @@ func (p *prober) get(host string) (int, string, error) {
 
 func (p *prober) serves(t testing.TB, host, want string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, func() error {
+	testbed.Eventually(t, timeout, func() error {
 		code, name, err := p.get(host)
 		if err != nil || code != http.StatusOK || name != want {
 			return fmt.Errorf("GET %s Host %s = %d %q %v, want 200 from %s", p.addr, host, code, name, err, want)

@@ -16,6 +16,7 @@ import (
 	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
 const (
@@ -48,7 +49,7 @@ func TestFleet(t *testing.T) {
 		// Poll all three Gateways: from the moment one shows the address, every one must within 1s.
 		var first time.Time
 		got := map[string]string{}
-		eventually(t, 60*time.Second, func() error {
+		testbed.Eventually(t, 60*time.Second, func() error {
 			for _, c := range f.all {
 				if got[c.Name] != "" {
 					continue
@@ -93,7 +94,7 @@ func TestFleet(t *testing.T) {
 		routeAccepted(t, f.b, "rb", 10*time.Second)
 		// attachedRoutes counts the routes of every member, in every member.
 		for _, c := range f.all {
-			eventually(t, 10*time.Second, func() error {
+			testbed.Eventually(t, 10*time.Second, func() error {
 				var gw gwv1.Gateway
 				if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "gw"}, &gw); err != nil {
 					return err
@@ -108,7 +109,7 @@ func TestFleet(t *testing.T) {
 
 	t.Run("ServiceImport created by fleetgate, exports valid", func(t *testing.T) {
 		for _, c := range f.all {
-			eventually(t, 10*time.Second, func() error {
+			testbed.Eventually(t, 10*time.Second, func() error {
 				var si mcsv1a1.ServiceImport
 				if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web"}, &si); err != nil {
 					return err
@@ -120,7 +121,7 @@ func TestFleet(t *testing.T) {
 			})
 		}
 		for _, c := range []client.Client{f.a.Client, f.b.Client} {
-			eventually(t, 10*time.Second, func() error {
+			testbed.Eventually(t, 10*time.Second, func() error {
 				var se mcsv1a1.ServiceExport
 				if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web"}, &se); err != nil {
 					return err
@@ -157,7 +158,7 @@ func TestFleet(t *testing.T) {
 		must(t, f.a.Client.Create(ctx, gateway("solo", "local")))
 		must(t, f.a.Client.Create(ctx, route("solo-a", "solo", "solo.example.com", service("web"))))
 		addrs := map[string]string{}
-		eventually(t, 30*time.Second, func() error {
+		testbed.Eventually(t, 30*time.Second, func() error {
 			for _, c := range f.all[:2] {
 				a, err := gatewayAddress(ctx, c, "solo")
 				if err != nil || a == "" {
@@ -180,7 +181,7 @@ func TestFleet(t *testing.T) {
 			if c == "member-a" {
 				cl = f.a.Client
 			}
-			eventually(t, 10*time.Second, func() error {
+			testbed.Eventually(t, 10*time.Second, func() error {
 				var gw gwv1.Gateway
 				if err := cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "solo"}, &gw); err != nil {
 					return err
@@ -234,7 +235,7 @@ func TestFleet(t *testing.T) {
 		}
 		// Withdrawn: the split goes to a only, and member-b's route is gone with its cluster.
 		start := time.Now()
-		eventually(t, 10*time.Second, func() error {
+		testbed.Eventually(t, 10*time.Second, func() error {
 			counts := p.spread("split.example.com", 200, 4)
 			if counts["a"] != 200 {
 				return fmt.Errorf("split after the outage: %v, want all 200 from a", counts)

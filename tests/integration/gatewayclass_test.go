@@ -59,22 +59,27 @@ func TestGatewayClassAcceptance(t *testing.T) {
 			if cond == nil || cond.Status != status || cond.Reason != string(reason) || cond.ObservedGeneration != gc.Generation {
 				return fmt.Errorf("GatewayClass %s Accepted = %+v, want %s/%s at generation %d", name, cond, status, reason, gc.Generation)
 			}
-			if diff := cmp.Diff(controllers.SupportedFeatures(), gc.Status.SupportedFeatures, cmpopts.EquateEmpty()); diff != "" {
+			// Only a class fleetgate accepts advertises what fleetgate supports.
+			var features []gwv1.SupportedFeature
+			if status == metav1.ConditionTrue {
+				features = controllers.SupportedFeatures()
+			}
+			if diff := cmp.Diff(features, gc.Status.SupportedFeatures, cmpopts.EquateEmpty()); diff != "" {
 				return fmt.Errorf("GatewayClass %s supportedFeatures (-want +got):\n%s", name, diff)
 			}
 			return nil
 		}
 	}
-	eventually(t, 20*time.Second, wantAccepted("good", metav1.ConditionTrue, gwv1.GatewayClassReasonAccepted))
-	eventually(t, 5*time.Second, wantAccepted("no-params", metav1.ConditionFalse, gwv1.GatewayClassReasonInvalidParameters))
-	eventually(t, 5*time.Second, wantAccepted("wrong-kind", metav1.ConditionFalse, gwv1.GatewayClassReasonInvalidParameters))
-	eventually(t, 5*time.Second, wantAccepted("missing-config", metav1.ConditionFalse, gwv1.GatewayClassReasonInvalidParameters))
+	testbed.Eventually(t, 20*time.Second, wantAccepted("good", metav1.ConditionTrue, gwv1.GatewayClassReasonAccepted))
+	testbed.Eventually(t, 5*time.Second, wantAccepted("no-params", metav1.ConditionFalse, gwv1.GatewayClassReasonInvalidParameters))
+	testbed.Eventually(t, 5*time.Second, wantAccepted("wrong-kind", metav1.ConditionFalse, gwv1.GatewayClassReasonInvalidParameters))
+	testbed.Eventually(t, 5*time.Second, wantAccepted("missing-config", metav1.ConditionFalse, gwv1.GatewayClassReasonInvalidParameters))
 
 	// The GatewayClassConfig watch brings the class to Accepted once its parameters exist.
 	later := cfg.DeepCopy()
 	later.ObjectMeta = metav1.ObjectMeta{Name: "later"}
 	must(t, c.Client.Create(ctx, later))
-	eventually(t, 10*time.Second, wantAccepted("missing-config", metav1.ConditionTrue, gwv1.GatewayClassReasonAccepted))
+	testbed.Eventually(t, 10*time.Second, wantAccepted("missing-config", metav1.ConditionTrue, gwv1.GatewayClassReasonAccepted))
 
 	// Classes of other controllers are left alone.
 	var other gwv1.GatewayClass

@@ -42,7 +42,7 @@ func TestGoldenStatusesOnAPIServer(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join(dir, name+".out.yaml"))
 			must(t, err)
 			must(t, yaml.Unmarshal(data, &want))
-			eventually(t, 30*time.Second, func() error { return compareStatuses(t, c, &want) })
+			testbed.Eventually(t, 30*time.Second, func() error { return compareStatuses(t, c, &want) })
 		})
 	}
 }

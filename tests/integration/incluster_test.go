@@ -46,7 +46,7 @@ func TestInClusterMode(t *testing.T) {
 	var dep appsv1.Deployment
 	var svc corev1.Service
 	var creds corev1.Secret
-	eventually(t, 30*time.Second, func() error {
+	testbed.Eventually(t, 30*time.Second, func() error {
 		var deps appsv1.DeploymentList
 		var svcs corev1.ServiceList
 		var secrets corev1.SecretList
@@ -94,7 +94,7 @@ func TestInClusterMode(t *testing.T) {
 	e.serves(net.JoinHostPort(lbIP, "80"), "www.example.com", "web", 5*time.Second)
 
 	must(t, c.Client.Delete(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"}}))
-	eventually(t, 20*time.Second, func() error {
+	testbed.Eventually(t, 20*time.Second, func() error {
 		var deps appsv1.DeploymentList
 		var secrets corev1.SecretList
 		for _, l := range []client.ObjectList{&deps, &secrets} {

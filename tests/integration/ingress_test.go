@@ -43,7 +43,7 @@ func ingressRule(host string, paths ...networkingv1.HTTPIngressPath) networkingv
 // proxy ACKed its config) and returns it.
 func (e *trafficEnv) ingressAddress(name string, timeout time.Duration) string {
 	var ip string
-	eventually(e.t, timeout, func() error {
+	testbed.Eventually(e.t, timeout, func() error {
 		var ing networkingv1.Ingress
 		if err := e.c.Client.Get(e.t.Context(), client.ObjectKey{Namespace: "default", Name: name}, &ing); err != nil {
 			return err
@@ -60,7 +60,7 @@ func (e *trafficEnv) ingressAddress(name string, timeout time.Duration) string {
 // answers waits until GET host+path through addr is answered by backend ("" means the status alone).
 func (e *trafficEnv) answers(addr, host, path string, code int, backend string, timeout time.Duration) {
 	e.t.Helper()
-	eventually(e.t, timeout, func() error {
+	testbed.Eventually(e.t, timeout, func() error {
 		got, body := get(addr, host, path)
 		if got != code || backend != "" && !strings.HasPrefix(body, backend+" ") {
 			return fmt.Errorf("GET %s%s = %d %q, want %d from %q", host, path, got, body, code, backend)
@@ -182,7 +182,7 @@ func TestIngressServesTraffic(t *testing.T) {
 		}))
 		e.answers(addr, "www.example.com", "/new", http.StatusOK, "b", 20*time.Second)
 		e.answers(addr, "www.example.com", "/foo", http.StatusOK, "a", time.Second)
-		eventually(t, 20*time.Second, func() error {
+		testbed.Eventually(t, 20*time.Second, func() error {
 			var evs eventsv1.EventList
 			if err := c.List(ctx, &evs, client.InNamespace("default")); err != nil {
 				return err
@@ -234,7 +234,7 @@ func (e *trafficEnv) loadBalancerService(t *testing.T) {
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{testbed.BackendIP(30)}}},
 	}))
 	var ip string
-	eventually(t, 60*time.Second, func() error {
+	testbed.Eventually(t, 60*time.Second, func() error {
 		var svc corev1.Service
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "lb"}, &svc); err != nil {
 			return err

@@ -55,22 +55,6 @@ func startOperator(t *testing.T, c *testbed.Cluster) {
 	})
 }
 
-// eventually polls cond until it returns nil or the timeout passes, then fails with its last error.
-func eventually(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func TestMain(m *testing.M) {
 	testbed.QuietGlobalLogger()
 	os.Exit(m.Run())

@@ -49,7 +49,7 @@ func TestLegacyReferencePolicy(t *testing.T) {
 	var crd unstructured.Unstructured
 	must(t, yaml.Unmarshal([]byte(legacyReferencePolicyCRD), &crd.Object))
 	must(t, c.Client.Create(ctx, &crd))
-	eventually(t, 10*time.Second, func() error {
+	testbed.Eventually(t, 10*time.Second, func() error {
 		must(t, c.Client.Get(ctx, client.ObjectKeyFromObject(&crd), &crd))
 		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
 		for _, raw := range conds {
@@ -63,15 +63,7 @@ func TestLegacyReferencePolicy(t *testing.T) {
 	for _, ns := range []string{"apps", "backends"} {
 		must(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
-	must(t, c.Client.Create(ctx, &v1alpha1.GatewayClassConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "local"},
-		Spec:       v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderInCluster},
-	}))
-	must(t, c.Client.Create(ctx, &gwv1.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "fleetgate"},
-		Spec: gwv1.GatewayClassSpec{ControllerName: controllers.ControllerName,
-			ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: "local"}},
-	}))
+	must(t, testbed.CreateClass(ctx, c.Client, "fleetgate", v1alpha1.ScopeCluster))
 	must(t, c.Client.Create(ctx, &gwv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "gw"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: "fleetgate",
@@ -109,7 +101,7 @@ func TestLegacyReferencePolicy(t *testing.T) {
 			return fmt.Errorf("route parents %+v, want ResolvedRefs=%s/%s", r.Status.Parents, status, reason)
 		}
 	}
-	eventually(t, 20*time.Second, resolvedRefs(metav1.ConditionFalse, gwv1.RouteReasonRefNotPermitted))
+	testbed.Eventually(t, 20*time.Second, resolvedRefs(metav1.ConditionFalse, gwv1.RouteReasonRefNotPermitted))
 
 	var policy unstructured.Unstructured
 	must(t, yaml.Unmarshal([]byte(`
@@ -121,5 +113,5 @@ spec:
   to: [{group: "", kind: Service}]
 `), &policy.Object))
 	must(t, c.Client.Create(ctx, &policy))
-	eventually(t, 10*time.Second, resolvedRefs(metav1.ConditionTrue, gwv1.RouteReasonResolvedRefs))
+	testbed.Eventually(t, 10*time.Second, resolvedRefs(metav1.ConditionTrue, gwv1.RouteReasonResolvedRefs))
 }

@@ -10,7 +10,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
-	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -20,15 +19,7 @@ import (
 func TestStatusWriterSharesRoutes(t *testing.T) {
 	c := testbed.ForTest(t, "hub")[0]
 	ctx := t.Context()
-	must(t, c.Client.Create(ctx, &v1alpha1.GatewayClassConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "local"},
-		Spec:       v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderInCluster},
-	}))
-	must(t, c.Client.Create(ctx, &gwv1.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "fleetgate"},
-		Spec: gwv1.GatewayClassSpec{ControllerName: controllers.ControllerName,
-			ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: "local"}},
-	}))
+	must(t, testbed.CreateClass(ctx, c.Client, "fleetgate", v1alpha1.ScopeCluster))
 	must(t, c.Client.Create(ctx, &gwv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: "fleetgate",
@@ -80,11 +71,11 @@ func TestStatusWriterSharesRoutes(t *testing.T) {
 			return nil
 		}
 	}
-	eventually(t, 20*time.Second, parents("example.com/other-controller:elsewhere", "fleetgate.dev/gateway-controller:gw"))
-	eventually(t, 5*time.Second, attached(1))
+	testbed.Eventually(t, 20*time.Second, parents("example.com/other-controller:elsewhere", "fleetgate.dev/gateway-controller:gw"))
+	testbed.Eventually(t, 5*time.Second, attached(1))
 
 	// Detach the route from fleetgate's Gateway: our entry goes, the other controller's stays.
 	update(t, c.Client, route, func() { route.Spec.ParentRefs = []gwv1.ParentReference{{Name: "elsewhere"}} })
-	eventually(t, 10*time.Second, parents("example.com/other-controller:elsewhere"))
-	eventually(t, 5*time.Second, attached(0))
+	testbed.Eventually(t, 10*time.Second, parents("example.com/other-controller:elsewhere"))
+	testbed.Eventually(t, 5*time.Second, attached(0))
 }

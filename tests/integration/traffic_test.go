@@ -19,7 +19,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
-	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -83,15 +82,7 @@ func (e *trafficEnv) backend(n byte, name string, port int32) {
 
 func (e *trafficEnv) gateway(listeners ...gwv1.Listener) {
 	ctx := e.t.Context()
-	must(e.t, e.c.Client.Create(ctx, &v1alpha1.GatewayClassConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "local"},
-		Spec:       v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderInCluster},
-	}))
-	must(e.t, e.c.Client.Create(ctx, &gwv1.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "fleetgate"},
-		Spec: gwv1.GatewayClassSpec{ControllerName: controllers.ControllerName,
-			ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: "local"}},
-	}))
+	must(e.t, testbed.CreateClass(ctx, e.c.Client, "fleetgate", v1alpha1.ScopeCluster))
 	must(e.t, e.c.Client.Create(ctx, &gwv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"},
 		Spec:       gwv1.GatewaySpec{GatewayClassName: "fleetgate", Listeners: listeners},
@@ -116,7 +107,7 @@ func httpRoute(name, host, backend string) *gwv1.HTTPRoute {
 func (e *trafficEnv) programmed(status metav1.ConditionStatus, timeout time.Duration) (string, metav1.Condition) {
 	var addr string
 	var got metav1.Condition
-	eventually(e.t, timeout, func() error {
+	testbed.Eventually(e.t, timeout, func() error {
 		var gw gwv1.Gateway
 		if err := e.c.Client.Get(e.t.Context(), client.ObjectKey{Namespace: "default", Name: "gw"}, &gw); err != nil {
 			return err
@@ -153,7 +144,7 @@ func get(addr, host, path string) (int, string) {
 
 func (e *trafficEnv) serves(addr, host, want string, timeout time.Duration) {
 	e.t.Helper()
-	eventually(e.t, timeout, func() error {
+	testbed.Eventually(e.t, timeout, func() error {
 		code, body := get(addr, host, "/")
 		if code != http.StatusOK || !strings.HasPrefix(body, want+" ") {
 			return fmt.Errorf("GET http://%s/ Host %s = %d %q, want 200 from %s", addr, host, code, body, want)
@@ -200,10 +191,14 @@ func TestLocalModeServesTraffic(t *testing.T) {
 		update(t, e.c.Client, gw, func() {
 			gw.Spec.Listeners = append(gw.Spec.Listeners, gwv1.Listener{Name: "alt", Port: 8081, Protocol: gwv1.HTTPProtocolType})
 		})
-		_, cond := e.programmed(metav1.ConditionFalse, 15*time.Second)
-		if cond.Reason != string(gwv1.GatewayReasonInvalid) || !strings.Contains(cond.Message, "rejected") {
-			t.Errorf("Programmed after a NACK = %s: %s, want Invalid with the proxy's reason", cond.Reason, cond.Message)
-		}
+		// Programmed is Pending while the new version is on its way, then Invalid once the NACK is in.
+		testbed.Eventually(t, 15*time.Second, func() error {
+			_, cond := e.programmed(metav1.ConditionFalse, 15*time.Second)
+			if cond.Reason != string(gwv1.GatewayReasonInvalid) || !strings.Contains(cond.Message, "rejected") {
+				return fmt.Errorf("Programmed after a NACK = %s: %s, want Invalid with the proxy's reason", cond.Reason, cond.Message)
+			}
+			return nil
+		})
 		e.serves(gwAddr, "www.example.com", "v2", time.Second)
 		// Freeing the port does not by itself resend; removing the listener converges.
 		must(t, squat.Close())

@@ -84,8 +84,8 @@ func Start(ctx context.Context, name string) (*Cluster, error) {
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 90 * time.Second,
 		// CRDs take longer to be served when several servers start on two busy cores.
-		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: 90 * time.Second},
-		ControlPlaneStopTimeout:  30 * time.Second,
+		CRDInstallOptions:       envtest.CRDInstallOptions{MaxTime: 90 * time.Second},
+		ControlPlaneStopTimeout: 30 * time.Second,
 	}
 	cfg, err := env.Start()
 	if err != nil {
