@@ -208,18 +208,6 @@ func (t *translator) attachToParent(r *route, u *unit, ref gwv1.ParentReference)
 		}
 		matched = free
 	}
-	if r.kind == kindTCPRoute || r.kind == kindUDPRoute {
-		free := matched[:0]
-		for _, m := range matched {
-			if m.l.l4 == nil || m.l.l4 == r {
-				free = append(free, m)
-			}
-		}
-		if len(free) == 0 {
-			return reject(gwv1.RouteReasonNotAllowedByListeners, "Every matching listener already forwards to an older "+r.kind)
-		}
-		matched = free
-	}
 	for _, m := range matched {
 		if m.l.attached[r] {
 			continue
@@ -227,7 +215,11 @@ func (t *translator) attachToParent(r *route, u *unit, ref gwv1.ParentReference)
 		m.l.attached[r] = true
 		switch r.kind {
 		case kindTCPRoute, kindUDPRoute:
-			m.l.l4 = r
+			// Every TCPRoute/UDPRoute on the listener is accepted and counted in attachedRoutes, but
+			// only the oldest forwards (conformance TCP/UDPRouteMultipleRoutesAttachment, v1.6).
+			if m.l.l4 == nil {
+				m.l.l4 = r
+			}
 		default:
 			m.l.hosts = append(m.l.hosts, attachment{route: r, hostnames: m.hosts})
 		}
