@@ -25,7 +25,8 @@ import (
 
 // statusTarget is where the writer patches one cluster's objects.
 type statusTarget struct {
-	// Reader should read through to the API server so that conflicts resolve on fresh objects.
+	// Reader may be a cache: a write that conflicts with a newer object is retried after the queue's
+	// backoff, by when the cache has caught up.
 	Reader   client.Reader
 	Writer   client.StatusClient
 	Recorder events.EventRecorder
