@@ -65,7 +65,21 @@ func TestConformance(t *testing.T) {
 	}
 	t.Logf("environment up in %s", time.Since(started).Round(time.Second))
 
+	// The suite reads the class's features once at start; wait until the operator has published them.
+	claimed, err := env.SupportedFeatures(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("GatewayClass %s claims %d features", GatewayClass, len(claimed))
 	opts := options(t, env)
+	mode := os.Getenv(fullEnv)
+	if mode == "probe" {
+		// Discovery only: every gateway feature, claimed or not, to find what could be claimed next.
+		opts.EnableAllSupportedFeatures = true
+		for _, f := range features.SetsToNamesSet(features.MeshCoreFeatures, features.MeshExtendedFeatures).UnsortedList() {
+			opts.ExemptFeatures = append(opts.ExemptFeatures, f)
+		}
+	}
 	if full {
 		opts.ConformanceProfiles = []suite.ConformanceProfileName{
 			suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName,
@@ -77,12 +91,11 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		opts.ReportOutputPath = filepath.Join(dir, "fleetgate-gateway-conformance-report.yaml")
+		if mode == "probe" {
+			opts.ReportOutputPath = filepath.Join(dir, "probe.yaml")
+		}
 	} else {
 		// The quick subset: the class's published features cut down to GATEWAY-HTTP's core ones.
-		claimed, err := env.SupportedFeatures(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
 		core := features.SetsToNamesSet(features.GatewayCoreFeatures, features.HTTPRouteCoreFeatures,
 			features.ReferenceGrantCoreFeatures)
 		for _, f := range claimed {
