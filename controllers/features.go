@@ -13,9 +13,43 @@ import (
 // pass (make conformance).
 func SupportedFeatures() []gwv1.SupportedFeature {
 	claimed := []features.FeatureName{
+		// Core of the five gateway profiles.
 		features.SupportGateway,
-		features.SupportHTTPRoute,
 		features.SupportReferenceGrant,
+		features.SupportHTTPRoute,
+		features.SupportGRPCRoute,
+		features.SupportTLSRoute,
+		features.SupportTCPRoute,
+		features.SupportUDPRoute,
+		// Extended.
+		features.SupportGatewayPort8080,
+		features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
+		features.SupportHTTPRouteQueryParamMatching,
+		features.SupportHTTPRouteMethodMatching,
+		features.SupportHTTPRouteDestinationPortMatching,
+		features.SupportHTTPRouteParentRefPort,
+		features.SupportHTTPRouteResponseHeaderModification,
+		features.SupportHTTPRouteBackendRequestHeaderModification,
+		features.SupportHTTPRoutePortRedirect,
+		features.SupportHTTPRouteSchemeRedirect,
+		features.SupportHTTPRoutePathRedirect,
+		features.SupportHTTPRoute303RedirectStatusCode,
+		features.SupportHTTPRoute307RedirectStatusCode,
+		features.SupportHTTPRoute308RedirectStatusCode,
+		features.SupportHTTPRouteHostRewrite,
+		features.SupportHTTPRoutePathRewrite,
+		features.SupportHTTPRouteRequestMirror,
+		features.SupportHTTPRouteRequestMultipleMirrors,
+		features.SupportHTTPRouteRequestPercentageMirror,
+		features.SupportHTTPRouteRequestTimeout,
+		features.SupportHTTPRouteBackendTimeout,
+		features.SupportHTTPRouteBackendProtocolH2C,
+		features.SupportHTTPRouteBackendProtocolWebSocket,
+		features.SupportHTTPRouteNamedRouteRule,
+		features.SupportHTTPRouteRetry,
+		features.SupportGRPCRouteNamedRouteRule,
+		features.SupportTLSRouteModeTerminate,
+		features.SupportTLSRouteModeMixed,
 	}
 	out := make([]gwv1.SupportedFeature, 0, len(claimed))
 	for _, f := range claimed {
