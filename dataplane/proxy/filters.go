@@ -287,6 +287,10 @@ func (c *cors) preflight(w http.ResponseWriter, r *http.Request) bool {
 	if c.maxAge != "" {
 		h.Set("Access-Control-Max-Age", c.maxAge)
 	}
+	// Sent on preflights too, as Envoy does and conformance HTTPRouteCORS expects.
+	if c.expose != "" {
+		h.Set("Access-Control-Expose-Headers", c.expose)
+	}
 	w.WriteHeader(http.StatusOK)
 	return true
 }

@@ -169,11 +169,12 @@ func testHTTPRoutingAndFilters(t *testing.T, opts Options) {
 		req.Header.Set("Access-Control-Request-Method", "PUT")
 		r := do(t, c, req)
 		got := http.Header{}
-		for _, k := range []string{"Access-Control-Allow-Origin", "Access-Control-Allow-Credentials", "Access-Control-Allow-Methods", "Access-Control-Allow-Headers", "Access-Control-Max-Age"} {
+		for _, k := range []string{"Access-Control-Allow-Origin", "Access-Control-Allow-Credentials", "Access-Control-Allow-Methods", "Access-Control-Allow-Headers", "Access-Control-Max-Age", "Access-Control-Expose-Headers"} {
 			got[k] = r.hdr[k]
 		}
 		want := http.Header{"Access-Control-Allow-Origin": {"https://x.trusted.io"}, "Access-Control-Allow-Credentials": {"true"},
-			"Access-Control-Allow-Methods": {"GET, PUT"}, "Access-Control-Allow-Headers": {"x-token"}, "Access-Control-Max-Age": {"600"}}
+			"Access-Control-Allow-Methods": {"GET, PUT"}, "Access-Control-Allow-Headers": {"x-token"}, "Access-Control-Max-Age": {"600"},
+			"Access-Control-Expose-Headers": {"x-backend"}}
 		if diff := cmp.Diff(want, got); diff != "" || r.code != 200 {
 			t.Errorf("preflight %d (-want +got):\n%s", r.code, diff)
 		}
