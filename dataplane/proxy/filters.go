@@ -256,12 +256,18 @@ func (c *cors) allowed(origin string) bool {
 	return false
 }
 
-// preflight answers a CORS preflight from an allowed origin and reports whether it did.
+// preflight answers a CORS preflight (403 for an origin not allowed) and reports whether it did.
 func (c *cors) preflight(w http.ResponseWriter, r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	reqMethod := r.Header.Get("Access-Control-Request-Method")
-	if r.Method != http.MethodOptions || origin == "" || reqMethod == "" || !c.allowed(origin) {
+	if r.Method != http.MethodOptions || origin == "" || reqMethod == "" {
 		return false
+	}
+	if !c.allowed(origin) {
+		// A preflight is the gateway's to answer: a refused origin gets no CORS headers and the
+		// backend never sees it (conformance HTTPRouteCORS).
+		w.WriteHeader(http.StatusForbidden)
+		return true
 	}
 	h := w.Header()
 	c.setOrigin(h, origin)

@@ -186,6 +186,13 @@ func testHTTPRoutingAndFilters(t *testing.T, opts Options) {
 		if v := r.hdr.Get("Access-Control-Allow-Origin"); v != "" {
 			t.Errorf("disallowed origin got Allow-Origin %q", v)
 		}
+		req, _ = http.NewRequest("OPTIONS", u+"/cors", nil)
+		req.Host = "app.example.com"
+		req.Header.Set("Origin", "https://evil.org")
+		req.Header.Set("Access-Control-Request-Method", "PUT")
+		if r = do(t, c, req); r.code != http.StatusForbidden || r.hdr.Get("Access-Control-Allow-Origin") != "" || r.echo.Backend != "" {
+			t.Errorf("preflight from a disallowed origin: %d %v, answered by %q", r.code, r.hdr, r.echo.Backend)
+		}
 	})
 	t.Run("status answers", func(t *testing.T) {
 		tests := []struct{ path string }{{"/slow"}, {"/beslow"}, {"/invalid"}, {"/none"}, {"/noeps"}, {"/dead"}, {"/retry"}}
