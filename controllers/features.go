@@ -24,6 +24,7 @@ func SupportedFeatures() []gwv1.SupportedFeature {
 		// Extended.
 		features.SupportGatewayPort8080,
 		features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
+		features.SupportGatewayHTTPListenerIsolation,
 		features.SupportHTTPRouteQueryParamMatching,
 		features.SupportHTTPRouteMethodMatching,
 		features.SupportHTTPRouteDestinationPortMatching,
@@ -47,6 +48,7 @@ func SupportedFeatures() []gwv1.SupportedFeature {
 		features.SupportHTTPRouteBackendProtocolWebSocket,
 		features.SupportHTTPRouteNamedRouteRule,
 		features.SupportHTTPRouteRetry,
+		features.SupportHTTPRouteCORS,
 		features.SupportGRPCRouteNamedRouteRule,
 		features.SupportTLSRouteModeTerminate,
 		features.SupportTLSRouteModeMixed,

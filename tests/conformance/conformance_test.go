@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	xv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 	upstream "sigs.k8s.io/gateway-api/conformance"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	"sigs.k8s.io/gateway-api/conformance/tests"
 	"sigs.k8s.io/gateway-api/conformance/utils/config"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 	"sigs.k8s.io/gateway-api/pkg/features"
@@ -104,6 +107,17 @@ func TestConformance(t *testing.T) {
 			}
 		}
 		opts.ConformanceProfiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName}
+	}
+	if skip := os.Getenv("FLEETGATE_CONFORMANCE_SKIP"); skip != "" {
+		opts.SkipTests = strings.Split(skip, ",")
+	}
+	if only := os.Getenv("FLEETGATE_CONFORMANCE_ONLY"); only != "" {
+		keep := strings.Split(only, ",")
+		for _, ct := range tests.ConformanceTests {
+			if !slices.Contains(keep, ct.ShortName) {
+				opts.SkipTests = append(opts.SkipTests, ct.ShortName)
+			}
+		}
 	}
 	if test := os.Getenv("FLEETGATE_CONFORMANCE_TEST"); test != "" {
 		opts.RunTest = test
