@@ -23,6 +23,7 @@ func SupportedFeatures() []gwv1.SupportedFeature {
 		features.SupportUDPRoute,
 		// Extended.
 		features.SupportGatewayPort8080,
+		features.SupportGatewayAddressEmpty,
 		features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
 		features.SupportGatewayHTTPListenerIsolation,
 		features.SupportHTTPRouteQueryParamMatching,
