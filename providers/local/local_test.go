@@ -18,12 +18,14 @@ import (
 func newProvider(t *testing.T, exited chan<- string) *Provider {
 	t.Helper()
 	p, err := New(Options{
-		Command:     []string{"/bin/sh", "-c", "exec sleep 60", "proxy"},
-		XDSAddress:  "127.0.0.1:1",
-		Credentials: func(string) (Credentials, error) { return Credentials{CertPEM: []byte("c"), KeyPEM: []byte("k"), CAPEM: []byte("ca")}, nil },
-		Dir:         t.TempDir(),
-		OnExit:      func(gw string) { exited <- gw },
-		Log:         logr.Discard(),
+		Command:    []string{"/bin/sh", "-c", "exec sleep 60", "proxy"},
+		XDSAddress: "127.0.0.1:1",
+		Credentials: func(string) (Credentials, error) {
+			return Credentials{CertPEM: []byte("c"), KeyPEM: []byte("k"), CAPEM: []byte("ca")}, nil
+		},
+		Dir:    t.TempDir(),
+		OnExit: func(gw string) { exited <- gw },
+		Log:    logr.Discard(),
 	})
 	if err != nil {
 		t.Fatal(err)
