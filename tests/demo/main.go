@@ -220,7 +220,9 @@ func show(ctx context.Context, url, host string) error {
 		return err
 	}
 	fmt.Printf("    %s %s\n", resp.Proto, resp.Status)
-	fmt.Printf("    X-Served-By: %s\n", resp.Header.Get("X-Served-By"))
+	if v := resp.Header.Get("X-Served-By"); v != "" { // added by the sample HTTPRoute's filter
+		fmt.Printf("    X-Served-By: %s\n", v)
+	}
 	fmt.Printf("    %s", body)
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("the proxy answered %s, want 200 OK", resp.Status)
