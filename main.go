@@ -144,6 +144,7 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	issue := func(gateway string) (xds.KeyPair, error) { return ca.IssueClient([]string{gateway}, 365*24*time.Hour) }
 
 	registry := providers.NewRegistry()
+	members := &controllers.MemberClients{}
 	stop := func(context.Context) error { return nil }
 	if o.localMode {
 		self, err := os.Executable()
@@ -174,10 +175,10 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 		}
 		proxies, err := incluster.New(incluster.Options{
 			Client: func(cluster string) (client.Client, error) {
-				if cluster != snapshot.HubCluster {
-					return nil, fmt.Errorf("no client for member cluster %q", cluster)
+				if cluster == snapshot.HubCluster {
+					return hub, nil
 				}
-				return hub, nil
+				return members.Client(cluster)
 			},
 			Image:      o.proxyImage,
 			XDSAddress: public,
@@ -202,8 +203,9 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	}
 	logger.Info("dataplane wired", "localMode", o.localMode, "xdsListen", lis.Addr().String(), "xdsPublic", public)
 	return controllers.Options{
-		Apply:  &controllers.Dataplane{Providers: registry, Configs: xdsConfigs{configs}},
-		Events: events,
+		Apply:         &controllers.Dataplane{Providers: registry, Configs: xdsConfigs{configs}},
+		Events:        events,
+		MemberClients: members,
 	}, nil
 }
 

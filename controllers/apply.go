@@ -44,15 +44,6 @@ type Dataplane struct {
 	mu sync.Mutex
 	// applied holds the models ensured last time, so that gateways that disappear are deleted.
 	applied map[string]providers.LoadBalancer
-	// generationVersions holds, per gateway, the first config version that carried the Gateway
-	// objects' current generations: Programmed waits for that version, so a route change (which
-	// makes a new version but leaves the Gateway's generation alone) does not flap it.
-	generationVersions map[string]generationVersion
-}
-
-type generationVersion struct {
-	generations string
-	version     uint64
 }
 
 // Apply ensures every load balancer of res, publishes its config, deletes what went away, and
@@ -65,8 +56,6 @@ func (d *Dataplane) Apply(ctx context.Context, res *translate.Result) (map[strin
 	}
 	out := make(map[string]translate.Programmed, len(res.LoadBalancers))
 	current := make(map[string]providers.LoadBalancer, len(res.LoadBalancers))
-	generations := gatewayGenerations(res)
-	versions := make(map[string]generationVersion, len(res.LoadBalancers))
 	var errs []error
 	for i := range res.LoadBalancers {
 		lb := res.LoadBalancers[i]
@@ -83,17 +72,9 @@ func (d *Dataplane) Apply(ctx context.Context, res *translate.Result) (map[strin
 			out[lb.Gateway] = translate.Programmed{Reason: string(gwv1.GatewayReasonPending), Message: "provider error: " + err.Error()}
 			continue
 		}
-		latest := d.Configs.SetConfig(lb.Gateway, &res.Configs[i])
-		gv := d.generationVersions[lb.Gateway]
-		// Objects without a generation of their own to report (Ingress classes, Services) wait for
-		// the latest version.
-		if gens := generations[lb.Gateway]; gens == "" || gens != gv.generations {
-			gv = generationVersion{generations: gens, version: latest}
-		}
-		versions[lb.Gateway] = gv
-		out[lb.Gateway] = programmed(st, d.Configs, lb.Gateway, gv.version, latest)
+		version := d.Configs.SetConfig(lb.Gateway, &res.Configs[i])
+		out[lb.Gateway] = programmed(st, d.Configs, lb.Gateway, version)
 	}
-	d.generationVersions = versions
 	for key, lb := range d.applied {
 		if _, ok := current[key]; ok {
 			continue
@@ -111,16 +92,10 @@ func (d *Dataplane) Apply(ctx context.Context, res *translate.Result) (map[strin
 	return out, errors.Join(errs...)
 }
 
-// programmed is ready once the provider is and the proxies ACKed the version that carries the
-// Gateway's generation; a refusal of the latest version shows even then.
-func programmed(st providers.Status, configs ConfigServer, gateway string, version, latest uint64) translate.Programmed {
+func programmed(st providers.Status, configs ConfigServer, gateway string, version uint64) translate.Programmed {
 	p := translate.Programmed{Addresses: statusAddresses(st.Addresses)}
 	if !st.Ready {
 		p.Reason, p.Message = st.Reason, st.Message
-		return p
-	}
-	if _, rejected, reason := configs.Acknowledged(gateway, latest); rejected {
-		p.Reason, p.Message = string(gwv1.GatewayReasonInvalid), reason
 		return p
 	}
 	ok, rejected, reason := configs.Acknowledged(gateway, version)
@@ -133,15 +108,6 @@ func programmed(st providers.Status, configs ConfigServer, gateway string, versi
 		p.Reason, p.Message = string(gwv1.GatewayReasonPending), reason
 	}
 	return p
-}
-
-// gatewayGenerations names, per gateway key, the generations of the Gateway objects it is made of.
-func gatewayGenerations(res *translate.Result) map[string]string {
-	out := map[string]string{}
-	for _, g := range res.Gateways {
-		out[g.Gateway] += fmt.Sprintf("%s/%s/%s@%d;", g.Ref.Cluster, g.Ref.Namespace, g.Ref.Name, g.Generation)
-	}
-	return out
 }
 
 func statusAddresses(in []providers.Address) []gwv1.GatewayStatusAddress {

@@ -31,6 +31,8 @@ type Options struct {
 	Events <-chan event.GenericEvent
 	// Fleet, when set, connects the hub's MemberClusters and reads them all; nil reads the hub alone.
 	Fleet *FleetOptions
+	// MemberClients, when set, is bound to the fleet so that providers reach member clusters.
+	MemberClients *MemberClients
 	// SkipNameValidation lets tests run several managers in one process; controller-runtime
 	// otherwise refuses a second controller of the same name (their metrics would collide).
 	SkipNameValidation bool
@@ -133,6 +135,9 @@ func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events chan<-
 		Lost: writer.RemoveTarget,
 		Log:  mgr.GetLogger().WithName("fleet"),
 	})
+	if o.MemberClients != nil {
+		o.MemberClients.bind(fl.Members)
+	}
 	version := ""
 	if dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig()); err == nil {
 		if v, err := dc.ServerVersion(); err == nil {

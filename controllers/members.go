@@ -1,0 +1,39 @@
+package controllers
+
+import (
+	"fmt"
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgate/fleetgate/controllers/fleet"
+)
+
+// MemberClients hands providers a client of each usable member cluster. main.go builds the providers
+// before Setup starts the fleet, so the lookup is bound late.
+type MemberClients struct {
+	mu      sync.RWMutex
+	members func() []fleet.Member
+}
+
+func (c *MemberClients) bind(members func() []fleet.Member) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.members = members
+}
+
+// Client returns the member's client that talks to its API server directly.
+func (c *MemberClients) Client(cluster string) (client.Client, error) {
+	c.mu.RLock()
+	members := c.members
+	c.mu.RUnlock()
+	if members == nil {
+		return nil, fmt.Errorf("member cluster %q: fleet support is not running", cluster)
+	}
+	for _, m := range members() {
+		if m.Name == cluster {
+			return m.Writer, nil
+		}
+	}
+	return nil, fmt.Errorf("member cluster %q is not connected", cluster)
+}
