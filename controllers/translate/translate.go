@@ -74,36 +74,23 @@ func Translate(s *snapshot.Snapshot) *Result {
 	return t.res
 }
 
+// compileAll compiles every route of one kind; Snapshot.Sort has dropped entries without an object.
+func compileAll[T any](objs []snapshot.Object[T], compile func(snapshot.Object[T]) *route) []*route {
+	out := make([]*route, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, compile(o))
+	}
+	return out
+}
+
 // compileRoutes compiles every route and orders them for attachment: HTTPRoutes and GRPCRoutes
 // together, oldest first (the older wins an HTTP/gRPC hostname conflict), then TLS, TCP and UDP
 // routes, oldest first (the older gets a TCP or UDP listener).
 func (t *translator) compileRoutes() []*route {
-	var web, tls, tcp, udp []*route
-	for _, o := range t.snap.HTTPRoutes {
-		if o.Obj != nil {
-			web = append(web, t.compileHTTPRoute(o))
-		}
-	}
-	for _, o := range t.snap.GRPCRoutes {
-		if o.Obj != nil {
-			web = append(web, t.compileGRPCRoute(o))
-		}
-	}
-	for _, o := range t.snap.TLSRoutes {
-		if o.Obj != nil {
-			tls = append(tls, t.compileTLSRoute(o))
-		}
-	}
-	for _, o := range t.snap.TCPRoutes {
-		if o.Obj != nil {
-			tcp = append(tcp, t.compileTCPRoute(o))
-		}
-	}
-	for _, o := range t.snap.UDPRoutes {
-		if o.Obj != nil {
-			udp = append(udp, t.compileUDPRoute(o))
-		}
-	}
+	web := append(compileAll(t.snap.HTTPRoutes, t.compileHTTPRoute), compileAll(t.snap.GRPCRoutes, t.compileGRPCRoute)...)
+	tls := compileAll(t.snap.TLSRoutes, t.compileTLSRoute)
+	tcp := compileAll(t.snap.TCPRoutes, t.compileTCPRoute)
+	udp := compileAll(t.snap.UDPRoutes, t.compileUDPRoute)
 	var all []*route
 	for _, rs := range [][]*route{web, tls, tcp, udp} {
 		slices.SortStableFunc(rs, olderFirst)
