@@ -111,6 +111,16 @@ func virtualHosts(g portGroup) []ir.VirtualHost {
 		slices.SortStableFunc(ms, func(a, b compiledMatch) int { return comparePrecedence(a.prec, b.prec) })
 	}
 	slices.SortFunc(hosts, compareSpecificity)
+	// Only wildcards and "" match a hostname other than themselves; compareSpecificity sorts them
+	// after every exact hostname, so the search for less specific matches starts there.
+	wild := slices.IndexFunc(hosts, func(h string) bool { return h == "" || strings.HasPrefix(h, "*") })
+	if wild < 0 {
+		wild = len(hosts)
+	}
+	owners := make(map[string]*listener, len(hosts))
+	for _, h := range hosts {
+		owners[h] = g.owner(h)
+	}
 	var out []ir.VirtualHost
 	for i, h := range hosts {
 		vh := ir.VirtualHost{Hostname: cmp.Or(h, "*")}
@@ -119,8 +129,8 @@ func virtualHosts(g portGroup) []ir.VirtualHost {
 		}
 		// A request for h also matches routes of less specific hostnames of the same listener;
 		// they come after h's own routes, since the spec ranks the more specific hostname first.
-		for _, h2 := range hosts[i+1:] {
-			if hostMatches(h2, h) && g.owner(h2) == g.owner(h) {
+		for _, h2 := range hosts[max(i+1, wild):] {
+			if hostMatches(h2, h) && owners[h2] == owners[h] {
 				for _, m := range byHost[h2] {
 					vh.Routes = append(vh.Routes, m.ir)
 				}

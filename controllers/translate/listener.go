@@ -38,8 +38,11 @@ type listener struct {
 	attached map[*route]bool
 	// l4 is the single TCPRoute or UDPRoute a TCP or UDP listener forwards to.
 	l4 *route
-	// hosts are the attachments of HTTP, GRPC and TLS routes, with their hostnames.
-	hosts []attachment
+	// hosts are the attachments of HTTP, GRPC and TLS routes, with their hostnames; kinds counts
+	// them by route kind, so that the HTTPRoute/GRPCRoute conflict check is skipped (it compares
+	// every pair) on listeners that carry only one of the two.
+	hosts      []attachment
+	hostsKinds map[string]int
 }
 
 // attachment is one route on one listener, serving the given hostnames ("" = any).
@@ -49,7 +52,7 @@ type attachment struct {
 }
 
 func newListener(u *unit, m *member, spec gwv1.Listener) *listener {
-	l := &listener{unit: u, member: m, spec: spec, hostname: ptrStr(spec.Hostname), acceptedOK: true, attached: map[*route]bool{}}
+	l := &listener{unit: u, member: m, spec: spec, hostname: ptrStr(spec.Hostname), acceptedOK: true, attached: map[*route]bool{}, hostsKinds: map[string]int{}}
 	if spec.TLS != nil {
 		l.tlsMode = gwv1.TLSModeTerminate
 		if spec.TLS.Mode != nil && *spec.TLS.Mode != "" {

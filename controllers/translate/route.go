@@ -222,6 +222,7 @@ func (t *translator) attachToParent(r *route, u *unit, ref gwv1.ParentReference)
 			}
 		default:
 			m.l.hosts = append(m.l.hosts, attachment{route: r, hostnames: m.hosts})
+			m.l.hostsKinds[r.kind]++
 		}
 	}
 	return cond(string(gwv1.RouteConditionAccepted), true, string(gwv1.RouteReasonAccepted), "Route is accepted", gen)
@@ -230,6 +231,13 @@ func (t *translator) attachToParent(r *route, u *unit, ref gwv1.ParentReference)
 // webConflict reports whether an HTTPRoute (GRPCRoute) would share a hostname of listener l with
 // an already attached GRPCRoute (HTTPRoute): the spec accepts only the older of the two.
 func webConflict(l *listener, r *route, hosts []string) bool {
+	other := kindGRPCRoute
+	if r.kind == kindGRPCRoute {
+		other = kindHTTPRoute
+	}
+	if l.hostsKinds[other] == 0 {
+		return false
+	}
 	for _, a := range l.hosts {
 		if a.route.kind == r.kind || (a.route.kind != kindHTTPRoute && a.route.kind != kindGRPCRoute) {
 			continue
