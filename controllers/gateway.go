@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -42,9 +43,11 @@ type Applier interface {
 type GatewayReconciler struct {
 	// Sources returns the member clusters to read, each through its informer cache.
 	Sources func() []Source
-	Apply   Applier
-	Status  *StatusWriter
-	Metrics *Metrics
+	// Translator reuses compiled routes between passes; nil translates from scratch each time.
+	Translator *translate.Cache
+	Apply      Applier
+	Status     *StatusWriter
+	Metrics    *Metrics
 }
 
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants;referencepolicies,verbs=get;list;watch
@@ -79,7 +82,7 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan e
 		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation})
 	if watchHub {
 		for _, obj := range watchedKinds() {
-			b = b.Watches(obj, toFleet)
+			b = b.Watches(obj, toFleet, builder.WithPredicates(inputChangedPredicate()))
 		}
 		// A proxy Deployment becoming available can make its gateway programmed.
 		b = b.Watches(&appsv1.Deployment{}, toFleet)
@@ -104,10 +107,18 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("building snapshot: %w", err)
 	}
-	res := translate.Translate(snap)
+	var res *translate.Result
+	if r.Translator != nil {
+		res = r.Translator.Translate(snap)
+	} else {
+		res = translate.Translate(snap)
+	}
 	r.Metrics.translateSeconds.Observe(time.Since(start).Seconds())
 	r.Metrics.observeSnapshot(snap)
 
+	// Route and class statuses do not depend on the dataplane: publishing them now keeps a
+	// route's Accepted from waiting for config delivery.
+	r.Status.Publish(res, translated)
 	var applyErr error
 	if r.Apply != nil {
 		var programmed map[string]translate.Programmed
@@ -119,7 +130,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	}
 	// Status is published even when apply failed: the conditions translation computed are true
 	// regardless, and Programmed stays Pending for what apply did not confirm.
-	r.Status.Publish(res)
+	r.Status.Publish(res, applied)
 	r.Status.Notify(ctx, res.Notices)
 	log.FromContext(ctx).V(1).Info("translated", "gateways", len(res.Configs), "routes", len(res.Routes), "took", time.Since(start))
 	if applyErr != nil {

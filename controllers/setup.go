@@ -17,6 +17,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/controllers/fleet"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/controllers/translate"
 	"github.com/fleetgate/fleetgate/providers"
 )
 
@@ -90,10 +91,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		sources, watchHub = fl, o.Fleet.HubIsMember
 	}
 	if err := (&GatewayReconciler{
-		Sources: sources,
-		Apply:   o.Apply,
-		Status:  writer,
-		Metrics: m,
+		Sources:    sources,
+		Translator: translate.NewCache(),
+		Apply:      o.Apply,
+		Status:     writer,
+		Metrics:    m,
 	}).SetupWithManager(mgr, events, watchHub, legacy, o.SkipNameValidation); err != nil {
 		return fmt.Errorf("setting up the Gateway API controller: %w", err)
 	}
@@ -129,6 +131,8 @@ func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events chan<-
 		Kinds:     watchedKinds(),
 		Hub:       hub,
 		Changed:   poke,
+		// fleetgate's own status writes come back as updates; they change nothing translation reads.
+		UpdateMatters: inputChanged,
 		Ready: func(m fleet.Member) {
 			writer.SetTarget(m.Name, statusTarget{Reader: m.Reader, Writer: m.Writer, Recorder: m.Recorder})
 		},

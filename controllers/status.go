@@ -79,40 +79,104 @@ func (w *StatusWriter) RemoveTarget(cluster string) {
 	delete(w.targets, cluster)
 }
 
-// Publish records the statuses of a complete translation. Objects whose desired status did not change
-// are not queued; objects that dropped out of the result are queued so that write clears them.
-func (w *StatusWriter) Publish(res *translate.Result) {
+// statusPart is a subset of a translation's statuses that Publish records.
+type statusPart int
+
+const (
+	// translated are GatewayClass and route statuses: final once translation ran, so they are
+	// published before the dataplane is applied and a route's Accepted does not wait for delivery.
+	translated statusPart = iota
+	// applied are Gateway, Ingress and LoadBalancer Service statuses, which carry the addresses
+	// and Programmed that apply reports.
+	applied
+)
+
+// partOf says which part a status of kind belongs to.
+func partOf(kind string) statusPart {
+	switch kind {
+	case "Gateway", "Ingress", "Service":
+		return applied
+	}
+	return translated
+}
+
+// Publish records one part of the statuses of a complete translation. Objects whose desired
+// status did not change are not queued; objects of the part that dropped out of the result are
+// queued so that write clears them.
+func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 	next := map[translate.ObjectRef]any{}
-	for i := range res.GatewayClasses {
-		next[res.GatewayClasses[i].Ref] = &res.GatewayClasses[i]
-	}
-	for i := range res.Gateways {
-		next[res.Gateways[i].Ref] = &res.Gateways[i]
-	}
-	for i := range res.Routes {
-		next[res.Routes[i].Ref] = &res.Routes[i]
-	}
-	for i := range res.Ingresses {
-		next[res.Ingresses[i].Ref] = &res.Ingresses[i]
-	}
-	for i := range res.Services {
-		next[res.Services[i].Ref] = &res.Services[i]
+	switch part {
+	case translated:
+		for i := range res.GatewayClasses {
+			next[res.GatewayClasses[i].Ref] = &res.GatewayClasses[i]
+		}
+		for i := range res.Routes {
+			next[res.Routes[i].Ref] = &res.Routes[i]
+		}
+	case applied:
+		for i := range res.Gateways {
+			next[res.Gateways[i].Ref] = &res.Gateways[i]
+		}
+		for i := range res.Ingresses {
+			next[res.Ingresses[i].Ref] = &res.Ingresses[i]
+		}
+		for i := range res.Services {
+			next[res.Services[i].Ref] = &res.Services[i]
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for ref, want := range next {
-		// reflect.DeepEqual is exact and several times cheaper than the semantic comparison here; a
-		// false difference costs only a write the writer finds to be a no-op.
-		if prev, ok := w.desired[ref]; !ok || !reflect.DeepEqual(prev, want) {
-			w.queue.Add(ref)
-		}
-	}
 	for ref := range w.desired {
-		if _, ok := next[ref]; !ok {
+		if _, ok := next[ref]; !ok && partOf(ref.Kind) == part {
+			delete(w.desired, ref)
 			w.queue.Add(ref) // write clears what fleetgate no longer has to say about it
 		}
 	}
-	w.desired = next
+	for ref, want := range next {
+		if prev, ok := w.desired[ref]; !ok || !sameStatus(prev, want) {
+			w.queue.Add(ref)
+		}
+		w.desired[ref] = want
+	}
+}
+
+// sameStatus compares two desired statuses exactly. Route statuses, by far the most numerous, are
+// compared field by field, several times faster than reflect.DeepEqual; a false difference would
+// cost only a write the writer finds to be a no-op.
+func sameStatus(a, b any) bool {
+	ra, ok := a.(*translate.RouteStatus)
+	if !ok {
+		return reflect.DeepEqual(a, b)
+	}
+	rb, ok := b.(*translate.RouteStatus)
+	if !ok || ra.Ref != rb.Ref || ra.Generation != rb.Generation || len(ra.Parents) != len(rb.Parents) {
+		return false
+	}
+	for i := range ra.Parents {
+		pa, pb := &ra.Parents[i], &rb.Parents[i]
+		if pa.ControllerName != pb.ControllerName || !sameParentRef(&pa.ParentRef, &pb.ParentRef) ||
+			!slices.EqualFunc(pa.Conditions, pb.Conditions, sameCondition) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameParentRef(a, b *gwv1.ParentReference) bool {
+	return a.Name == b.Name && ptrEqual(a.Group, b.Group) && ptrEqual(a.Kind, b.Kind) &&
+		ptrEqual(a.Namespace, b.Namespace) && ptrEqual(a.SectionName, b.SectionName) && ptrEqual(a.Port, b.Port)
+}
+
+func sameCondition(a, b metav1.Condition) bool {
+	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
+		a.ObservedGeneration == b.ObservedGeneration && a.LastTransitionTime.Equal(&b.LastTransitionTime)
+}
+
+func ptrEqual[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // Requeue asks the writer to look at every object again, e.g. after the leader changed.

@@ -61,6 +61,9 @@ type Options struct {
 	Hub *Member
 	// Changed is called (without blocking for long) when a member's objects or its health changed.
 	Changed func(cluster string)
+	// UpdateMatters, when set, filters update events: those it returns false for (e.g. a status
+	// fleetgate wrote itself) do not call Changed.
+	UpdateMatters func(old, new any) bool
 	// Ready is called when a member becomes usable (again); Lost when it stops being usable.
 	Ready func(Member)
 	Lost  func(name string)
@@ -198,8 +201,12 @@ func (f *Fleet) connect(ctx context.Context, name, hash string, weight int32, cf
 		return fmt.Errorf("creating writer for member %s: %w", name, err)
 	}
 	notify := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { f.changed(name) },
-		UpdateFunc: func(any, any) { f.changed(name) },
+		AddFunc: func(any) { f.changed(name) },
+		UpdateFunc: func(old, new any) {
+			if f.o.UpdateMatters == nil || f.o.UpdateMatters(old, new) {
+				f.changed(name)
+			}
+		},
 		DeleteFunc: func(any) { f.changed(name) },
 	}
 	missing := map[schema.GroupVersionKind]bool{}

@@ -98,6 +98,9 @@ func (t *translator) httpRouteClaims(routes []*route) map[pathKey][]pathOwner {
 // before the Gateways' configs are built.
 func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compiledIngress) {
 	units := t.ingressUnits()
+	if len(units) == 0 {
+		return nil, nil // nothing for HTTPRoutes to conflict with
+	}
 	claims := t.httpRouteClaims(routes)
 	lost := map[*route][]int{}
 	out := make([]*compiledIngress, 0, len(units))

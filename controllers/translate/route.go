@@ -26,6 +26,7 @@ type route struct {
 	kind       string
 	cluster    string
 	meta       metav1.Object
+	nsName     string // namespace/name, compared often when sorting
 	parentRefs []gwv1.ParentReference
 	// hostnames are nil for TCP and UDP routes, which do not match on hostnames.
 	hostnames    []string
@@ -48,7 +49,7 @@ type compiledMatch struct {
 	prec precedence
 }
 
-func (r *route) name() string { return r.meta.GetNamespace() + "/" + r.meta.GetName() }
+func (r *route) name() string { return r.nsName }
 
 func (r *route) ruleInvalid(i int, reason gwv1.RouteConditionReason, msg string) {
 	r.badRules = append(r.badRules, fmt.Sprintf("rule %d: %s", i, msg))
@@ -66,6 +67,7 @@ func (r *route) refFailed(reason gwv1.RouteConditionReason, msg string) {
 
 func newRoute[T any](kind string, o snapshot.Object[T], spec gwv1.CommonRouteSpec, hostnames []gwv1.Hostname, usesHostname bool) *route {
 	r := &route{kind: kind, cluster: o.Cluster, meta: o.Meta(), parentRefs: spec.ParentRefs, usesHostname: usesHostname}
+	r.nsName = r.meta.GetNamespace() + "/" + r.meta.GetName()
 	r.generation = r.meta.GetGeneration()
 	for _, h := range hostnames {
 		r.hostnames = append(r.hostnames, string(h))

@@ -3,6 +3,8 @@ package translate
 import (
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/providers"
@@ -27,6 +29,8 @@ type Result struct {
 
 // translator holds the state of one Translate call.
 type translator struct {
+	// memo, when set, stands between route objects and their compilation (Cache).
+	memo      memoFunc
 	snap      *snapshot.Snapshot
 	idx       *index
 	res       *Result
@@ -39,7 +43,15 @@ type translator struct {
 // It never panics on bad input: invalid objects are reported through their conditions and left
 // out of the dataplane without affecting the others. s must be sorted (Snapshot.Sort).
 func Translate(s *snapshot.Snapshot) *Result {
+	return translate(s, nil)
+}
+
+// memoFunc returns the compiled route of one route object, calling compile or not.
+type memoFunc func(kind, cluster string, m metav1.Object, compile func() *route) *route
+
+func translate(s *snapshot.Snapshot, memo memoFunc) *Result {
 	t := &translator{
+		memo:      memo,
 		snap:      s,
 		idx:       newIndex(s),
 		res:       &Result{},
@@ -75,10 +87,14 @@ func Translate(s *snapshot.Snapshot) *Result {
 }
 
 // compileAll compiles every route of one kind; Snapshot.Sort has dropped entries without an object.
-func compileAll[T any](objs []snapshot.Object[T], compile func(snapshot.Object[T]) *route) []*route {
+func compileAll[T any](t *translator, kind string, objs []snapshot.Object[T], compile func(snapshot.Object[T]) *route) []*route {
 	out := make([]*route, 0, len(objs))
 	for _, o := range objs {
-		out = append(out, compile(o))
+		if t.memo == nil {
+			out = append(out, compile(o))
+			continue
+		}
+		out = append(out, t.memo(kind, o.Cluster, o.Meta(), func() *route { return compile(o) }))
 	}
 	return out
 }
@@ -87,10 +103,10 @@ func compileAll[T any](objs []snapshot.Object[T], compile func(snapshot.Object[T
 // together, oldest first (the older wins an HTTP/gRPC hostname conflict), then TLS, TCP and UDP
 // routes, oldest first (the older gets a TCP or UDP listener).
 func (t *translator) compileRoutes() []*route {
-	web := append(compileAll(t.snap.HTTPRoutes, t.compileHTTPRoute), compileAll(t.snap.GRPCRoutes, t.compileGRPCRoute)...)
-	tls := compileAll(t.snap.TLSRoutes, t.compileTLSRoute)
-	tcp := compileAll(t.snap.TCPRoutes, t.compileTCPRoute)
-	udp := compileAll(t.snap.UDPRoutes, t.compileUDPRoute)
+	web := append(compileAll(t, kindHTTPRoute, t.snap.HTTPRoutes, t.compileHTTPRoute), compileAll(t, kindGRPCRoute, t.snap.GRPCRoutes, t.compileGRPCRoute)...)
+	tls := compileAll(t, kindTLSRoute, t.snap.TLSRoutes, t.compileTLSRoute)
+	tcp := compileAll(t, kindTCPRoute, t.snap.TCPRoutes, t.compileTCPRoute)
+	udp := compileAll(t, kindUDPRoute, t.snap.UDPRoutes, t.compileUDPRoute)
 	var all []*route
 	for _, rs := range [][]*route{web, tls, tcp, udp} {
 		slices.SortStableFunc(rs, olderFirst)
@@ -100,8 +116,9 @@ func (t *translator) compileRoutes() []*route {
 }
 
 func (t *translator) sortResult() {
+	// Refs are unique within each list, so an unstable sort gives the same order, much faster.
 	r := t.res
-	slices.SortStableFunc(r.GatewayClasses, func(a, b ClassStatus) int { return a.Ref.compare(b.Ref) })
-	slices.SortStableFunc(r.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
-	slices.SortStableFunc(r.Routes, func(a, b RouteStatus) int { return a.Ref.compare(b.Ref) })
+	slices.SortFunc(r.GatewayClasses, func(a, b ClassStatus) int { return a.Ref.compare(b.Ref) })
+	slices.SortFunc(r.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
+	slices.SortFunc(r.Routes, func(a, b RouteStatus) int { return a.Ref.compare(b.Ref) })
 }

@@ -250,7 +250,7 @@ func (s *Server) gatewayLocked(gateway string) *gatewayState {
 // installLocked makes cfg, stamped with g.version, the current config and wakes the subscribers.
 func (s *Server) installLocked(g *gatewayState, cfg *ir.Config, key []byte) (uint64, error) {
 	cfg.Version = g.version
-	res, err := encodeConfig(cfg)
+	res, err := encodeConfig(key, cfg.Version)
 	if err != nil {
 		return 0, err
 	}

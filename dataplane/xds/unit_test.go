@@ -2,11 +2,14 @@ package xds
 
 import (
 	"crypto/x509"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
 func TestGatewayStatusProgrammed(t *testing.T) {
@@ -89,5 +92,29 @@ func TestCAMarshalLoad(t *testing.T) {
 	}
 	if _, err := loaded.IssueClient(nil, time.Hour); err == nil {
 		t.Error("IssueClient accepted no gateway")
+	}
+}
+
+func TestStampVersion(t *testing.T) {
+	for _, cfg := range []ir.Config{
+		{Gateway: `ns/"version":0`},
+		{Gateway: "ns/gw", Listeners: []ir.Listener{{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP}}},
+	} {
+		unversioned, err := json.Marshal(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := stampVersion(unversioned, 42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Version = 42
+		want, err := json.Marshal(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("stampVersion(%s) (-want +got):\n%s", unversioned, diff)
+		}
 	}
 }

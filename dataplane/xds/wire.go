@@ -10,6 +10,7 @@
 package xds
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -25,17 +26,38 @@ import (
 // TypeURL is the xDS resource type of a fleetgate gateway config.
 const TypeURL = "type.googleapis.com/fleetgate.dev.ir.Config"
 
-// encodeConfig marshals cfg into the Any carried in a DiscoveryResponse.
-func encodeConfig(cfg *ir.Config) (*anypb.Any, error) {
-	raw, err := json.Marshal(cfg)
+// encodeConfig wraps the JSON of a config, unversioned (as SetConfig's key holds it), stamped with
+// version v, into the Any carried in a DiscoveryResponse. Stamping edits the JSON instead of
+// encoding the whole config a second time: configs of thousands of routes take milliseconds to
+// encode, and this runs for every change.
+func encodeConfig(unversioned []byte, v uint64) (*anypb.Any, error) {
+	raw, err := stampVersion(unversioned, v)
 	if err != nil {
-		return nil, fmt.Errorf("encode config of gateway %q: %w", cfg.Gateway, err)
+		return nil, err
 	}
 	value, err := proto.Marshal(wrapperspb.Bytes(raw))
 	if err != nil {
-		return nil, fmt.Errorf("wrap config of gateway %q: %w", cfg.Gateway, err)
+		return nil, fmt.Errorf("wrap config: %w", err)
 	}
 	return &anypb.Any{TypeUrl: TypeURL, Value: value}, nil
+}
+
+// versionZero is how the JSON of an unversioned ir.Config starts its version field. The first
+// occurrence is that field: the only member before it is the gateway string, inside which every
+// quote is escaped.
+var versionZero = []byte(`"version":0`)
+
+// stampVersion returns the JSON of an unversioned ir.Config with its version set to v.
+func stampVersion(unversioned []byte, v uint64) ([]byte, error) {
+	i := bytes.Index(unversioned, versionZero)
+	if i < 0 {
+		return nil, fmt.Errorf("encoded config has no version field")
+	}
+	out := make([]byte, 0, len(unversioned)+20)
+	out = append(out, unversioned[:i]...)
+	out = append(out, `"version":`...)
+	out = strconv.AppendUint(out, v, 10)
+	return append(out, unversioned[i+len(versionZero):]...), nil
 }
 
 // decodeResponse extracts the single config of a DiscoveryResponse for gateway.

@@ -1,0 +1,116 @@
+package translate
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
+)
+
+// versioned gives every object of s what the API server would: a UID (from its name) and a
+// resourceVersion that changes whenever its content does (a hash of it), so that snapshots of
+// different golden files can share one Cache exactly as successive states of one cluster would.
+func versioned(t *testing.T, s *snapshot.Snapshot) *snapshot.Snapshot {
+	t.Helper()
+	stampAll(t, "GatewayClass", s.GatewayClasses)
+	stampAll(t, "GatewayClassConfig", s.ClassConfigs)
+	stampAll(t, "Gateway", s.Gateways)
+	stampAll(t, "HTTPRoute", s.HTTPRoutes)
+	stampAll(t, "GRPCRoute", s.GRPCRoutes)
+	stampAll(t, "TLSRoute", s.TLSRoutes)
+	stampAll(t, "TCPRoute", s.TCPRoutes)
+	stampAll(t, "UDPRoute", s.UDPRoutes)
+	stampAll(t, "ReferenceGrant", s.ReferenceGrants)
+	stampAll(t, "Service", s.Services)
+	stampAll(t, "EndpointSlice", s.EndpointSlices)
+	stampAll(t, "ServiceImport", s.ServiceImports)
+	stampAll(t, "ServiceExport", s.ServiceExports)
+	stampAll(t, "Secret", s.Secrets)
+	stampAll(t, "Namespace", s.Namespaces)
+	stampAll(t, "IngressClass", s.IngressClasses)
+	stampAll(t, "Ingress", s.Ingresses)
+	return s
+}
+
+func stampAll[T any](t *testing.T, kind string, objs []snapshot.Object[T]) {
+	for _, o := range objs {
+		m := o.Meta()
+		if m.GetUID() == "" {
+			m.SetUID(types.UID(fmt.Sprintf("%s/%s/%s/%s", o.Cluster, kind, m.GetNamespace(), m.GetName())))
+		}
+		js, err := json.Marshal(o.Obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := fnv.New64a()
+		h.Write(js)
+		m.SetResourceVersion(fmt.Sprint(h.Sum64()))
+	}
+}
+
+func loadVersioned(t *testing.T, in string, fx fixtures) *snapshot.Snapshot {
+	t.Helper()
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := loadSnapshot(data, fx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return versioned(t, s)
+}
+
+func render(t *testing.T, res *Result, fx fixtures) string {
+	t.Helper()
+	out, err := renderResult(res, fx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// TestCacheMatchesTranslate runs every golden input through one shared Cache, forwards and then
+// backwards (so inputs meet routes compiled for other inputs), twice each, and requires exactly
+// what Translate returns; the second translation of each input must reuse all its routes.
+func TestCacheMatchesTranslate(t *testing.T) {
+	fx := readFixtures(t)
+	ins, err := filepath.Glob(filepath.Join("testdata", "*.in.yaml"))
+	if err != nil || len(ins) == 0 {
+		t.Fatalf("no golden inputs: %v", err)
+	}
+	c := NewCache()
+	order := slices.Clone(ins)
+	for i := len(ins) - 1; i >= 0; i-- {
+		order = append(order, ins[i])
+	}
+	reused := 0
+	for _, in := range order {
+		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
+		s := loadVersioned(t, in, fx)
+		want := render(t, Translate(s), fx)
+		for pass := range 2 {
+			got := render(t, c.Translate(s), fx)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("%s, pass %d: cached translation differs (-Translate +Cache.Translate):\n%s", name, pass, diff)
+			}
+		}
+		routes := len(s.HTTPRoutes) + len(s.GRPCRoutes) + len(s.TLSRoutes) + len(s.TCPRoutes) + len(s.UDPRoutes)
+		if c.hits != routes {
+			t.Errorf("%s: second pass reused %d of %d routes", name, c.hits, routes)
+		}
+		reused += c.hits
+	}
+	if reused == 0 {
+		t.Fatal("the cache never reused a route")
+	}
+}
