@@ -140,7 +140,15 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 		default: // a reconcile is already due
 		}
 	}
-	configs := xds.NewServer(xds.ServerOptions{TLS: serverTLS, Logger: logger.WithName("xds"), OnChange: poke})
+	// ACKs and replicas coming and going change only Programmed, which needs no new translation.
+	delivery := make(chan event.GenericEvent, 1)
+	delivered := func(string) {
+		select {
+		case delivery <- event.GenericEvent{Object: &gwv1.Gateway{}}:
+		default: // a re-evaluation is already due
+		}
+	}
+	configs := xds.NewServer(xds.ServerOptions{TLS: serverTLS, Logger: logger.WithName("xds"), OnChange: delivered})
 	issue := func(gateway string) (xds.KeyPair, error) { return ca.IssueClient([]string{gateway}, 365*24*time.Hour) }
 
 	registry := providers.NewRegistry()
@@ -205,6 +213,7 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	return controllers.Options{
 		Apply:         &controllers.Dataplane{Providers: registry, Configs: xdsConfigs{configs}},
 		Events:        events,
+		Delivery:      delivery,
 		MemberClients: members,
 	}, nil
 }

@@ -44,6 +44,17 @@ type Dataplane struct {
 	mu sync.Mutex
 	// applied holds the models ensured last time, so that gateways that disappear are deleted.
 	applied map[string]providers.LoadBalancer
+	// delivery holds what the last Apply learnt of each gateway, so that Programmed can follow
+	// the proxies' ACKs without another Apply.
+	delivery map[string]delivery
+}
+
+// delivery is one gateway's state after Apply: the provider's answer and the config version
+// published, or a verdict that does not depend on the proxies.
+type delivery struct {
+	st      providers.Status
+	version uint64
+	final   *translate.Programmed
 }
 
 // Apply ensures every load balancer of res, publishes its config, deletes what went away, and
@@ -56,24 +67,28 @@ func (d *Dataplane) Apply(ctx context.Context, res *translate.Result) (map[strin
 	}
 	out := make(map[string]translate.Programmed, len(res.LoadBalancers))
 	current := make(map[string]providers.LoadBalancer, len(res.LoadBalancers))
+	d.delivery = make(map[string]delivery, len(res.LoadBalancers))
 	var errs []error
 	for i := range res.LoadBalancers {
 		lb := res.LoadBalancers[i]
 		current[lb.Gateway] = lb
 		p, ok := d.Providers.Get(lb.Provider)
 		if !ok {
-			out[lb.Gateway] = translate.Programmed{Reason: providers.ReasonNoResources,
+			p := translate.Programmed{Reason: providers.ReasonNoResources,
 				Message: fmt.Sprintf("provider %q is not enabled in this operator", lb.Provider)}
+			out[lb.Gateway], d.delivery[lb.Gateway] = p, delivery{final: &p}
 			continue
 		}
 		st, err := p.Ensure(ctx, &lb)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("gateway %s: %w", lb.Gateway, err))
-			out[lb.Gateway] = translate.Programmed{Reason: string(gwv1.GatewayReasonPending), Message: "provider error: " + err.Error()}
+			p := translate.Programmed{Reason: string(gwv1.GatewayReasonPending), Message: "provider error: " + err.Error()}
+			out[lb.Gateway], d.delivery[lb.Gateway] = p, delivery{final: &p}
 			continue
 		}
 		version := d.Configs.SetConfig(lb.Gateway, &res.Configs[i])
 		out[lb.Gateway] = programmed(st, d.Configs, lb.Gateway, version)
+		d.delivery[lb.Gateway] = delivery{st: st, version: version}
 	}
 	for key, lb := range d.applied {
 		if _, ok := current[key]; ok {
@@ -90,6 +105,22 @@ func (d *Dataplane) Apply(ctx context.Context, res *translate.Result) (map[strin
 	}
 	d.applied = current
 	return out, errors.Join(errs...)
+}
+
+// Programmed reports each gateway's programmed state as of now from what the last Apply
+// published: the proxies may have acknowledged (or rejected) its configs since.
+func (d *Dataplane) Programmed() map[string]translate.Programmed {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string]translate.Programmed, len(d.delivery))
+	for gw, dl := range d.delivery {
+		if dl.final != nil {
+			out[gw] = *dl.final
+			continue
+		}
+		out[gw] = programmed(dl.st, d.Configs, gw, dl.version)
+	}
+	return out
 }
 
 func programmed(st providers.Status, configs ConfigServer, gateway string, version uint64) translate.Programmed {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers/translate"
@@ -130,5 +133,67 @@ func TestDataplaneProgrammed(t *testing.T) {
 	}
 	if got["hub/ns/gw"].Reason != providers.ReasonNoResources {
 		t.Errorf("unknown provider: %+v, want NoResources", got["hub/ns/gw"])
+	}
+}
+
+// TestDeliveryPass checks that ACKs and NACKs that arrive after a full pass reach the Gateway's
+// Programmed condition through the delivery pass alone, and that a NACK's verdict does not stick
+// once the proxies ACK.
+func TestDeliveryPass(t *testing.T) {
+	prov := &fakeProvider{ready: true}
+	configs := &fakeConfigs{versions: map[string]uint64{}, last: map[string]string{}}
+	d := &Dataplane{Providers: fakeProviders{"incluster": prov}, Configs: configs}
+	w := NewStatusWriter(logr.Discard(), nil, nil)
+	r := &GatewayReconciler{Apply: d, Status: w}
+
+	res := result(1, "a")
+	res.Gateways[0].Conditions = []metav1.Condition{
+		{Type: string(gwv1.GatewayConditionAccepted), Status: metav1.ConditionTrue, Reason: "Accepted", ObservedGeneration: 1},
+		{Type: string(gwv1.GatewayConditionProgrammed), Status: metav1.ConditionFalse, Reason: "Pending", ObservedGeneration: 1},
+	}
+	// What a full pass does with the translation, without reading clusters.
+	r.translated = res.Applied()
+	programmed, err := d.Apply(t.Context(), res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for gw, p := range programmed {
+		res.SetProgrammed(gw, p)
+	}
+	w.Publish(res, applied)
+
+	ref := res.Gateways[0].Ref
+	programmedNow := func() metav1.Condition {
+		t.Helper()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		gs, ok := w.desired[ref].(*translate.GatewayStatus)
+		if !ok {
+			t.Fatalf("no desired status for %v", ref)
+		}
+		return *meta.FindStatusCondition(gs.Conditions, string(gwv1.GatewayConditionProgrammed))
+	}
+	steps := []struct {
+		name          string
+		acked, nacked uint64
+		status        metav1.ConditionStatus
+		reason        string
+	}{
+		{name: "not acknowledged yet", status: metav1.ConditionFalse, reason: "Pending"},
+		{name: "rejected", nacked: 1, status: metav1.ConditionFalse, reason: "Invalid"},
+		{name: "acknowledged after all", acked: 1, status: metav1.ConditionTrue, reason: "Programmed"},
+	}
+	for _, s := range steps {
+		configs.acked, configs.nacked = s.acked, s.nacked
+		if _, err := r.Reconcile(t.Context(), deliveryKey); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if c := programmedNow(); c.Status != s.status || c.Reason != s.reason {
+			t.Errorf("%s: Programmed=%s/%s, want %s/%s", s.name, c.Status, c.Reason, s.status, s.reason)
+		}
+	}
+	// The delivery passes never touched the full pass's own result.
+	if c := meta.FindStatusCondition(r.translated.Gateways[0].Conditions, string(gwv1.GatewayConditionProgrammed)); c.Reason != "Pending" {
+		t.Errorf("stored translation changed: Programmed reason %q", c.Reason)
 	}
 }

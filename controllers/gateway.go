@@ -33,10 +33,18 @@ import (
 // whole; the work queue coalesces bursts of events into one pass.
 var fleetKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "fleet"}}
 
+// deliveryKey is queued when only the proxies' delivery state changed (an ACK, a NACK, a replica
+// connecting or leaving): Programmed is merged again into the last translation's statuses,
+// without reading, translating and applying everything for it. Both keys go through the one
+// worker, so they never run at once.
+var deliveryKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "delivery"}}
+
 // Applier makes a translation real (providers, dataplane config) and reports, per gateway key, whether
-// it is programmed. It may be nil until a provider is wired.
+// it is programmed. It may be nil until a provider is wired. Programmed reports the same again as
+// of now, for what the last Apply published.
 type Applier interface {
 	Apply(ctx context.Context, res *translate.Result) (map[string]translate.Programmed, error)
+	Programmed() map[string]translate.Programmed
 }
 
 // GatewayReconciler runs the pipeline: snapshot → translate → apply → status.
@@ -48,6 +56,10 @@ type GatewayReconciler struct {
 	Apply      Applier
 	Status     *StatusWriter
 	Metrics    *Metrics
+
+	// translated holds the Gateway, Ingress and Service statuses of the last full pass as
+	// translation computed them, before apply's verdict; only the one worker touches it.
+	translated *translate.Result
 }
 
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants;referencepolicies,verbs=get;list;watch
@@ -74,9 +86,12 @@ func watchedKinds() []client.Object {
 
 // SetupWithManager watches every input kind in the manager's cluster when watchHub is set, and the
 // events channels (proxy ACKs, member clusters' informers).
-func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan event.GenericEvent, watchHub, legacyReferencePolicy, skipNameValidation bool) error {
+func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan event.GenericEvent, delivery <-chan event.GenericEvent, watchHub, legacyReferencePolicy, skipNameValidation bool) error {
 	toFleet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{fleetKey}
+	})
+	toDelivery := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{deliveryKey}
 	})
 	b := ctrl.NewControllerManagedBy(mgr).Named("gateway-api").
 		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation})
@@ -92,6 +107,9 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan e
 			b = b.WatchesRawSource(source.Channel(ch, toFleet))
 		}
 	}
+	if delivery != nil {
+		b = b.WatchesRawSource(source.Channel(delivery, toDelivery))
+	}
 	if watchHub && legacyReferencePolicy {
 		policy := &unstructured.Unstructured{}
 		policy.SetGroupVersionKind(referencePolicyGVK())
@@ -100,8 +118,18 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan e
 	return b.Complete(r)
 }
 
-// Reconcile translates the whole snapshot and publishes the result.
-func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+// Reconcile translates the whole snapshot and publishes the result, or for deliveryKey only
+// what the proxies' latest ACKs change.
+func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if req == deliveryKey && r.translated != nil && r.Apply != nil {
+		res := r.translated.Applied()
+		for gw, p := range r.Apply.Programmed() {
+			res.SetProgrammed(gw, p)
+			res.SetLoadBalancerStatus(gw, p)
+		}
+		r.Status.Publish(res, applied)
+		return reconcile.Result{}, nil
+	}
 	start := time.Now()
 	snap, err := buildSnapshot(ctx, r.Sources())
 	if err != nil {
@@ -121,6 +149,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	r.Status.Publish(res, translated)
 	var applyErr error
 	if r.Apply != nil {
+		r.translated = res.Applied()
 		var programmed map[string]translate.Programmed
 		programmed, applyErr = r.Apply.Apply(ctx, res)
 		for gw, p := range programmed {

@@ -28,8 +28,11 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Apply makes translations real; nil leaves every Gateway Programmed=False/Pending.
 	Apply Applier
-	// Events re-run the pipeline when something outside the API changed, e.g. a proxy ACKed.
+	// Events re-run the pipeline when something outside the API changed, e.g. a proxy exited.
 	Events <-chan event.GenericEvent
+	// Delivery tells that only the proxies' delivery state changed (an ACK, a NACK, a replica
+	// connecting or leaving): Programmed is re-evaluated without a new translation.
+	Delivery <-chan event.GenericEvent
 	// Fleet, when set, connects the hub's MemberClusters and reads them all; nil reads the hub alone.
 	Fleet *FleetOptions
 	// MemberClients, when set, is bound to the fleet so that providers reach member clusters.
@@ -96,7 +99,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Apply:      o.Apply,
 		Status:     writer,
 		Metrics:    m,
-	}).SetupWithManager(mgr, events, watchHub, legacy, o.SkipNameValidation); err != nil {
+	}).SetupWithManager(mgr, events, o.Delivery, watchHub, legacy, o.SkipNameValidation); err != nil {
 		return fmt.Errorf("setting up the Gateway API controller: %w", err)
 	}
 	return nil

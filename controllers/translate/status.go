@@ -111,3 +111,23 @@ func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
 	}
 	return nil
 }
+
+// Applied returns a copy of the statuses that SetProgrammed and SetLoadBalancerStatus change
+// (Gateways, Ingresses, Services), deep enough that changing the copy leaves r untouched, so that
+// a later delivery change can be merged into the translation's own verdicts again.
+func (r *Result) Applied() *Result {
+	out := &Result{
+		Gateways:  slices.Clone(r.Gateways),
+		Ingresses: slices.Clone(r.Ingresses),
+		Services:  slices.Clone(r.Services),
+	}
+	for i := range out.Gateways {
+		gs := &out.Gateways[i]
+		gs.Conditions = slices.Clone(gs.Conditions)
+		gs.Listeners = slices.Clone(gs.Listeners)
+		for j := range gs.Listeners {
+			gs.Listeners[j].Conditions = slices.Clone(gs.Listeners[j].Conditions)
+		}
+	}
+	return out
+}

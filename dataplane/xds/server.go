@@ -35,9 +35,12 @@ type ServerOptions struct {
 	// operator's CA; see ServerTLSConfig.
 	TLS    *tls.Config
 	Logger logr.Logger
-	// OnChange, when set, is called after anything that may change Status(gateway): a new version,
-	// an ACK, a NACK, a replica connecting or leaving. It is called without locks held from the
-	// goroutine that caused the change, so it must return quickly (e.g. enqueue a reconcile).
+	// OnChange, when set, is called after anything that may change Status(gateway) behind its
+	// caller's back: an ACK, a NACK, a replica connecting or leaving, a version restamped for a
+	// reconnecting proxy. SetConfig and RemoveGateway do not call it: their caller knows, and
+	// re-running a whole reconcile for its own change would double the work of every change. It is
+	// called without locks held from the goroutine that caused the change, so it must return
+	// quickly (e.g. enqueue a reconcile).
 	OnChange func(gateway string)
 }
 
@@ -193,7 +196,6 @@ func (s *Server) SetConfig(gateway string, cfg *ir.Config) uint64 {
 		return 0
 	}
 	s.log.V(1).Info("New config", "gateway", gateway, "version", v)
-	s.changed(gateway)
 	return v
 }
 
@@ -209,9 +211,6 @@ func (s *Server) RemoveGateway(gateway string) {
 		}
 	}
 	s.mu.Unlock()
-	if ok {
-		s.changed(gateway)
-	}
 }
 
 // Status returns the delivery state of gateway.
