@@ -76,11 +76,26 @@ func (c *Cache) Translate(s *snapshot.Snapshot) *Result {
 			return &r
 		}
 		r := compile()
-		next[k] = cachedRoute{resourceVersion: rv, r: *r}
+		kept := *r
+		kept.meta = detach(m)
+		next[k] = cachedRoute{resourceVersion: rv, r: kept}
 		return r
 	})
 	c.routes = next
 	return res
+}
+
+// detach returns a copy of an object's metadata. The snapshot's objects sit in one array per
+// list and pass: a cached route pointing into it would keep the whole array alive, one per pass
+// that compiled a route, which grows with routes × passes.
+func detach(m metav1.Object) metav1.Object {
+	if a, ok := m.(metav1.ObjectMetaAccessor); ok {
+		if om, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
+			c := *om
+			return &c
+		}
+	}
+	return m
 }
 
 // backendVersions lists the versions of every input a compiled route may depend on besides

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
@@ -102,6 +103,12 @@ func TestCacheMatchesTranslate(t *testing.T) {
 			got := render(t, c.Translate(s), fx)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("%s, pass %d: cached translation differs (-Translate +Cache.Translate):\n%s", name, pass, diff)
+			}
+		}
+		for k, e := range c.routes {
+			// Pointing into the snapshot would keep every pass's object arrays alive.
+			if _, ok := e.r.meta.(*metav1.ObjectMeta); !ok {
+				t.Fatalf("%s: cached route %v keeps its snapshot object (%T)", name, k, e.r.meta)
 			}
 		}
 		routes := len(s.HTTPRoutes) + len(s.GRPCRoutes) + len(s.TLSRoutes) + len(s.TCPRoutes) + len(s.UDPRoutes)
