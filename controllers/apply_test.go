@@ -152,7 +152,7 @@ func TestDeliveryPass(t *testing.T) {
 		{Type: string(gwv1.GatewayConditionProgrammed), Status: metav1.ConditionFalse, Reason: "Pending", ObservedGeneration: 1},
 	}
 	// What a full pass does with the translation, without reading clusters.
-	r.translated = res.Applied()
+	r.lastTranslation = res.Applied()
 	programmed, err := d.Apply(t.Context(), res)
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ func TestDeliveryPass(t *testing.T) {
 		}
 	}
 	// The delivery passes never touched the full pass's own result.
-	if c := meta.FindStatusCondition(r.translated.Gateways[0].Conditions, string(gwv1.GatewayConditionProgrammed)); c.Reason != "Pending" {
+	if c := meta.FindStatusCondition(r.lastTranslation.Gateways[0].Conditions, string(gwv1.GatewayConditionProgrammed)); c.Reason != "Pending" {
 		t.Errorf("stored translation changed: Programmed reason %q", c.Reason)
 	}
 }

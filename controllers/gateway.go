@@ -57,9 +57,9 @@ type GatewayReconciler struct {
 	Status     *StatusWriter
 	Metrics    *Metrics
 
-	// translated holds the Gateway, Ingress and Service statuses of the last full pass as
+	// lastTranslation holds the Gateway, Ingress and Service statuses of the last full pass as
 	// translation computed them, before apply's verdict; only the one worker touches it.
-	translated *translate.Result
+	lastTranslation *translate.Result
 }
 
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants;referencepolicies,verbs=get;list;watch
@@ -85,7 +85,7 @@ func watchedKinds() []client.Object {
 }
 
 // SetupWithManager watches every input kind in the manager's cluster when watchHub is set, and the
-// events channels (proxy ACKs, member clusters' informers).
+// events channels (proxies exiting, member clusters' informers), and the delivery channel (proxy ACKs).
 func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan event.GenericEvent, delivery <-chan event.GenericEvent, watchHub, legacyReferencePolicy, skipNameValidation bool) error {
 	toFleet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{fleetKey}
@@ -121,8 +121,8 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan e
 // Reconcile translates the whole snapshot and publishes the result, or for deliveryKey only
 // what the proxies' latest ACKs change.
 func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if req == deliveryKey && r.translated != nil && r.Apply != nil {
-		res := r.translated.Applied()
+	if req == deliveryKey && r.lastTranslation != nil && r.Apply != nil {
+		res := r.lastTranslation.Applied()
 		for gw, p := range r.Apply.Programmed() {
 			res.SetProgrammed(gw, p)
 			res.SetLoadBalancerStatus(gw, p)
@@ -149,7 +149,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	r.Status.Publish(res, translated)
 	var applyErr error
 	if r.Apply != nil {
-		r.translated = res.Applied()
+		r.lastTranslation = res.Applied()
 		var programmed map[string]translate.Programmed
 		programmed, applyErr = r.Apply.Apply(ctx, res)
 		for gw, p := range programmed {
