@@ -49,12 +49,17 @@ type Dataplane struct {
 	delivery map[string]delivery
 }
 
-// delivery is one gateway's state after Apply: the provider's answer and the config version
-// published, or a verdict that does not depend on the proxies.
+// delivery is one gateway's state after Apply: the provider's answer, the config version
+// published and the first version that carried the Gateway objects' current generations, or a
+// verdict that does not depend on the proxies.
 type delivery struct {
 	st      providers.Status
 	version uint64
-	final   *translate.Programmed
+	// since is what Programmed waits for: a route change makes a new version but leaves the
+	// Gateway's generation alone, and must not flap it to Pending (and back) on every Gateway.
+	since       uint64
+	generations string
+	final       *translate.Programmed
 }
 
 // Apply ensures every load balancer of res, publishes its config, deletes what went away, and
@@ -67,7 +72,9 @@ func (d *Dataplane) Apply(ctx context.Context, res *translate.Result) (map[strin
 	}
 	out := make(map[string]translate.Programmed, len(res.LoadBalancers))
 	current := make(map[string]providers.LoadBalancer, len(res.LoadBalancers))
+	prev := d.delivery
 	d.delivery = make(map[string]delivery, len(res.LoadBalancers))
+	generations := gatewayGenerations(res)
 	var errs []error
 	for i := range res.LoadBalancers {
 		lb := res.LoadBalancers[i]
@@ -87,8 +94,15 @@ func (d *Dataplane) Apply(ctx context.Context, res *translate.Result) (map[strin
 			continue
 		}
 		version := d.Configs.SetConfig(lb.Gateway, &res.Configs[i])
-		out[lb.Gateway] = programmed(st, d.Configs, lb.Gateway, version)
-		d.delivery[lb.Gateway] = delivery{st: st, version: version}
+		dl := delivery{st: st, version: version, since: version, generations: generations[lb.Gateway]}
+		// Gateways without generations to report (those of Ingresses and Services) wait for the
+		// latest version; so does everything after a provider or config-server hiccup.
+		if p, ok := prev[lb.Gateway]; ok && p.final == nil && dl.generations != "" && p.generations == dl.generations &&
+			p.since != 0 && p.since <= version {
+			dl.since = p.since
+		}
+		d.delivery[lb.Gateway] = dl
+		out[lb.Gateway] = programmed(dl, d.Configs, lb.Gateway)
 	}
 	for key, lb := range d.applied {
 		if _, ok := current[key]; ok {
@@ -118,18 +132,25 @@ func (d *Dataplane) Programmed() map[string]translate.Programmed {
 			out[gw] = *dl.final
 			continue
 		}
-		out[gw] = programmed(dl.st, d.Configs, gw, dl.version)
+		out[gw] = programmed(dl, d.Configs, gw)
 	}
 	return out
 }
 
-func programmed(st providers.Status, configs ConfigServer, gateway string, version uint64) translate.Programmed {
+// programmed is ready once the provider is and the proxies ACKed the version that carries the
+// Gateway's generation; a refusal of the latest version shows even then.
+func programmed(dl delivery, configs ConfigServer, gateway string) translate.Programmed {
+	st := dl.st
 	p := translate.Programmed{Addresses: statusAddresses(st.Addresses)}
 	if !st.Ready {
 		p.Reason, p.Message = st.Reason, st.Message
 		return p
 	}
-	ok, rejected, reason := configs.Acknowledged(gateway, version)
+	if _, rejected, reason := configs.Acknowledged(gateway, dl.version); rejected {
+		p.Reason, p.Message = string(gwv1.GatewayReasonInvalid), reason
+		return p
+	}
+	ok, rejected, reason := configs.Acknowledged(gateway, dl.since)
 	switch {
 	case ok:
 		p.Ready = true
@@ -139,6 +160,16 @@ func programmed(st providers.Status, configs ConfigServer, gateway string, versi
 		p.Reason, p.Message = string(gwv1.GatewayReasonPending), reason
 	}
 	return p
+}
+
+// gatewayGenerations names, per gateway key, the Gateway objects it is made of with their
+// generations; a member leaving or coming back changes it too.
+func gatewayGenerations(res *translate.Result) map[string]string {
+	out := map[string]string{}
+	for _, g := range res.Gateways {
+		out[g.Gateway] += fmt.Sprintf("%s/%s/%s@%d;", g.Ref.Cluster, g.Ref.Namespace, g.Ref.Name, g.Generation)
+	}
+	return out
 }
 
 func statusAddresses(in []providers.Address) []gwv1.GatewayStatusAddress {

@@ -97,9 +97,15 @@ func TestDataplaneProgrammed(t *testing.T) {
 			want: translate.Programmed{Reason: "Pending", Message: "waiting", Addresses: addr}},
 		{name: "version 1 ACKed", res: result(1, "a"), ready: true, acked: 1,
 			want: translate.Programmed{Ready: true, Addresses: addr}},
-		{name: "a change (version 2) waits for its ACK", res: result(1, "b"), ready: true, acked: 1,
+		{name: "a route change (version 2, same generation) does not flap it", res: result(1, "b"), ready: true, acked: 1,
+			want: translate.Programmed{Ready: true, Addresses: addr}},
+		{name: "a new generation (version 3) waits for its ACK", res: result(2, "c"), ready: true, acked: 2,
 			want: translate.Programmed{Reason: "Pending", Message: "waiting", Addresses: addr}},
-		{name: "a refusal of the latest version shows", res: result(2, "c"), ready: true, acked: 2, nacked: 3,
+		{name: "then a route change (version 4) keeps waiting for version 3", res: result(2, "d"), ready: true, acked: 2,
+			want: translate.Programmed{Reason: "Pending", Message: "waiting", Addresses: addr}},
+		{name: "version 3 ACKed", res: result(2, "d"), ready: true, acked: 3,
+			want: translate.Programmed{Ready: true, Addresses: addr}},
+		{name: "a refusal of the latest version shows", res: result(2, "e"), ready: true, acked: 4, nacked: 5,
 			want: translate.Programmed{Reason: "Invalid", Message: "proxy p rejected it", Addresses: addr}},
 	}
 	for _, s := range steps {
@@ -195,5 +201,48 @@ func TestDeliveryPass(t *testing.T) {
 	// The delivery passes never touched the full pass's own result.
 	if c := meta.FindStatusCondition(r.lastTranslation.Gateways[0].Conditions, string(gwv1.GatewayConditionProgrammed)); c.Reason != "Pending" {
 		t.Errorf("stored translation changed: Programmed reason %q", c.Reason)
+	}
+}
+
+// TestProgrammedAcrossMemberOutage: a member's Gateway leaving and coming back changes what the
+// gateway is made of, so Programmed waits for the version of that pass, and the delivery state
+// (Dataplane.Programmed) turns it True once that version is ACKed, without another Apply.
+func TestProgrammedAcrossMemberOutage(t *testing.T) {
+	ip := gwv1.IPAddressType
+	addr := []gwv1.GatewayStatusAddress{{Type: &ip, Value: "203.0.113.1"}}
+	configs := &fakeConfigs{versions: map[string]uint64{}, last: map[string]string{}}
+	d := &Dataplane{Providers: fakeProviders{"incluster": &fakeProvider{ready: true}}, Configs: configs}
+	withMember := func(host string) *translate.Result {
+		res := result(1, host)
+		res.Gateways = append(res.Gateways, translate.GatewayStatus{Gateway: "hub/ns/gw", Generation: 1,
+			Ref: translate.ObjectRef{Cluster: "member-b", Kind: "Gateway", Namespace: "ns", Name: "gw"}})
+		return res
+	}
+	ready := translate.Programmed{Ready: true, Addresses: addr}
+	pending := translate.Programmed{Reason: "Pending", Message: "waiting", Addresses: addr}
+	steps := []struct {
+		name  string
+		res   *translate.Result
+		acked uint64
+		want  translate.Programmed
+	}{
+		{name: "both members, version 1 ACKed", res: withMember("a"), acked: 1, want: ready},
+		{name: "member-b lost (version 2)", res: result(1, "b"), acked: 1, want: pending},
+		{name: "version 2 ACKed", res: result(1, "b"), acked: 2, want: ready},
+		{name: "member-b back (version 3)", res: withMember("c"), acked: 2, want: pending},
+	}
+	for _, s := range steps {
+		configs.acked = s.acked
+		got, err := d.Apply(t.Context(), s.res)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if diff := cmp.Diff(s.want, got["hub/ns/gw"], cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", s.name, diff)
+		}
+	}
+	configs.acked = 3
+	if diff := cmp.Diff(ready, d.Programmed()["hub/ns/gw"], cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("after member-b's version is ACKed (-want +got):\n%s", diff)
 	}
 }
