@@ -16,6 +16,7 @@ type Result struct {
 	LoadBalancers  []providers.LoadBalancer `json:"loadBalancers,omitempty"`
 	GatewayClasses []ClassStatus            `json:"gatewayClasses,omitempty"`
 	Gateways       []GatewayStatus          `json:"gateways,omitempty"`
+	ListenerSets   []ListenerSetStatus      `json:"listenerSets,omitempty"`
 	Routes         []RouteStatus            `json:"routes,omitempty"`
 	// Ingresses and Services hold status.loadBalancer of our Ingresses and LoadBalancer Services.
 	Ingresses []IngressStatus `json:"ingresses,omitempty"`
@@ -33,6 +34,7 @@ type translator struct {
 	classes   map[string]*classInfo
 	units     []*unit
 	unitByKey map[string]*unit
+	setByKey  map[nsName]*listenerSet
 }
 
 // Translate computes the dataplane configs, load-balancer models and statuses for a snapshot.
@@ -51,12 +53,14 @@ func Translate(s *snapshot.Snapshot) *Result {
 	for _, u := range t.units {
 		t.unitByKey[u.key] = u
 	}
+	t.attachListenerSets()
 	routes := t.compileRoutes()
 	for _, r := range routes {
 		t.attachRoute(r)
 	}
 	ingUnits, ingresses := t.compileIngresses(routes)
 	for _, u := range t.units {
+		t.listenerSetStatuses(u)
 		t.gatewayStatuses(u)
 		if !u.class.accepted {
 			continue
@@ -103,5 +107,6 @@ func (t *translator) sortResult() {
 	r := t.res
 	slices.SortStableFunc(r.GatewayClasses, func(a, b ClassStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortStableFunc(r.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
+	slices.SortStableFunc(r.ListenerSets, func(a, b ListenerSetStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortStableFunc(r.Routes, func(a, b RouteStatus) int { return a.Ref.compare(b.Ref) })
 }
