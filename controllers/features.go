@@ -26,6 +26,7 @@ func SupportedFeatures() []gwv1.SupportedFeature {
 		features.SupportGatewayAddressEmpty,
 		features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
 		features.SupportGatewayHTTPListenerIsolation,
+		features.SupportListenerSet,
 		features.SupportHTTPRouteQueryParamMatching,
 		features.SupportHTTPRouteMethodMatching,
 		features.SupportHTTPRouteDestinationPortMatching,

@@ -59,6 +59,8 @@ type proc struct {
 	done chan struct{} // closed when the process has exited
 	// stopping is set when Delete asked the process to end, so its exit is not reported.
 	stopping bool
+	// static is set when the address came from the gateway's spec.addresses.
+	static bool
 }
 
 // New returns a provider with no proxies running.
@@ -76,29 +78,81 @@ func New(o Options) (*Provider, error) {
 }
 
 // Ensure starts the gateway's proxy unless it runs, and reports its loopback address. Ready means
-// the process runs; whether it serves the current config is the config stream's ACK to tell.
+// the process runs; whether it serves the current config is the config stream's ACK to tell. A
+// gateway whose spec.addresses name an address the proxy can bind gets that address; a proxy on an
+// address the gateway no longer asks for is stopped.
 func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (providers.Status, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	pr := p.procs[lb.Gateway]
+	addr, static, reason, msg := p.address(lb, pr)
+	stale := pr != nil && (reason != "" || pr.addr != addr)
+	p.mu.Unlock()
+	if stale {
+		if err := p.Delete(ctx, lb); err != nil {
+			return providers.Status{}, fmt.Errorf("stopping the proxy of %s on its former address: %w", lb.Gateway, err)
+		}
+	}
+	if reason != "" {
+		return providers.Status{Reason: reason, Message: msg}, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr = p.procs[lb.Gateway]
 	if pr != nil && !exited(pr) {
 		return running(pr), nil
 	}
-	addr := p.allocate(lb.Gateway)
-	if pr != nil {
-		addr = pr.addr // a restarted proxy keeps its address
-	}
-	if unsupported := unsupportedAddresses(lb, addr); unsupported != "" {
-		return providers.Status{Reason: providers.ReasonUnsupportedAddress, Message: unsupported}, nil
+	if owner, used := p.addrs[addr]; used && owner != lb.Gateway {
+		// Taken while the lock was released.
+		return providers.Status{Reason: providers.ReasonAddressNotUsable, Message: fmt.Sprintf("address %s is used by gateway %s", addr, owner)}, nil
 	}
 	pr, err := p.start(lb.Gateway, addr)
 	if err != nil {
 		return providers.Status{}, err
 	}
+	pr.static = static
 	p.procs[lb.Gateway] = pr
 	p.addrs[addr] = lb.Gateway
 	return running(pr), nil
 }
+
+// address picks the loopback address of the gateway's proxy: the one its spec.addresses ask for,
+// else the one it had, else one derived from its key. A requested address must be an IPv4 loopback
+// address outside 127.0.0.0/16 (left to others, see allocate) that no other gateway uses; otherwise
+// reason and msg say why it cannot be served. Called with p.mu held.
+func (p *Provider) address(lb *providers.LoadBalancer, pr *proc) (addr netip.Addr, static bool, reason, msg string) {
+	var requested []providers.Address
+	for _, a := range lb.Addresses {
+		if a.Value != "" {
+			requested = append(requested, a)
+		}
+	}
+	switch {
+	case len(requested) == 0:
+		if pr != nil && !pr.static {
+			return pr.addr, false, "", "" // a restarted proxy keeps its address
+		}
+		return p.allocate(lb.Gateway), false, "", ""
+	case len(requested) > 1:
+		return netip.Addr{}, false, providers.ReasonUnsupportedAddress, fmt.Sprintf("local mode binds each gateway to one address; %d were requested", len(requested))
+	}
+	a := requested[0]
+	if a.Type != providers.AddressTypeIPAddress {
+		return netip.Addr{}, false, providers.ReasonUnsupportedAddress, fmt.Sprintf("local mode serves IP addresses only, not %s %q", a.Type, a.Value)
+	}
+	ip, err := netip.ParseAddr(a.Value)
+	if err != nil || !ip.Is4() || !ip.IsLoopback() || localReserved.Contains(ip) {
+		return netip.Addr{}, false, providers.ReasonAddressNotUsable,
+			fmt.Sprintf("local mode binds loopback addresses in 127.0.0.0/8 outside %s; %q is not one", localReserved, a.Value)
+	}
+	if owner, used := p.addrs[ip]; used && owner != lb.Gateway {
+		return netip.Addr{}, false, providers.ReasonAddressNotUsable, fmt.Sprintf("address %s is used by gateway %s", ip, owner)
+	}
+	return ip, true, "", ""
+}
+
+// localReserved is the part of 127.0.0.0/8 local mode never binds: 127.0.0.1 and its neighbours
+// belong to the machine's own services.
+var localReserved = netip.MustParsePrefix("127.0.0.0/16")
 
 // Delete stops the gateway's proxy, letting it drain, and frees its address.
 func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error {
@@ -234,13 +288,3 @@ func running(pr *proc) providers.Status {
 	}
 }
 
-// unsupportedAddresses explains why requested spec.addresses cannot be honoured: a local proxy
-// has exactly one address, chosen by the provider.
-func unsupportedAddresses(lb *providers.LoadBalancer, got netip.Addr) string {
-	for _, a := range lb.Addresses {
-		if a.Value != "" && a.Value != got.String() {
-			return fmt.Sprintf("local mode assigns each gateway one loopback address (%s); %s %q cannot be used", got, a.Type, a.Value)
-		}
-	}
-	return ""
-}
