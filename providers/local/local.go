@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgate/fleetgate/providers"
 )
@@ -41,6 +42,9 @@ type Options struct {
 	// OnExit is called (in its own goroutine) when a proxy exits by itself, so that the caller can
 	// reconcile and Ensure starts it again.
 	OnExit func(gateway string)
+	// Client, when set, returns the client of a member cluster, in which each gateway gets a
+	// Service that stands for it (service.go). It may read from a cache.
+	Client func(cluster string) (client.Client, error)
 	Log    logr.Logger
 }
 
@@ -88,30 +92,45 @@ func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (prov
 	stale := pr != nil && (reason != "" || pr.addr != addr)
 	p.mu.Unlock()
 	if stale {
-		if err := p.Delete(ctx, lb); err != nil {
+		if err := p.stop(ctx, lb.Gateway); err != nil {
 			return providers.Status{}, fmt.Errorf("stopping the proxy of %s on its former address: %w", lb.Gateway, err)
 		}
 	}
 	if reason != "" {
+		if err := p.ensureServices(ctx, lb, netip.Addr{}); err != nil {
+			return providers.Status{}, err
+		}
 		return providers.Status{Reason: reason, Message: msg}, nil
 	}
+	st, err := p.run(lb.Gateway, addr, static)
+	if err != nil {
+		return providers.Status{}, err
+	}
+	if err := p.ensureServices(ctx, lb, addr); err != nil {
+		return providers.Status{}, err
+	}
+	return st, nil
+}
+
+// run starts the gateway's proxy on addr unless it runs.
+func (p *Provider) run(gateway string, addr netip.Addr, static bool) (providers.Status, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pr = p.procs[lb.Gateway]
+	pr := p.procs[gateway]
 	if pr != nil && !exited(pr) {
 		return running(pr), nil
 	}
-	if owner, used := p.addrs[addr]; used && owner != lb.Gateway {
+	if owner, used := p.addrs[addr]; used && owner != gateway {
 		// Taken while the lock was released.
 		return providers.Status{Reason: providers.ReasonAddressNotUsable, Message: fmt.Sprintf("address %s is used by gateway %s", addr, owner)}, nil
 	}
-	pr, err := p.start(lb.Gateway, addr)
+	pr, err := p.start(gateway, addr)
 	if err != nil {
 		return providers.Status{}, err
 	}
 	pr.static = static
-	p.procs[lb.Gateway] = pr
-	p.addrs[addr] = lb.Gateway
+	p.procs[gateway] = pr
+	p.addrs[addr] = gateway
 	return running(pr), nil
 }
 
@@ -126,39 +145,50 @@ func (p *Provider) address(lb *providers.LoadBalancer, pr *proc) (addr netip.Add
 			requested = append(requested, a)
 		}
 	}
-	switch {
-	case len(requested) == 0:
+	if len(requested) == 0 {
 		if pr != nil && !pr.static {
 			return pr.addr, false, "", "" // a restarted proxy keeps its address
 		}
 		return p.allocate(lb.Gateway), false, "", ""
-	case len(requested) > 1:
+	}
+	// Every requested address is checked, so that an unusable one is reported whatever its place.
+	for _, a := range requested {
+		if a.Type != providers.AddressTypeIPAddress {
+			return netip.Addr{}, false, providers.ReasonUnsupportedAddress, fmt.Sprintf("local mode serves IP addresses only, not %s %q", a.Type, a.Value)
+		}
+		ip, err := netip.ParseAddr(a.Value)
+		if err != nil || !ip.Is4() || !ip.IsLoopback() || localReserved.Contains(ip) {
+			return netip.Addr{}, false, providers.ReasonAddressNotUsable,
+				fmt.Sprintf("local mode binds loopback addresses in 127.0.0.0/8 outside %s; %q is not one", localReserved, a.Value)
+		}
+		if owner, used := p.addrs[ip]; used && owner != lb.Gateway {
+			return netip.Addr{}, false, providers.ReasonAddressNotUsable, fmt.Sprintf("address %s is used by gateway %s", ip, owner)
+		}
+		addr = ip
+	}
+	if len(requested) > 1 {
 		return netip.Addr{}, false, providers.ReasonUnsupportedAddress, fmt.Sprintf("local mode binds each gateway to one address; %d were requested", len(requested))
 	}
-	a := requested[0]
-	if a.Type != providers.AddressTypeIPAddress {
-		return netip.Addr{}, false, providers.ReasonUnsupportedAddress, fmt.Sprintf("local mode serves IP addresses only, not %s %q", a.Type, a.Value)
-	}
-	ip, err := netip.ParseAddr(a.Value)
-	if err != nil || !ip.Is4() || !ip.IsLoopback() || localReserved.Contains(ip) {
-		return netip.Addr{}, false, providers.ReasonAddressNotUsable,
-			fmt.Sprintf("local mode binds loopback addresses in 127.0.0.0/8 outside %s; %q is not one", localReserved, a.Value)
-	}
-	if owner, used := p.addrs[ip]; used && owner != lb.Gateway {
-		return netip.Addr{}, false, providers.ReasonAddressNotUsable, fmt.Sprintf("address %s is used by gateway %s", ip, owner)
-	}
-	return ip, true, "", ""
+	return addr, true, "", ""
 }
 
 // localReserved is the part of 127.0.0.0/8 local mode never binds: 127.0.0.1 and its neighbours
 // belong to the machine's own services.
 var localReserved = netip.MustParsePrefix("127.0.0.0/16")
 
-// Delete stops the gateway's proxy, letting it drain, and frees its address.
+// Delete stops the gateway's proxy, letting it drain, frees its address and deletes its Service.
 func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error {
+	if err := p.stop(ctx, lb.Gateway); err != nil {
+		return err
+	}
+	return p.deleteServices(ctx, lb)
+}
+
+// stop ends the gateway's proxy, letting it drain, and frees its address.
+func (p *Provider) stop(ctx context.Context, gateway string) error {
 	p.mu.Lock()
-	pr := p.procs[lb.Gateway]
-	delete(p.procs, lb.Gateway)
+	pr := p.procs[gateway]
+	delete(p.procs, gateway)
 	if pr != nil {
 		delete(p.addrs, pr.addr)
 		pr.stopping = true
@@ -177,7 +207,7 @@ func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error
 		_ = pr.cmd.Process.Kill()
 		return ctx.Err()
 	}
-	return os.RemoveAll(p.dir(lb.Gateway))
+	return os.RemoveAll(p.dir(gateway))
 }
 
 // Stop ends every proxy; the operator calls it on shutdown.
@@ -190,7 +220,8 @@ func (p *Provider) Stop(ctx context.Context) error {
 	p.mu.Unlock()
 	var errs []error
 	for _, k := range keys {
-		errs = append(errs, p.Delete(ctx, &providers.LoadBalancer{Gateway: k}))
+		// The Services stay: the gateways still exist, and the next operator serves them again.
+		errs = append(errs, p.stop(ctx, k))
 	}
 	return errors.Join(errs...)
 }
@@ -287,4 +318,3 @@ func running(pr *proc) providers.Status {
 		Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: pr.addr.String()}},
 	}
 }
-

@@ -114,7 +114,9 @@ func TestProcessLifecycle(t *testing.T) {
 func TestRequestedAddresses(t *testing.T) {
 	p := newProvider(t, make(chan string, 1))
 	ctx := t.Context()
-	ip := func(v string) providers.Address { return providers.Address{Type: providers.AddressTypeIPAddress, Value: v} }
+	ip := func(v string) providers.Address {
+		return providers.Address{Type: providers.AddressTypeIPAddress, Value: v}
+	}
 	other := &providers.LoadBalancer{Gateway: "hub/default/other", Addresses: []providers.Address{ip("127.9.9.9")}}
 	if st, err := p.Ensure(ctx, other); err != nil || !st.Ready {
 		t.Fatalf("Ensure(other) = %+v, %v", st, err)
@@ -131,6 +133,7 @@ func TestRequestedAddresses(t *testing.T) {
 		{"another gateway's", []providers.Address{ip("127.9.9.9")}, providers.ReasonAddressNotUsable, ""},
 		{"hostname", []providers.Address{{Type: providers.AddressTypeHostname, Value: "gw.example.com"}}, providers.ReasonUnsupportedAddress, ""},
 		{"two", []providers.Address{ip("127.10.0.1"), ip("127.10.0.2")}, providers.ReasonUnsupportedAddress, ""},
+		{"one of two unusable", []providers.Address{ip("192.0.2.1"), ip("127.10.0.1")}, providers.ReasonAddressNotUsable, ""},
 		{"usable", []providers.Address{ip("127.10.0.1")}, "", "127.10.0.1"},
 		{"moved", []providers.Address{ip("127.10.0.2")}, "", "127.10.0.2"},
 		{"empty value means any", []providers.Address{ip("")}, "", ""},
