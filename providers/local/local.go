@@ -97,18 +97,14 @@ func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (prov
 		}
 	}
 	if reason != "" {
-		if err := p.ensureServices(ctx, lb, netip.Addr{}); err != nil {
-			return providers.Status{}, err
-		}
+		p.ensureServices(ctx, lb, netip.Addr{})
 		return providers.Status{Reason: reason, Message: msg}, nil
 	}
 	st, err := p.run(lb.Gateway, addr, static)
 	if err != nil {
 		return providers.Status{}, err
 	}
-	if err := p.ensureServices(ctx, lb, addr); err != nil {
-		return providers.Status{}, err
-	}
+	p.ensureServices(ctx, lb, addr)
 	return st, nil
 }
 
@@ -181,7 +177,8 @@ func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error
 	if err := p.stop(ctx, lb.Gateway); err != nil {
 		return err
 	}
-	return p.deleteServices(ctx, lb)
+	p.deleteServices(ctx, lb)
+	return nil
 }
 
 // stop ends the gateway's proxy, letting it drain, and frees its address.

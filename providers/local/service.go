@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -59,22 +60,29 @@ func desiredService(lb *providers.LoadBalancer, cluster string) *corev1.Service 
 	return svc
 }
 
+// serviceTimeout bounds each Service call: the Service is a picture of the gateway, and a slow API
+// server must not hold up the proxies' configs.
+const serviceTimeout = 5 * time.Second
+
 // ensureServices makes the gateway's Service right in each of its clusters, writing only what
-// differs; addr is the proxy's address, invalid while none runs.
-func (p *Provider) ensureServices(ctx context.Context, lb *providers.LoadBalancer, addr netip.Addr) error {
+// differs; addr is the proxy's address, invalid while none runs. Failures are logged, not
+// returned: the proxy serves whatever happens to its Service, and the next pass (every change to
+// a Service is one) tries again.
+func (p *Provider) ensureServices(ctx context.Context, lb *providers.LoadBalancer, addr netip.Addr) {
 	if p.opts.Client == nil {
-		return nil
+		return
 	}
 	for _, cluster := range lb.Clusters {
 		c, err := p.opts.Client(cluster)
-		if err != nil {
-			return fmt.Errorf("client of cluster %s: %w", cluster, err)
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, serviceTimeout)
+			err = ensureService(cctx, c, desiredService(lb, cluster), addr)
+			cancel()
 		}
-		if err := ensureService(ctx, c, desiredService(lb, cluster), addr); err != nil {
-			return fmt.Errorf("cluster %s: %w", cluster, err)
+		if err != nil {
+			p.opts.Log.Error(err, "gateway Service", "gateway", lb.Gateway, "cluster", cluster)
 		}
 	}
-	return nil
 }
 
 func ensureService(ctx context.Context, c client.Client, want *corev1.Service, addr netip.Addr) error {
@@ -87,7 +95,10 @@ func ensureService(ctx context.Context, c client.Client, want *corev1.Service, a
 	switch {
 	case apierrors.IsNotFound(err):
 		got = want.DeepCopy()
-		if err := c.Create(ctx, got); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := c.Create(ctx, got); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil // the reader lags behind; the next pass sees it
+			}
 			return fmt.Errorf("creating Service %s/%s: %w", want.Namespace, want.Name, err)
 		}
 	case err != nil:
@@ -95,10 +106,11 @@ func ensureService(ctx context.Context, c client.Client, want *corev1.Service, a
 	case got.Labels[providers.LabelManagedBy] != providers.ManagedBy:
 		return fmt.Errorf("Service %s/%s exists and is not fleetgate's", want.Namespace, want.Name)
 	case !sameService(got, want):
-		got = got.DeepCopy()
+		// A merge patch without a resourceVersion: a lagging reader costs no conflict.
+		orig := got.DeepCopy()
 		got.Labels, got.Annotations, got.OwnerReferences = want.Labels, want.Annotations, want.OwnerReferences
 		got.Spec.Ports = want.Spec.Ports
-		if err := c.Update(ctx, got); err != nil {
+		if err := c.Patch(ctx, got, client.MergeFrom(orig)); err != nil {
 			return fmt.Errorf("updating Service %s/%s: %w", want.Namespace, want.Name, err)
 		}
 	}
@@ -107,13 +119,12 @@ func ensureService(ctx context.Context, c client.Client, want *corev1.Service, a
 		ingress = []corev1.LoadBalancerIngress{{IP: addr.String()}}
 	}
 	// The API server fills in ipMode; only the addresses are compared.
-	same := slices.EqualFunc(got.Status.LoadBalancer.Ingress, ingress, func(a, b corev1.LoadBalancerIngress) bool { return a.IP == b.IP })
-	if same || got.UID == "" {
-		return nil // a Service another writer created just now gets its status on the next pass
+	if slices.EqualFunc(got.Status.LoadBalancer.Ingress, ingress, func(a, b corev1.LoadBalancerIngress) bool { return a.IP == b.IP }) {
+		return nil
 	}
-	got = got.DeepCopy()
+	orig := got.DeepCopy()
 	got.Status.LoadBalancer.Ingress = ingress
-	if err := c.Status().Update(ctx, got); err != nil {
+	if err := c.Status().Patch(ctx, got, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("writing Service %s/%s status: %w", want.Namespace, want.Name, err)
 	}
 	return nil
@@ -135,20 +146,23 @@ func sameService(got, want *corev1.Service) bool {
 	return true
 }
 
-func (p *Provider) deleteServices(ctx context.Context, lb *providers.LoadBalancer) error {
+// deleteServices deletes the gateway's Service in each of its clusters; the Gateway's garbage
+// collection is the fallback when this fails.
+func (p *Provider) deleteServices(ctx context.Context, lb *providers.LoadBalancer) {
 	if p.opts.Client == nil {
-		return nil
+		return
 	}
 	for _, cluster := range lb.Clusters {
 		c, err := p.opts.Client(cluster)
-		if err != nil {
-			return fmt.Errorf("client of cluster %s: %w", cluster, err)
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, serviceTimeout)
+			err = deleteService(cctx, c, desiredService(lb, cluster))
+			cancel()
 		}
-		if err := deleteService(ctx, c, desiredService(lb, cluster)); err != nil {
-			return fmt.Errorf("cluster %s: %w", cluster, err)
+		if err != nil {
+			p.opts.Log.Error(err, "deleting gateway Service", "gateway", lb.Gateway, "cluster", cluster)
 		}
 	}
-	return nil
 }
 
 func deleteService(ctx context.Context, c client.Client, svc *corev1.Service) error {
