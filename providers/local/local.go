@@ -92,8 +92,9 @@ func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (prov
 	stale := pr != nil && (reason != "" || pr.addr != addr)
 	p.mu.Unlock()
 	if stale {
-		// The new address is another one, so the old proxy drains while the new one starts.
-		p.stop(lb.Gateway)
+		if err := p.stop(ctx, lb.Gateway); err != nil {
+			return providers.Status{}, fmt.Errorf("stopping the proxy of %s on its former address: %w", lb.Gateway, err)
+		}
 	}
 	if reason != "" {
 		p.ensureServices(ctx, lb, netip.Addr{})
@@ -171,58 +172,40 @@ func (p *Provider) address(lb *providers.LoadBalancer, pr *proc) (addr netip.Add
 // belong to the machine's own services.
 var localReserved = netip.MustParsePrefix("127.0.0.0/16")
 
-// Delete stops the gateway's proxy and deletes its Service. It does not wait for the proxy to
-// drain: a pass of the pipeline serves every gateway, and must not wait on one that goes away. Until
-// the proxy has exited its address stays reserved, so that a gateway of the same name created
-// meanwhile gets another one rather than a port still bound.
+// Delete stops the gateway's proxy, letting it drain, frees its address and deletes its Service.
 func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error {
-	if done := p.stop(lb.Gateway); done != nil {
-		go func() { <-done }()
+	if err := p.stop(ctx, lb.Gateway); err != nil {
+		return err
 	}
 	p.deleteServices(ctx, lb)
 	return nil
 }
 
-// stop signals the gateway's proxy to drain and returns a channel closed once it has exited and its
-// files and address are released; nil when no proxy runs.
-func (p *Provider) stop(gateway string) <-chan struct{} {
+// stop ends the gateway's proxy, letting it drain, and frees its address.
+func (p *Provider) stop(ctx context.Context, gateway string) error {
 	p.mu.Lock()
 	pr := p.procs[gateway]
 	delete(p.procs, gateway)
 	if pr != nil {
+		delete(p.addrs, pr.addr)
 		pr.stopping = true
-		p.addrs[pr.addr] = drainingOwner
 	}
 	p.mu.Unlock()
 	if pr == nil {
 		return nil
 	}
 	_ = pr.cmd.Process.Signal(syscall.SIGTERM)
-	released := make(chan struct{})
-	go func() {
-		defer close(released)
-		select {
-		case <-pr.done:
-		case <-time.After(p.opts.DrainTimeout + 5*time.Second):
-			_ = pr.cmd.Process.Kill()
-			<-pr.done
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.addrs[pr.addr] == drainingOwner {
-			delete(p.addrs, pr.addr)
-		}
-		if p.procs[gateway] == nil { // not started again meanwhile, with fresh files
-			if err := os.RemoveAll(p.dir(gateway)); err != nil {
-				p.opts.Log.Error(err, "removing proxy files", "gateway", gateway)
-			}
-		}
-	}()
-	return released
+	select {
+	case <-pr.done:
+	case <-time.After(p.opts.DrainTimeout + 5*time.Second):
+		_ = pr.cmd.Process.Kill()
+		<-pr.done
+	case <-ctx.Done():
+		_ = pr.cmd.Process.Kill()
+		return ctx.Err()
+	}
+	return os.RemoveAll(p.dir(gateway))
 }
-
-// drainingOwner holds the address of a proxy that is shutting down.
-const drainingOwner = "(draining)"
 
 // Stop ends every proxy; the operator calls it on shutdown.
 func (p *Provider) Stop(ctx context.Context) error {
@@ -232,21 +215,12 @@ func (p *Provider) Stop(ctx context.Context) error {
 		keys = append(keys, k)
 	}
 	p.mu.Unlock()
-	// The Services stay: the gateways still exist, and the next operator serves them again.
-	var waits []<-chan struct{}
+	var errs []error
 	for _, k := range keys {
-		if done := p.stop(k); done != nil {
-			waits = append(waits, done)
-		}
+		// The Services stay: the gateways still exist, and the next operator serves them again.
+		errs = append(errs, p.stop(ctx, k))
 	}
-	for _, done := range waits {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (p *Provider) start(gateway string, addr netip.Addr) (*proc, error) {
