@@ -168,7 +168,14 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 			},
 			Dir:    o.stateDir,
 			OnExit: poke,
-			Log:    logger.WithName("local"),
+			// The manager's cache holds every Service already (they are translation inputs).
+			Client: func(cluster string) (client.Client, error) {
+				if cluster == snapshot.HubCluster {
+					return mgr.GetClient(), nil
+				}
+				return members.Client(cluster)
+			},
+			Log: logger.WithName("local"),
 		})
 		if err != nil {
 			return controllers.Options{}, err

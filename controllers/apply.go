@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers/translate"
@@ -86,7 +88,9 @@ func (d *Dataplane) Apply(ctx context.Context, res *translate.Result) (map[strin
 			out[lb.Gateway], d.delivery[lb.Gateway] = p, delivery{final: &p}
 			continue
 		}
+		start := time.Now()
 		st, err := p.Ensure(ctx, &lb)
+		logSlow(ctx, start, "ensure", lb.Gateway)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("gateway %s: %w", lb.Gateway, err))
 			p := translate.Programmed{Reason: string(gwv1.GatewayReasonPending), Message: "provider error: " + err.Error()}
@@ -109,7 +113,10 @@ func (d *Dataplane) Apply(ctx context.Context, res *translate.Result) (map[strin
 			continue
 		}
 		if p, ok := d.Providers.Get(lb.Provider); ok {
-			if err := p.Delete(ctx, &lb); err != nil {
+			start := time.Now()
+			err := p.Delete(ctx, &lb)
+			logSlow(ctx, start, "delete", lb.Gateway)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("deleting gateway %s: %w", key, err))
 				current[key] = lb // try again next time
 				continue
@@ -119,6 +126,16 @@ func (d *Dataplane) Apply(ctx context.Context, res *translate.Result) (map[strin
 	}
 	d.applied = current
 	return out, errors.Join(errs...)
+}
+
+// slowProviderCall is how long one provider call may take before it is logged: every gateway waits
+// for the pass it is in.
+const slowProviderCall = time.Second
+
+func logSlow(ctx context.Context, start time.Time, op, gateway string) {
+	if d := time.Since(start); d > slowProviderCall {
+		log.FromContext(ctx).Info("slow provider call", "op", op, "gateway", gateway, "took", d)
+	}
 }
 
 // Programmed reports each gateway's programmed state as of now from what the last Apply

@@ -47,6 +47,7 @@ func buildSnapshot(ctx context.Context, sources []Source) (*snapshot.Snapshot, e
 			readInto(ctx, src, &gwv1.GatewayClassList{}, &s.GatewayClasses, func(l *gwv1.GatewayClassList) []gwv1.GatewayClass { return l.Items }),
 			readInto(ctx, src, &v1alpha1.GatewayClassConfigList{}, &s.ClassConfigs, func(l *v1alpha1.GatewayClassConfigList) []v1alpha1.GatewayClassConfig { return l.Items }),
 			readInto(ctx, src, &gwv1.GatewayList{}, &s.Gateways, func(l *gwv1.GatewayList) []gwv1.Gateway { return l.Items }),
+			readInto(ctx, src, &gwv1.ListenerSetList{}, &s.ListenerSets, func(l *gwv1.ListenerSetList) []gwv1.ListenerSet { return l.Items }),
 			readInto(ctx, src, &gwv1.HTTPRouteList{}, &s.HTTPRoutes, func(l *gwv1.HTTPRouteList) []gwv1.HTTPRoute { return l.Items }),
 			readInto(ctx, src, &gwv1.GRPCRouteList{}, &s.GRPCRoutes, func(l *gwv1.GRPCRouteList) []gwv1.GRPCRoute { return l.Items }),
 			readInto(ctx, src, &gwv1.TLSRouteList{}, &s.TLSRoutes, func(l *gwv1.TLSRouteList) []gwv1.TLSRoute { return l.Items }),
@@ -88,7 +89,7 @@ func readInto[L client.ObjectList, T any](ctx context.Context, src Source, list 
 	return nil
 }
 
-// referencedSecrets keeps the Secrets a Gateway listener's certificateRefs name (in any namespace:
+// referencedSecrets keeps the Secrets a Gateway or ListenerSet listener's certificateRefs name (in any namespace:
 // whether a cross-namespace reference is permitted is translation's call) and those of Ingress TLS.
 func referencedSecrets(s *snapshot.Snapshot) []snapshot.Object[corev1.Secret] {
 	type key struct{ cluster, namespace, name string }
@@ -104,6 +105,20 @@ func referencedSecrets(s *snapshot.Snapshot) []snapshot.Object[corev1.Secret] {
 					ns = string(*ref.Namespace)
 				}
 				wanted[key{g.Cluster, ns, string(ref.Name)}] = true
+			}
+		}
+	}
+	for _, ls := range s.ListenerSets {
+		for _, l := range ls.Obj.Spec.Listeners {
+			if l.TLS == nil {
+				continue
+			}
+			for _, ref := range l.TLS.CertificateRefs {
+				ns := ls.Obj.Namespace
+				if ref.Namespace != nil {
+					ns = string(*ref.Namespace)
+				}
+				wanted[key{ls.Cluster, ns, string(ref.Name)}] = true
 			}
 		}
 	}

@@ -24,8 +24,11 @@ func SupportedFeatures() []gwv1.SupportedFeature {
 		// Extended.
 		features.SupportGatewayPort8080,
 		features.SupportGatewayAddressEmpty,
+		features.SupportGatewayStaticAddresses,
+		features.SupportGatewayInfrastructure,
 		features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
 		features.SupportGatewayHTTPListenerIsolation,
+		features.SupportListenerSet,
 		features.SupportHTTPRouteQueryParamMatching,
 		features.SupportHTTPRouteMethodMatching,
 		features.SupportHTTPRouteDestinationPortMatching,
@@ -49,6 +52,9 @@ func SupportedFeatures() []gwv1.SupportedFeature {
 		features.SupportHTTPRouteBackendProtocolWebSocket,
 		features.SupportHTTPRouteNamedRouteRule,
 		features.SupportHTTPRouteRetry,
+		// No upstream tests in v1.6.3; dataplane/proxy TestRetryConnectionErrorAndBackendTimeout proves them.
+		features.SupportHTTPRouteRetryBackendTimeout,
+		features.SupportHTTPRouteRetryConnectionError,
 		features.SupportHTTPRouteCORS,
 		features.SupportGRPCRouteNamedRouteRule,
 		features.SupportTLSRouteModeTerminate,

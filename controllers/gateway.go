@@ -62,8 +62,8 @@ type GatewayReconciler struct {
 	lastTranslation *translate.Result
 }
 
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants;referencepolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses/status;gateways/status;httproutes/status;grpcroutes/status;tlsroutes/status;tcproutes/status;udproutes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;listenersets;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants;referencepolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses/status;gateways/status;listenersets/status;httproutes/status;grpcroutes/status;tlsroutes/status;tcproutes/status;udproutes/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=fleetgate.dev,resources=gatewayclassconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services;namespaces;secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
@@ -76,7 +76,7 @@ type GatewayReconciler struct {
 // watchedKinds are every input of translation; any change to one of them re-runs the pipeline.
 func watchedKinds() []client.Object {
 	return []client.Object{
-		&gwv1.GatewayClass{}, &v1alpha1.GatewayClassConfig{}, &gwv1.Gateway{},
+		&gwv1.GatewayClass{}, &v1alpha1.GatewayClassConfig{}, &gwv1.Gateway{}, &gwv1.ListenerSet{},
 		&gwv1.HTTPRoute{}, &gwv1.GRPCRoute{}, &gwv1.TLSRoute{}, &gwv1.TCPRoute{}, &gwv1.UDPRoute{},
 		&gwv1b1.ReferenceGrant{}, &corev1.Service{}, &discoveryv1.EndpointSlice{},
 		&mcsv1a1.ServiceImport{}, &mcsv1a1.ServiceExport{}, &corev1.Namespace{}, &corev1.Secret{},

@@ -17,7 +17,7 @@ func clearedStatus(ref translate.ObjectRef) any {
 	switch ref.Kind {
 	case "Ingress":
 		return &translate.IngressStatus{Ref: ref}
-	case "Service":
+	case "Service", "ListenerSet":
 		return nil
 	}
 	return &translate.RouteStatus{Ref: ref}

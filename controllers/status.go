@@ -44,7 +44,7 @@ type StatusWriter struct {
 
 	mu      sync.Mutex
 	targets map[string]statusTarget
-	desired map[translate.ObjectRef]any // *ClassStatus, *GatewayStatus, *RouteStatus, *IngressStatus or *ServiceStatus; nil clears
+	desired map[translate.ObjectRef]any // *ClassStatus, *GatewayStatus, *ListenerSetStatus, *RouteStatus, *IngressStatus or *ServiceStatus; nil clears
 	// notified are the notices already turned into Events (notices.go).
 	notified map[translate.Notice]bool
 	queue    workqueue.TypedRateLimitingInterface[translate.ObjectRef]
@@ -86,7 +86,7 @@ const (
 	// translated are GatewayClass and route statuses: final once translation ran, so they are
 	// published before the dataplane is applied and a route's Accepted does not wait for delivery.
 	translated statusPart = iota
-	// applied are Gateway, Ingress and LoadBalancer Service statuses, which carry the addresses
+	// applied are Gateway, ListenerSet, Ingress and LoadBalancer Service statuses, which carry the addresses
 	// and Programmed that apply reports.
 	applied
 )
@@ -94,7 +94,7 @@ const (
 // partOf says which part a status of kind belongs to.
 func partOf(kind string) statusPart {
 	switch kind {
-	case "Gateway", "Ingress", "Service":
+	case "Gateway", "ListenerSet", "Ingress", "Service":
 		return applied
 	}
 	return translated
@@ -116,6 +116,9 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 	case applied:
 		for i := range res.Gateways {
 			next[res.Gateways[i].Ref] = &res.Gateways[i]
+		}
+		for i := range res.ListenerSets {
+			next[res.ListenerSets[i].Ref] = &res.ListenerSets[i]
 		}
 		for i := range res.Ingresses {
 			next[res.Ingresses[i].Ref] = &res.Ingresses[i]
@@ -303,19 +306,22 @@ func applyStatus(obj client.Object, want any, features []gwv1.SupportedFeature) 
 		}
 		changed := mergeConditions(&o.Status.Conditions, gs.Conditions)
 		o.Status.Addresses = gs.Addresses
-		listeners := make([]gwv1.ListenerStatus, 0, len(gs.Listeners))
-		for _, l := range gs.Listeners {
-			l = *l.DeepCopy()
-			if old := findListener(o.Status.Listeners, l.Name); old != nil {
-				conds := old.Conditions
-				mergeConditions(&conds, l.Conditions)
-				l.Conditions = keepOnly(conds, l.Conditions)
-			} else {
-				stampConditions(l.Conditions)
-			}
-			listeners = append(listeners, l)
+		o.Status.AttachedListenerSets = gs.AttachedListenerSets
+		o.Status.Listeners = mergeListeners(o.Status.Listeners, gs.Listeners,
+			func(l *gwv1.ListenerStatus) (gwv1.SectionName, *[]metav1.Condition) { return l.Name, &l.Conditions })
+		return changed
+	case *gwv1.ListenerSet:
+		ss, ok := want.(*translate.ListenerSetStatus)
+		if !ok {
+			return nil
 		}
-		o.Status.Listeners = listeners
+		changed := mergeConditions(&o.Status.Conditions, ss.Conditions)
+		// The CRD defaults Accepted and Programmed to Unknown/Pending; drop any other type we did not set.
+		o.Status.Conditions = keepOnly(o.Status.Conditions, ss.Conditions)
+		o.Status.Listeners = mergeListeners(o.Status.Listeners, ss.Listeners,
+			func(l *gwv1.ListenerEntryStatus) (gwv1.SectionName, *[]metav1.Condition) {
+				return l.Name, &l.Conditions
+			})
 		return changed
 	case *networkingv1.Ingress:
 		if is, ok := want.(*translate.IngressStatus); ok {
@@ -336,6 +342,30 @@ func applyStatus(obj client.Object, want any, features []gwv1.SupportedFeature) 
 		*parents = mergeParents(*parents, rs.Parents)
 		return nil
 	}
+}
+
+// mergeListeners returns the wanted listener statuses, keeping the lastTransitionTime of conditions
+// that did not change since current.
+func mergeListeners[L any](current, want []L, key func(*L) (gwv1.SectionName, *[]metav1.Condition)) []L {
+	out := make([]L, 0, len(want))
+	for i := range want {
+		l := want[i]
+		name, conds := key(&l)
+		wantConds := *conds
+		*conds = slices.Clone(wantConds)
+		j := slices.IndexFunc(current, func(c L) bool { n, _ := key(&c); return n == name })
+		if j < 0 {
+			stampConditions(*conds)
+			out = append(out, l)
+			continue
+		}
+		_, old := key(&current[j])
+		merged := slices.Clone(*old)
+		mergeConditions(&merged, wantConds)
+		*conds = keepOnly(merged, wantConds)
+		out = append(out, l)
+	}
+	return out
 }
 
 // mergeParents replaces fleetgate's RouteParentStatus entries and keeps other controllers' entries.
@@ -390,15 +420,6 @@ func stampConditions(conds []metav1.Condition) {
 	}
 }
 
-func findListener(ls []gwv1.ListenerStatus, name gwv1.SectionName) *gwv1.ListenerStatus {
-	for i := range ls {
-		if ls[i].Name == name {
-			return &ls[i]
-		}
-	}
-	return nil
-}
-
 func findParent(ps []gwv1.RouteParentStatus, ref gwv1.ParentReference) *gwv1.RouteParentStatus {
 	for i := range ps {
 		if ps[i].ControllerName == ControllerName && equality.Semantic.DeepEqual(ps[i].ParentRef, ref) {
@@ -431,6 +452,8 @@ func newObject(kind string) (client.Object, error) {
 		return &gwv1.GatewayClass{}, nil
 	case "Gateway":
 		return &gwv1.Gateway{}, nil
+	case "ListenerSet":
+		return &gwv1.ListenerSet{}, nil
 	case "HTTPRoute":
 		return &gwv1.HTTPRoute{}, nil
 	case "GRPCRoute":

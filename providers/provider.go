@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -70,6 +71,8 @@ const (
 	// left out when the Gateway name is longer than a label value may be.
 	LabelGatewayNamespace = "fleetgate.dev/gateway-namespace"
 	LabelGatewayName      = "fleetgate.dev/gateway-name"
+	// LabelGatewayAPIName is gwv1.GatewayNameLabelKey, set like LabelGatewayName.
+	LabelGatewayAPIName = "gateway.networking.k8s.io/gateway-name"
 	// AnnotationGateway holds the full gateway key.
 	AnnotationGateway = "fleetgate.dev/gateway-key"
 )
@@ -89,8 +92,23 @@ func OwnerLabels(lb *LoadBalancer) map[string]string {
 	}
 	if len(lb.Name) <= 63 {
 		l[LabelGatewayName] = lb.Name
+		// The Gateway API's own label for what implements a Gateway (GEP-1762).
+		l[LabelGatewayAPIName] = lb.Name
 	}
 	return l
+}
+
+// ResourceName is the name of the Kubernetes objects a provider makes for lb in its namespace: a
+// DNS-1035 label (a Service name must be one), readable, and unique per gateway key thanks to a
+// hash suffix.
+func ResourceName(lb *LoadBalancer) string {
+	sum := sha256.Sum256([]byte(lb.Gateway))
+	suffix := "-" + hex.EncodeToString(sum[:4])
+	base := "fleetgate-" + strings.ReplaceAll(strings.ToLower(lb.Name), ".", "-")
+	if max := 63 - len(suffix); len(base) > max {
+		base = base[:max]
+	}
+	return strings.TrimRight(base, "-") + suffix
 }
 
 // OwnerSelector selects every resource of the gateway key across namespaces.

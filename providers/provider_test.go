@@ -40,7 +40,7 @@ func TestResourceLabels(t *testing.T) {
 		lb:   LoadBalancer{Gateway: "c/ns/gw", Namespace: "ns", Name: "gw"},
 		want: map[string]string{
 			LabelManagedBy: ManagedBy, LabelGateway: GatewayID("c/ns/gw"),
-			LabelGatewayNamespace: "ns", LabelGatewayName: "gw",
+			LabelGatewayNamespace: "ns", LabelGatewayName: "gw", LabelGatewayAPIName: "gw",
 		},
 	}, {
 		name: "infrastructure-cannot-override-ownership",
@@ -48,7 +48,7 @@ func TestResourceLabels(t *testing.T) {
 			Labels: map[string]string{"team": "a", LabelManagedBy: "someone-else", LabelGateway: "x"}},
 		want: map[string]string{
 			"team": "a", LabelManagedBy: ManagedBy, LabelGateway: GatewayID("ns/gw"),
-			LabelGatewayNamespace: "ns", LabelGatewayName: "gw",
+			LabelGatewayNamespace: "ns", LabelGatewayName: "gw", LabelGatewayAPIName: "gw",
 		},
 	}, {
 		name: "name-too-long-for-a-label",

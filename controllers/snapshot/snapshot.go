@@ -55,6 +55,8 @@ type Snapshot struct {
 	// ClassConfigs are the GatewayClassConfig objects referenced by the classes' parametersRef.
 	ClassConfigs []Object[v1alpha1.GatewayClassConfig]
 	Gateways     []Object[gwv1.Gateway]
+	// ListenerSets add listeners to the Gateways that allow them (spec.allowedListeners).
+	ListenerSets []Object[gwv1.ListenerSet]
 	HTTPRoutes   []Object[gwv1.HTTPRoute]
 	GRPCRoutes   []Object[gwv1.GRPCRoute]
 	TLSRoutes    []Object[gwv1.TLSRoute]
@@ -84,6 +86,7 @@ func (s *Snapshot) Sort() *Snapshot {
 	s.GatewayClasses = sortObjects(s.GatewayClasses)
 	s.ClassConfigs = sortObjects(s.ClassConfigs)
 	s.Gateways = sortObjects(s.Gateways)
+	s.ListenerSets = sortObjects(s.ListenerSets)
 	s.HTTPRoutes = sortObjects(s.HTTPRoutes)
 	s.GRPCRoutes = sortObjects(s.GRPCRoutes)
 	s.TLSRoutes = sortObjects(s.TLSRoutes)

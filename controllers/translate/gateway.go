@@ -22,7 +22,8 @@ type unit struct {
 	name      string
 	class     *classInfo
 	members   []*member
-	listeners []*listener // merged by name, in the oldest member's order
+	listeners []*listener // merged by name, in the oldest member's order, then the sets' listeners
+	sets      []*listenerSet
 }
 
 // member is one Gateway object of a unit.
@@ -232,6 +233,10 @@ func (t *translator) gatewayStatuses(u *unit) {
 			}
 		}
 		st.Conditions = []metav1.Condition{accepted, programmed}
+		if al := gw.Spec.AllowedListeners; al != nil && al.Namespaces != nil && al.Namespaces.From != nil && *al.Namespaces.From != gwv1.NamespacesFromNone {
+			n := u.attachedSets()
+			st.AttachedListenerSets = &n
+		}
 		t.res.Gateways = append(t.res.Gateways, st)
 	}
 }

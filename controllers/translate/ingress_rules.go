@@ -69,7 +69,7 @@ func (k pathKey) String() string {
 func (t *translator) httpRouteClaims(routes []*route) map[pathKey][]pathOwner {
 	out := map[pathKey][]pathOwner{}
 	for _, r := range routes {
-		if r.kind != kindHTTPRoute || !slices.ContainsFunc(r.parentRefs, func(p gwv1.ParentReference) bool { return t.findUnit(r, p) != nil }) {
+		if r.kind != kindHTTPRoute || !slices.ContainsFunc(r.parentRefs, func(p gwv1.ParentReference) bool { u, _ := t.findParent(r, p); return u != nil }) {
 			continue
 		}
 		hosts := r.hostnames

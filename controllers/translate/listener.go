@@ -18,7 +18,8 @@ import (
 // listener is one merged Gateway listener with its verdicts.
 type listener struct {
 	unit     *unit
-	member   *member // the member whose definition is used (secrets, namespace)
+	member   *member      // the member whose definition is used (secrets, namespace); nil for a set's listener
+	set      *listenerSet // the ListenerSet that defines the listener; nil for the Gateway's own
 	spec     gwv1.Listener
 	hostname string
 	tlsMode  gwv1.TLSModeType
@@ -60,6 +61,15 @@ func newListener(u *unit, m *member, spec gwv1.Listener) *listener {
 		}
 	}
 	return l
+}
+
+// owner is the kind, cluster and namespace of the object that defines the listener: its
+// allowedRoutes "Same", its certificateRefs and their ReferenceGrants are relative to it.
+func (l *listener) owner() (kind, cluster, namespace string) {
+	if l.set != nil {
+		return kindListenerSet, l.set.obj.Cluster, l.set.ls().Namespace
+	}
+	return "Gateway", l.member.obj.Cluster, l.member.gw().Namespace
 }
 
 func (l *listener) accept(ok bool, reason, msg string) {
@@ -199,7 +209,8 @@ func (t *translator) allowsNamespace(l *listener, cluster, ns string) bool {
 	case gwv1.NamespacesFromAll:
 		return true
 	case gwv1.NamespacesFromSame:
-		return ns == l.unit.namespace
+		_, _, own := l.owner()
+		return ns == own
 	case gwv1.NamespacesFromSelector:
 		return l.nsSelector != nil && l.nsSelector.Matches(labels.Set(t.idx.namespaceLabels(cluster, ns)))
 	}
@@ -245,13 +256,13 @@ func (t *translator) listenerTLS(l *listener) {
 }
 
 func (t *translator) resolveCert(l *listener, ref gwv1.SecretObjectReference) (ir.Certificate, gwv1.ListenerConditionReason, string) {
+	ownerKind, cluster, ownerNS := l.owner()
 	group, kind := ptrStr(ref.Group), cmp.Or(ptrStr(ref.Kind), "Secret")
-	ns := cmp.Or(ptrStr(ref.Namespace), l.member.gw().Namespace)
+	ns := cmp.Or(ptrStr(ref.Namespace), ownerNS)
 	if group != "" || kind != "Secret" {
 		return ir.Certificate{}, gwv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("%s/%s is not a supported kind", group, kind)
 	}
-	cluster := l.member.obj.Cluster
-	if !t.idx.permitted(cluster, groupKind{gwv1.GroupName, "Gateway"}, l.member.gw().Namespace, groupKind{"", "Secret"}, ns, string(ref.Name)) {
+	if !t.idx.permitted(cluster, groupKind{gwv1.GroupName, ownerKind}, ownerNS, groupKind{"", "Secret"}, ns, string(ref.Name)) {
 		return ir.Certificate{}, gwv1.ListenerReasonRefNotPermitted, fmt.Sprintf("Secret %s/%s is not permitted by any ReferenceGrant", ns, ref.Name)
 	}
 	sec := t.idx.secrets[nsName{cluster, ns, string(ref.Name)}]

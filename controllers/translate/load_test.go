@@ -97,6 +97,8 @@ func addObject(s *snapshot.Snapshot, kind, cluster string, js []byte) error {
 		return add[v1alpha1.GatewayClassConfig](&s.ClassConfigs, js, cluster)
 	case "Gateway":
 		return add(&s.Gateways, js, cluster)
+	case "ListenerSet":
+		return add(&s.ListenerSets, js, cluster)
 	case "HTTPRoute":
 		return add(&s.HTTPRoutes, js, cluster)
 	case "GRPCRoute":

@@ -86,24 +86,23 @@ func olderFirst(a, b *route) int {
 	)
 }
 
-// findUnit resolves a parentRef to one of our gateway units: the Gateway in the route's own
-// cluster, or the fleet gateway of that namespace/name.
-func (t *translator) findUnit(r *route, ref gwv1.ParentReference) *unit {
-	group, kind := gwv1.GroupName, "Gateway"
-	if ref.Group != nil {
-		group = string(*ref.Group)
-	}
-	if ref.Kind != nil {
-		kind = string(*ref.Kind)
-	}
-	if group != gwv1.GroupName || kind != "Gateway" {
-		return nil
+// findParent resolves a parentRef to one of our gateway units: a Gateway (the one in the route's own
+// cluster, or the fleet gateway of that namespace/name), or a ListenerSet attached to one, which is
+// returned too. A Gateway parentRef reaches only the Gateway's own listeners.
+func (t *translator) findParent(r *route, ref gwv1.ParentReference) (*unit, *listenerSet) {
+	if cmp.Or(ptrStr(ref.Group), gwv1.GroupName) != gwv1.GroupName {
+		return nil, nil
 	}
 	ns := cmp.Or(ptrStr(ref.Namespace), r.meta.GetNamespace())
-	if u := t.unitByKey[r.cluster+"/"+ns+"/"+string(ref.Name)]; u != nil {
-		return u
+	switch cmp.Or(ptrStr(ref.Kind), "Gateway") {
+	case "Gateway":
+		return t.lookupUnit(r.cluster, ns, string(ref.Name)), nil
+	case kindListenerSet:
+		if s := t.setByKey[nsName{r.cluster, ns, string(ref.Name)}]; s != nil {
+			return s.unit, s
+		}
 	}
-	return t.unitByKey[ns+"/"+string(ref.Name)]
+	return nil, nil
 }
 
 // attachRoute computes one RouteParentStatus per parentRef that names one of our Gateways, and
@@ -111,11 +110,11 @@ func (t *translator) findUnit(r *route, ref gwv1.ParentReference) *unit {
 func (t *translator) attachRoute(r *route) {
 	var parents []gwv1.RouteParentStatus
 	for _, ref := range r.parentRefs {
-		u := t.findUnit(r, ref)
+		u, set := t.findParent(r, ref)
 		if u == nil {
 			continue // not ours: another controller, or a parent that does not exist
 		}
-		accepted := t.attachToParent(r, u, ref)
+		accepted := t.attachToParent(r, u, set, ref)
 		resolved := cond(string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "References are resolved", r.generation)
 		if r.refReason != "" {
 			resolved = cond(string(gwv1.RouteConditionResolvedRefs), false, r.refReason, strings.Join(r.refMsgs, "; "), r.generation)
@@ -137,13 +136,16 @@ func (t *translator) attachRoute(r *route) {
 	})
 }
 
-func (t *translator) attachToParent(r *route, u *unit, ref gwv1.ParentReference) metav1.Condition {
+func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv1.ParentReference) metav1.Condition {
 	gen := r.generation
 	reject := func(reason gwv1.RouteConditionReason, msg string) metav1.Condition {
 		return cond(string(gwv1.RouteConditionAccepted), false, string(reason), msg, gen)
 	}
 	var cands []*listener
 	for _, l := range u.listeners {
+		if l.set != set {
+			continue
+		}
 		if ref.SectionName != nil && *ref.SectionName != l.spec.Name {
 			continue
 		}
@@ -153,6 +155,9 @@ func (t *translator) attachToParent(r *route, u *unit, ref gwv1.ParentReference)
 		cands = append(cands, l)
 	}
 	if len(cands) == 0 {
+		if set != nil && set.rejectReason != "" {
+			return reject(gwv1.RouteReasonNoMatchingParent, "ListenerSet is not accepted: "+set.rejectMsg)
+		}
 		if i := slices.IndexFunc(u.members, func(m *member) bool { return m.invalidReason == "" }); i < 0 && len(u.members) > 0 {
 			return reject(gwv1.RouteReasonNoMatchingParent, "Gateway is not accepted: "+u.members[0].invalidMsg)
 		}

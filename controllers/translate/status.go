@@ -38,6 +38,8 @@ type GatewayStatus struct {
 	Addresses  []gwv1.GatewayStatusAddress `json:"addresses,omitempty"`
 	Conditions []metav1.Condition          `json:"conditions"`
 	Listeners  []gwv1.ListenerStatus       `json:"listeners,omitempty"`
+	// AttachedListenerSets is set when the Gateway allows ListenerSets.
+	AttachedListenerSets *int32 `json:"attachedListenerSets,omitempty"`
 }
 
 // RouteStatus holds only fleetgate's RouteParentStatus entries of one route (one per parentRef
@@ -78,6 +80,23 @@ func (r *Result) SetProgrammed(gateway string, p Programmed) {
 		for j := range gs.Listeners {
 			ls := &gs.Listeners[j]
 			if c := findCondition(ls.Conditions, string(gwv1.ListenerConditionProgrammed)); c != nil && c.Reason != string(gwv1.ListenerReasonInvalid) {
+				*c = programmedCond(gen, p, string(gwv1.ListenerReasonProgrammed), "Listener is programmed")
+			}
+		}
+	}
+	for i := range r.ListenerSets {
+		st := &r.ListenerSets[i]
+		if st.Gateway != gateway {
+			continue
+		}
+		gen := st.Generation
+		// Only what translation left Pending waits for the dataplane; rejections keep their reason.
+		pending := string(gwv1.ListenerSetReasonPending)
+		if c := findCondition(st.Conditions, string(gwv1.ListenerSetConditionProgrammed)); c != nil && c.Reason == pending {
+			*c = programmedCond(gen, p, string(gwv1.ListenerSetReasonProgrammed), "ListenerSet is programmed")
+		}
+		for j := range st.Listeners {
+			if c := findCondition(st.Listeners[j].Conditions, string(gwv1.ListenerConditionProgrammed)); c != nil && c.Reason == pending {
 				*c = programmedCond(gen, p, string(gwv1.ListenerReasonProgrammed), "Listener is programmed")
 			}
 		}

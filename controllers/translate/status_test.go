@@ -20,6 +20,15 @@ func TestSetProgrammed(t *testing.T) {
 				}},
 			{Gateway: "hub/ns/rejected", Generation: 1, Conditions: []metav1.Condition{
 				cond("Accepted", false, "InvalidParameters", "", 1), cond("Programmed", false, "Invalid", "", 1)}},
+		}, ListenerSets: []ListenerSetStatus{
+			{Gateway: "hub/ns/ok", Ref: ObjectRef{Name: "set"}, Generation: 2, Conditions: []metav1.Condition{
+				cond("Accepted", true, "ListenersNotValid", "", 2), cond("Programmed", false, "Pending", "", 2)},
+				Listeners: []gwv1.ListenerEntryStatus{
+					{Name: "set-good", Conditions: []metav1.Condition{cond("Programmed", false, "Pending", "", 2)}},
+					{Name: "set-conflicted", Conditions: []metav1.Condition{cond("Programmed", false, "HostnameConflict", "", 2)}},
+				}},
+			{Gateway: "hub/ns/ok", Ref: ObjectRef{Name: "not-allowed"}, Generation: 1, Conditions: []metav1.Condition{
+				cond("Accepted", false, "NotAllowed", "", 1), cond("Programmed", false, "NotAllowed", "", 1)}},
 		}}
 	}
 	reasons := func(r *Result) []string {
@@ -30,7 +39,16 @@ func TestSetProgrammed(t *testing.T) {
 				out = append(out, string(l.Name)+":"+findCondition(l.Conditions, "Programmed").Reason)
 			}
 		}
+		for _, s := range r.ListenerSets {
+			out = append(out, s.Ref.Name+":"+findCondition(s.Conditions, "Programmed").Reason)
+			for _, l := range s.Listeners {
+				out = append(out, string(l.Name)+":"+findCondition(l.Conditions, "Programmed").Reason)
+			}
+		}
 		return out
+	}
+	sets := func(set, good string) []string {
+		return []string{"set:" + set, "set-good:" + good, "set-conflicted:HostnameConflict", "not-allowed:NotAllowed"}
 	}
 	for _, tc := range []struct {
 		name string
@@ -38,10 +56,11 @@ func TestSetProgrammed(t *testing.T) {
 		p    Programmed
 		want []string
 	}{
-		{"ready", "hub/ns/ok", Programmed{Ready: true}, []string{"hub/ns/ok:Programmed", "good:Programmed", "bad:Invalid", "hub/ns/rejected:Invalid"}},
-		{"not ready", "hub/ns/ok", Programmed{Reason: "NoResources"}, []string{"hub/ns/ok:NoResources", "good:NoResources", "bad:Invalid", "hub/ns/rejected:Invalid"}},
-		{"rejected stays invalid", "hub/ns/rejected", Programmed{Ready: true}, []string{"hub/ns/ok:Pending", "good:Pending", "bad:Invalid", "hub/ns/rejected:Invalid"}},
-		{"unknown key", "nope", Programmed{Ready: true}, []string{"hub/ns/ok:Pending", "good:Pending", "bad:Invalid", "hub/ns/rejected:Invalid"}},
+		{"ready", "hub/ns/ok", Programmed{Ready: true}, append([]string{"hub/ns/ok:Programmed", "good:Programmed", "bad:Invalid", "hub/ns/rejected:Invalid"}, sets("Programmed", "Programmed")...)},
+		{"not ready", "hub/ns/ok", Programmed{Reason: "NoResources"}, append([]string{"hub/ns/ok:NoResources", "good:NoResources", "bad:Invalid", "hub/ns/rejected:Invalid"}, sets("NoResources", "NoResources")...)},
+		{"address not usable", "hub/ns/ok", Programmed{Reason: "AddressNotUsable"}, append([]string{"hub/ns/ok:AddressNotUsable", "good:AddressNotUsable", "bad:Invalid", "hub/ns/rejected:Invalid"}, sets("AddressNotUsable", "AddressNotUsable")...)},
+		{"rejected stays invalid", "hub/ns/rejected", Programmed{Ready: true}, append([]string{"hub/ns/ok:Pending", "good:Pending", "bad:Invalid", "hub/ns/rejected:Invalid"}, sets("Pending", "Pending")...)},
+		{"unknown key", "nope", Programmed{Ready: true}, append([]string{"hub/ns/ok:Pending", "good:Pending", "bad:Invalid", "hub/ns/rejected:Invalid"}, sets("Pending", "Pending")...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := mk()

@@ -18,6 +18,7 @@ type Result struct {
 	LoadBalancers  []providers.LoadBalancer `json:"loadBalancers,omitempty"`
 	GatewayClasses []ClassStatus            `json:"gatewayClasses,omitempty"`
 	Gateways       []GatewayStatus          `json:"gateways,omitempty"`
+	ListenerSets   []ListenerSetStatus      `json:"listenerSets,omitempty"`
 	Routes         []RouteStatus            `json:"routes,omitempty"`
 	// Ingresses and Services hold status.loadBalancer of our Ingresses and LoadBalancer Services.
 	Ingresses []IngressStatus `json:"ingresses,omitempty"`
@@ -37,6 +38,7 @@ type translator struct {
 	classes   map[string]*classInfo
 	units     []*unit
 	unitByKey map[string]*unit
+	setByKey  map[nsName]*listenerSet
 }
 
 // Translate computes the dataplane configs, load-balancer models and statuses for a snapshot.
@@ -63,12 +65,14 @@ func translate(s *snapshot.Snapshot, memo memoFunc) *Result {
 	for _, u := range t.units {
 		t.unitByKey[u.key] = u
 	}
+	t.attachListenerSets()
 	routes := t.compileRoutes()
 	for _, r := range routes {
 		t.attachRoute(r)
 	}
 	ingUnits, ingresses := t.compileIngresses(routes)
 	for _, u := range t.units {
+		t.listenerSetStatuses(u)
 		t.gatewayStatuses(u)
 		if !u.class.accepted {
 			continue
@@ -120,5 +124,6 @@ func (t *translator) sortResult() {
 	r := t.res
 	slices.SortFunc(r.GatewayClasses, func(a, b ClassStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortFunc(r.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
+	slices.SortFunc(r.ListenerSets, func(a, b ListenerSetStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortFunc(r.Routes, func(a, b RouteStatus) int { return a.Ref.compare(b.Ref) })
 }

@@ -183,8 +183,9 @@ func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
 		tries += rt.retry.attempts
 	}
 	parent := req.Context()
+	var failed []string
 	for n := 0; ; n++ {
-		ep, ok := be.endpoint()
+		ep, ok := be.retryEndpoint(failed)
 		if !ok {
 			return nil, errNoEndpoint
 		}
@@ -203,7 +204,10 @@ func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		res, err := be.rt.RoundTrip(out)
 		last := n+1 >= tries || parent.Err() != nil
+		// An error is a failed connection or an attempt that hit the backendRequest timeout
+		// (HTTPRouteRetryConnectionError, HTTPRouteRetryBackendTimeout); both are retried.
 		if !last && (err != nil || rt.retry.codes[res.StatusCode]) {
+			failed = append(failed, ep)
 			if res != nil {
 				_, _ = io.CopyN(io.Discard, res.Body, 4<<10)
 				res.Body.Close()

@@ -273,6 +273,12 @@ func TestAccessLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	get(t, testClient(), baseURL(port)+"/logged?x=1", "h")
+	// The line is written once the response is out, so it may trail the client's read.
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(lines) > 0
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(lines) != 1 {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,6 +73,23 @@ func (b *backend) endpoint() (string, bool) {
 		return b.eps[0], true
 	}
 	return b.eps[pickCum(b.epCum)], true
+}
+
+// retryEndpoint picks the endpoint of a retry, avoiding those that already failed this request
+// (refused, timed out, or answered a retriable code) while any other is left: the endpoint that just
+// failed is the least likely to do better.
+func (b *backend) retryEndpoint(failed []string) (string, bool) {
+	ep, ok := b.endpoint()
+	if !ok || !slices.Contains(failed, ep) {
+		return ep, ok
+	}
+	start := rand.IntN(len(b.eps))
+	for i := range b.eps {
+		if c := b.eps[(start+i)%len(b.eps)]; !slices.Contains(failed, c) {
+			return c, true
+		}
+	}
+	return ep, true // each has failed once: the weights choose again
 }
 
 func (s *compiler) compileBackends(in []ir.Backend, rs *routeStats) backendSet {

@@ -1,8 +1,6 @@
 package incluster
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"net"
@@ -31,17 +29,8 @@ const (
 	containerName  = "proxy"
 )
 
-// ObjectName is the name of every object made for lb: a DNS-1035 label (a Service name must be
-// one), readable, and unique per gateway key thanks to a hash suffix.
-func ObjectName(lb *providers.LoadBalancer) string {
-	sum := sha256.Sum256([]byte(lb.Gateway))
-	suffix := "-" + hex.EncodeToString(sum[:4])
-	base := "fleetgate-" + strings.ReplaceAll(strings.ToLower(lb.Name), ".", "-")
-	if max := 63 - len(suffix); len(base) > max {
-		base = base[:max]
-	}
-	return strings.TrimRight(base, "-") + suffix
-}
+// ObjectName is the name of every object made for lb (providers.ResourceName).
+func ObjectName(lb *providers.LoadBalancer) string { return providers.ResourceName(lb) }
 
 // params are lb's in-cluster parameters with defaults filled in.
 func params(lb *providers.LoadBalancer) (replicas int32, svcType corev1.ServiceType) {
@@ -109,10 +98,7 @@ func (p *Provider) buildDeployment(lb *providers.LoadBalancer, cluster string) *
 	name := ObjectName(lb)
 	labels, annotations := objectMeta(lb)
 	replicas, _ := params(lb)
-	podLabels := maps.Clone(lb.Labels)
-	if podLabels == nil {
-		podLabels = map[string]string{}
-	}
+	podLabels, _ := objectMeta(lb)
 	maps.Copy(podLabels, selector(lb))
 
 	ctr := corev1ac.Container().WithName(containerName).WithImage(p.opts.Image).

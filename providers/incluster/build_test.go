@@ -118,7 +118,7 @@ func wantMeta(lb *providers.LoadBalancer) (map[string]string, map[string]string,
 	labels := map[string]string{
 		"team": "edge", labelComponent: componentProxy,
 		providers.LabelManagedBy: providers.ManagedBy, providers.LabelGateway: providers.GatewayID(lb.Gateway),
-		providers.LabelGatewayNamespace: "apps", providers.LabelGatewayName: "web",
+		providers.LabelGatewayNamespace: "apps", providers.LabelGatewayName: "web", providers.LabelGatewayAPIName: "web",
 	}
 	annotations := map[string]string{"note": "x", providers.AnnotationGateway: lb.Gateway}
 	owner := metav1ac.OwnerReference().WithAPIVersion("gateway.networking.k8s.io/v1").WithKind("Gateway").
@@ -184,10 +184,8 @@ func TestBuildDeployment(t *testing.T) {
 		providers.LabelManagedBy: providers.ManagedBy, providers.LabelGateway: providers.GatewayID(lb.Gateway),
 		labelComponent: componentProxy,
 	}
-	podLabels := map[string]string{"team": "edge"}
-	for k, v := range sel {
-		podLabels[k] = v
-	}
+	// The pods carry the infrastructure labels and the ownership labels, like every other object.
+	podLabels := labels
 	want := appsv1ac.Deployment(name, "apps").WithLabels(labels).WithAnnotations(annotations).
 		WithOwnerReferences(owner).
 		WithSpec(appsv1ac.DeploymentSpec().WithReplicas(3).

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgate/fleetgate/providers"
 )
@@ -41,6 +42,9 @@ type Options struct {
 	// OnExit is called (in its own goroutine) when a proxy exits by itself, so that the caller can
 	// reconcile and Ensure starts it again.
 	OnExit func(gateway string)
+	// Client, when set, returns the client of a member cluster, in which each gateway gets a
+	// Service that stands for it (service.go). It may read from a cache.
+	Client func(cluster string) (client.Client, error)
 	Log    logr.Logger
 }
 
@@ -59,6 +63,8 @@ type proc struct {
 	done chan struct{} // closed when the process has exited
 	// stopping is set when Delete asked the process to end, so its exit is not reported.
 	stopping bool
+	// static is set when the address came from the gateway's spec.addresses.
+	static bool
 }
 
 // New returns a provider with no proxies running.
@@ -76,35 +82,110 @@ func New(o Options) (*Provider, error) {
 }
 
 // Ensure starts the gateway's proxy unless it runs, and reports its loopback address. Ready means
-// the process runs; whether it serves the current config is the config stream's ACK to tell.
+// the process runs; whether it serves the current config is the config stream's ACK to tell. A
+// gateway whose spec.addresses name an address the proxy can bind gets that address; a proxy on an
+// address the gateway no longer asks for is stopped.
 func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (providers.Status, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	pr := p.procs[lb.Gateway]
-	if pr != nil && !exited(pr) {
-		return running(pr), nil
+	addr, static, reason, msg := p.address(lb, pr)
+	stale := pr != nil && (reason != "" || pr.addr != addr)
+	p.mu.Unlock()
+	if stale {
+		if err := p.stop(ctx, lb.Gateway); err != nil {
+			return providers.Status{}, fmt.Errorf("stopping the proxy of %s on its former address: %w", lb.Gateway, err)
+		}
 	}
-	addr := p.allocate(lb.Gateway)
-	if pr != nil {
-		addr = pr.addr // a restarted proxy keeps its address
+	if reason != "" {
+		p.ensureServices(ctx, lb, netip.Addr{})
+		return providers.Status{Reason: reason, Message: msg}, nil
 	}
-	if unsupported := unsupportedAddresses(lb, addr); unsupported != "" {
-		return providers.Status{Reason: providers.ReasonUnsupportedAddress, Message: unsupported}, nil
-	}
-	pr, err := p.start(lb.Gateway, addr)
+	st, err := p.run(lb.Gateway, addr, static)
 	if err != nil {
 		return providers.Status{}, err
 	}
-	p.procs[lb.Gateway] = pr
-	p.addrs[addr] = lb.Gateway
+	p.ensureServices(ctx, lb, addr)
+	return st, nil
+}
+
+// run starts the gateway's proxy on addr unless it runs.
+func (p *Provider) run(gateway string, addr netip.Addr, static bool) (providers.Status, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := p.procs[gateway]
+	if pr != nil && !exited(pr) {
+		return running(pr), nil
+	}
+	if owner, used := p.addrs[addr]; used && owner != gateway {
+		// Taken while the lock was released.
+		return providers.Status{Reason: providers.ReasonAddressNotUsable, Message: fmt.Sprintf("address %s is used by gateway %s", addr, owner)}, nil
+	}
+	pr, err := p.start(gateway, addr)
+	if err != nil {
+		return providers.Status{}, err
+	}
+	pr.static = static
+	p.procs[gateway] = pr
+	p.addrs[addr] = gateway
 	return running(pr), nil
 }
 
-// Delete stops the gateway's proxy, letting it drain, and frees its address.
+// address picks the loopback address of the gateway's proxy: the one its spec.addresses ask for,
+// else the one it had, else one derived from its key. A requested address must be an IPv4 loopback
+// address outside 127.0.0.0/16 (left to others, see allocate) that no other gateway uses; otherwise
+// reason and msg say why it cannot be served. Called with p.mu held.
+func (p *Provider) address(lb *providers.LoadBalancer, pr *proc) (addr netip.Addr, static bool, reason, msg string) {
+	var requested []providers.Address
+	for _, a := range lb.Addresses {
+		if a.Value != "" {
+			requested = append(requested, a)
+		}
+	}
+	if len(requested) == 0 {
+		if pr != nil && !pr.static {
+			return pr.addr, false, "", "" // a restarted proxy keeps its address
+		}
+		return p.allocate(lb.Gateway), false, "", ""
+	}
+	// Every requested address is checked, so that an unusable one is reported whatever its place.
+	for _, a := range requested {
+		if a.Type != providers.AddressTypeIPAddress {
+			return netip.Addr{}, false, providers.ReasonUnsupportedAddress, fmt.Sprintf("local mode serves IP addresses only, not %s %q", a.Type, a.Value)
+		}
+		ip, err := netip.ParseAddr(a.Value)
+		if err != nil || !ip.Is4() || !ip.IsLoopback() || localReserved.Contains(ip) {
+			return netip.Addr{}, false, providers.ReasonAddressNotUsable,
+				fmt.Sprintf("local mode binds loopback addresses in 127.0.0.0/8 outside %s; %q is not one", localReserved, a.Value)
+		}
+		if owner, used := p.addrs[ip]; used && owner != lb.Gateway {
+			return netip.Addr{}, false, providers.ReasonAddressNotUsable, fmt.Sprintf("address %s is used by gateway %s", ip, owner)
+		}
+		addr = ip
+	}
+	if len(requested) > 1 {
+		return netip.Addr{}, false, providers.ReasonUnsupportedAddress, fmt.Sprintf("local mode binds each gateway to one address; %d were requested", len(requested))
+	}
+	return addr, true, "", ""
+}
+
+// localReserved is the part of 127.0.0.0/8 local mode never binds: 127.0.0.1 and its neighbours
+// belong to the machine's own services.
+var localReserved = netip.MustParsePrefix("127.0.0.0/16")
+
+// Delete stops the gateway's proxy, letting it drain, frees its address and deletes its Service.
 func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error {
+	if err := p.stop(ctx, lb.Gateway); err != nil {
+		return err
+	}
+	p.deleteServices(ctx, lb)
+	return nil
+}
+
+// stop ends the gateway's proxy, letting it drain, and frees its address.
+func (p *Provider) stop(ctx context.Context, gateway string) error {
 	p.mu.Lock()
-	pr := p.procs[lb.Gateway]
-	delete(p.procs, lb.Gateway)
+	pr := p.procs[gateway]
+	delete(p.procs, gateway)
 	if pr != nil {
 		delete(p.addrs, pr.addr)
 		pr.stopping = true
@@ -123,7 +204,7 @@ func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error
 		_ = pr.cmd.Process.Kill()
 		return ctx.Err()
 	}
-	return os.RemoveAll(p.dir(lb.Gateway))
+	return os.RemoveAll(p.dir(gateway))
 }
 
 // Stop ends every proxy; the operator calls it on shutdown.
@@ -136,7 +217,8 @@ func (p *Provider) Stop(ctx context.Context) error {
 	p.mu.Unlock()
 	var errs []error
 	for _, k := range keys {
-		errs = append(errs, p.Delete(ctx, &providers.LoadBalancer{Gateway: k}))
+		// The Services stay: the gateways still exist, and the next operator serves them again.
+		errs = append(errs, p.stop(ctx, k))
 	}
 	return errors.Join(errs...)
 }
@@ -232,15 +314,4 @@ func running(pr *proc) providers.Status {
 		Reason:    providers.ReasonProgrammed,
 		Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: pr.addr.String()}},
 	}
-}
-
-// unsupportedAddresses explains why requested spec.addresses cannot be honoured: a local proxy
-// has exactly one address, chosen by the provider.
-func unsupportedAddresses(lb *providers.LoadBalancer, got netip.Addr) string {
-	for _, a := range lb.Addresses {
-		if a.Value != "" && a.Value != got.String() {
-			return fmt.Sprintf("local mode assigns each gateway one loopback address (%s); %s %q cannot be used", got, a.Type, a.Value)
-		}
-	}
-	return ""
 }

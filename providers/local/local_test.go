@@ -111,15 +111,63 @@ func TestProcessLifecycle(t *testing.T) {
 	}
 }
 
-func TestRequestedAddressesAreRefused(t *testing.T) {
+func TestRequestedAddresses(t *testing.T) {
 	p := newProvider(t, make(chan string, 1))
-	lb := &providers.LoadBalancer{Gateway: "hub/default/a",
-		Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "192.0.2.1"}}}
-	st, err := p.Ensure(t.Context(), lb)
-	if err != nil {
-		t.Fatal(err)
+	ctx := t.Context()
+	ip := func(v string) providers.Address {
+		return providers.Address{Type: providers.AddressTypeIPAddress, Value: v}
 	}
-	if st.Ready || st.Reason != providers.ReasonUnsupportedAddress {
-		t.Errorf("Ensure with a requested address = %+v, want not ready, UnsupportedAddress", st)
+	other := &providers.LoadBalancer{Gateway: "hub/default/other", Addresses: []providers.Address{ip("127.9.9.9")}}
+	if st, err := p.Ensure(ctx, other); err != nil || !st.Ready {
+		t.Fatalf("Ensure(other) = %+v, %v", st, err)
+	}
+	// One gateway's addresses change step by step, as a user (or the conformance suite) edits them.
+	steps := []struct {
+		name      string
+		addresses []providers.Address
+		reason    string // empty: ready
+		want      string // the address served; "" = the one derived from the key
+	}{
+		{"not loopback", []providers.Address{ip("192.0.2.1")}, providers.ReasonAddressNotUsable, ""},
+		{"reserved loopback", []providers.Address{ip("127.0.0.5")}, providers.ReasonAddressNotUsable, ""},
+		{"another gateway's", []providers.Address{ip("127.9.9.9")}, providers.ReasonAddressNotUsable, ""},
+		{"hostname", []providers.Address{{Type: providers.AddressTypeHostname, Value: "gw.example.com"}}, providers.ReasonUnsupportedAddress, ""},
+		{"two", []providers.Address{ip("127.10.0.1"), ip("127.10.0.2")}, providers.ReasonUnsupportedAddress, ""},
+		{"one of two unusable", []providers.Address{ip("192.0.2.1"), ip("127.10.0.1")}, providers.ReasonAddressNotUsable, ""},
+		{"usable", []providers.Address{ip("127.10.0.1")}, "", "127.10.0.1"},
+		{"moved", []providers.Address{ip("127.10.0.2")}, "", "127.10.0.2"},
+		{"empty value means any", []providers.Address{ip("")}, "", ""},
+		{"none", nil, "", ""},
+	}
+	lb := &providers.LoadBalancer{Gateway: "hub/default/a"}
+	derived := p.allocate(lb.Gateway).String()
+	for _, s := range steps {
+		lb.Addresses = s.addresses
+		st, err := p.Ensure(ctx, lb)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if s.reason != "" {
+			if st.Ready || st.Reason != s.reason {
+				t.Errorf("%s: Ensure = %+v, want not ready, %s", s.name, st, s.reason)
+			}
+			if p.procs[lb.Gateway] != nil {
+				t.Errorf("%s: a proxy runs for a gateway whose address cannot be served", s.name)
+			}
+			continue
+		}
+		want := s.want
+		if want == "" {
+			want = derived
+		}
+		if diff := cmp.Diff([]providers.Address{ip(want)}, st.Addresses); !st.Ready || diff != "" {
+			t.Errorf("%s: Ensure = %+v, want ready on %s", s.name, st, want)
+		}
+		if got := p.procs[lb.Gateway].addr.String(); got != want {
+			t.Errorf("%s: proxy bound to %s, want %s", s.name, got, want)
+		}
+	}
+	if len(p.addrs) != 2 {
+		t.Errorf("addresses held = %v, want the other gateway's and a's only", p.addrs)
 	}
 }

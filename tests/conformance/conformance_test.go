@@ -150,6 +150,10 @@ func options(t *testing.T, env *Env) suite.ConformanceOptions {
 			TimeoutConfig:        timeouts,
 			Mode:                 "default",
 			SkipProvisionalTests: false,
+			// Local mode binds a gateway to any loopback address outside 127.0.0.0/16 that another
+			// gateway does not hold, and nothing else (GatewayStaticAddresses).
+			UsableNetworkAddresses:   []gwv1.GatewaySpecAddress{{Type: new(gwv1.IPAddressType), Value: "127.254.0.10"}},
+			UnusableNetworkAddresses: []gwv1.GatewaySpecAddress{{Type: new(gwv1.IPAddressType), Value: "198.51.100.10"}},
 			Implementation: confv1.Implementation{
 				Organization: "fleetgate",
 				Project:      "fleetgate",

@@ -1,0 +1,180 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgate/fleetgate/providers"
+)
+
+// LoadBalancerClass marks the Service that stands for a local gateway. No load-balancer
+// controller (fleetgate's own Service pipeline included) acts on it: local mode writes its status.
+const LoadBalancerClass = "fleetgate.dev/local"
+
+// desiredService is the Service that represents a local gateway in its cluster, the way a cloud
+// load balancer's Service does: type LoadBalancer without a selector, the gateway's listener ports,
+// and the proxy's address in status.loadBalancer once it runs. `kubectl get svc` shows where the
+// gateway is, tools that read LoadBalancer Services (external-dns) find it, and the Gateway's
+// spec.infrastructure labels and annotations land on it. It is owned by the Gateway, so deleting
+// the Gateway deletes it even when the operator is down.
+func desiredService(lb *providers.LoadBalancer, cluster string) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: providers.ResourceName(lb), Namespace: lb.Namespace,
+			Labels: providers.ResourceLabels(lb), Annotations: providers.ResourceAnnotations(lb),
+		},
+		Spec: corev1.ServiceSpec{
+			Type:                          corev1.ServiceTypeLoadBalancer,
+			LoadBalancerClass:             ptr.To(LoadBalancerClass),
+			AllocateLoadBalancerNodePorts: ptr.To(false),
+		},
+	}
+	if uid := lb.GatewayUIDs[cluster]; uid != "" {
+		svc.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: lb.Name,
+			UID: types.UID(uid), Controller: ptr.To(true),
+		}}
+	}
+	for _, p := range lb.Ports {
+		proto := corev1.ProtocolTCP
+		if p.Transport == providers.TransportUDP {
+			proto = corev1.ProtocolUDP
+		}
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
+			Name: fmt.Sprintf("%s-%d", strings.ToLower(string(p.Transport)), p.Port), Protocol: proto, Port: p.Port,
+		})
+	}
+	return svc
+}
+
+// serviceTimeout bounds each Service call: the Service is a picture of the gateway, and a slow API
+// server must not hold up the proxies' configs.
+const serviceTimeout = 5 * time.Second
+
+// ensureServices makes the gateway's Service right in each of its clusters, writing only what
+// differs; addr is the proxy's address, invalid while none runs. Failures are logged, not
+// returned: the proxy serves whatever happens to its Service, and the next pass (every change to
+// a Service is one) tries again.
+func (p *Provider) ensureServices(ctx context.Context, lb *providers.LoadBalancer, addr netip.Addr) {
+	if p.opts.Client == nil {
+		return
+	}
+	for _, cluster := range lb.Clusters {
+		c, err := p.opts.Client(cluster)
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, serviceTimeout)
+			err = ensureService(cctx, c, desiredService(lb, cluster), addr)
+			cancel()
+		}
+		if err != nil {
+			p.opts.Log.Error(err, "gateway Service", "gateway", lb.Gateway, "cluster", cluster)
+		}
+	}
+}
+
+func ensureService(ctx context.Context, c client.Client, want *corev1.Service, addr netip.Addr) error {
+	if len(want.Spec.Ports) == 0 {
+		// A Service needs a port; a gateway without a valid listener has nothing to show.
+		return deleteService(ctx, c, want)
+	}
+	got := &corev1.Service{}
+	err := c.Get(ctx, client.ObjectKeyFromObject(want), got)
+	switch {
+	case apierrors.IsNotFound(err):
+		got = want.DeepCopy()
+		if err := c.Create(ctx, got); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil // the reader lags behind; the next pass sees it
+			}
+			return fmt.Errorf("creating Service %s/%s: %w", want.Namespace, want.Name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("reading Service %s/%s: %w", want.Namespace, want.Name, err)
+	case got.Labels[providers.LabelManagedBy] != providers.ManagedBy:
+		return fmt.Errorf("Service %s/%s exists and is not fleetgate's", want.Namespace, want.Name)
+	case !sameService(got, want):
+		// A merge patch without a resourceVersion: a lagging reader costs no conflict.
+		orig := got.DeepCopy()
+		got.Labels, got.Annotations, got.OwnerReferences = want.Labels, want.Annotations, want.OwnerReferences
+		got.Spec.Ports = want.Spec.Ports
+		if err := c.Patch(ctx, got, client.MergeFrom(orig)); err != nil {
+			return fmt.Errorf("updating Service %s/%s: %w", want.Namespace, want.Name, err)
+		}
+	}
+	var ingress []corev1.LoadBalancerIngress
+	if addr.IsValid() {
+		ingress = []corev1.LoadBalancerIngress{{IP: addr.String()}}
+	}
+	// The API server fills in ipMode; only the addresses are compared.
+	if slices.EqualFunc(got.Status.LoadBalancer.Ingress, ingress, func(a, b corev1.LoadBalancerIngress) bool { return a.IP == b.IP }) {
+		return nil
+	}
+	orig := got.DeepCopy()
+	got.Status.LoadBalancer.Ingress = ingress
+	if err := c.Status().Patch(ctx, got, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("writing Service %s/%s status: %w", want.Namespace, want.Name, err)
+	}
+	return nil
+}
+
+// sameService compares what fleetgate sets; the API server's defaults (cluster IP, port
+// protocols' other fields) are left alone.
+func sameService(got, want *corev1.Service) bool {
+	if !maps.Equal(got.Labels, want.Labels) || !maps.Equal(got.Annotations, want.Annotations) ||
+		!equality.Semantic.DeepEqual(got.OwnerReferences, want.OwnerReferences) || len(got.Spec.Ports) != len(want.Spec.Ports) {
+		return false
+	}
+	for i, p := range want.Spec.Ports {
+		g := got.Spec.Ports[i]
+		if g.Name != p.Name || g.Protocol != p.Protocol || g.Port != p.Port {
+			return false
+		}
+	}
+	return true
+}
+
+// deleteServices deletes the gateway's Service in each of its clusters; the Gateway's garbage
+// collection is the fallback when this fails.
+func (p *Provider) deleteServices(ctx context.Context, lb *providers.LoadBalancer) {
+	if p.opts.Client == nil {
+		return
+	}
+	for _, cluster := range lb.Clusters {
+		c, err := p.opts.Client(cluster)
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, serviceTimeout)
+			err = deleteService(cctx, c, desiredService(lb, cluster))
+			cancel()
+		}
+		if err != nil {
+			p.opts.Log.Error(err, "deleting gateway Service", "gateway", lb.Gateway, "cluster", cluster)
+		}
+	}
+}
+
+func deleteService(ctx context.Context, c client.Client, svc *corev1.Service) error {
+	got := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(svc), got); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if got.Labels[providers.LabelManagedBy] != providers.ManagedBy {
+		return nil // not ours
+	}
+	if err := c.Delete(ctx, got, client.Preconditions{UID: &got.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return nil
+}
