@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -202,6 +203,46 @@ func BenchmarkFastPathRaw(b *testing.B) {
 			if _, err := br.Discard(n); err != nil {
 				b.Error(err)
 				return
+			}
+		}
+	})
+}
+
+// BenchmarkSwap100k splits the cost of one 100k-hostname swap as the benchmark's file-fed proxy
+// pays it (the in-cluster proxy decodes the same JSON from its config stream): decoding, validating
+// and compiling.
+func BenchmarkSwap100k(b *testing.B) {
+	cfg := benchConfig(100000, 80, ir.Backend{Name: "b", Weight: 1, Endpoints: []ir.Endpoint{{Address: "127.0.0.1", Port: 8080}}})
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var c ir.Config
+			if err := json.Unmarshal(raw, &c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("validate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := cfg.Validate(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("compile", func(b *testing.B) {
+		s, err := New(Options{Registry: prometheus.NewRegistry()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.compile(cfg, certCache{}); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})

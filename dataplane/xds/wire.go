@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/dataplane/pace"
 )
 
 // TypeURL is the xDS resource type of a fleetgate gateway config.
@@ -54,8 +55,9 @@ func decodeResponse(resp *discoveryv3.DiscoveryResponse, gateway string) (*ir.Co
 	if err := proto.Unmarshal(res.GetValue(), &wrapped); err != nil {
 		return nil, fmt.Errorf("unwrap config: %w", err)
 	}
-	cfg := &ir.Config{}
-	if err := json.Unmarshal(wrapped.GetValue(), cfg); err != nil {
+	// Paced: a proxy decodes while it serves, and a large config takes seconds of its core.
+	cfg, err := ir.DecodeJSON(wrapped.GetValue(), pace.New().Tick)
+	if err != nil {
 		return nil, fmt.Errorf("decode config: %w", err)
 	}
 	if cfg.Gateway != gateway {

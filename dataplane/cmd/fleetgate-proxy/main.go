@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/dataplane/gcfloor"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/dataplane/pace"
 	"github.com/fleetgate/fleetgate/dataplane/proxy"
 )
 
@@ -151,11 +151,12 @@ func load(srv *proxy.Server, path string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	var cfg ir.Config
-	if err := json.Unmarshal(b, &cfg); err != nil {
+	// Paced: decoding 100k hostnames takes seconds of the core that serves requests.
+	cfg, err := ir.DecodeJSON(b, pace.New().Tick)
+	if err != nil {
 		return time.Time{}, fmt.Errorf("decoding %s: %w", path, err)
 	}
-	if err := srv.Apply(&cfg); err != nil {
+	if err := srv.Apply(cfg); err != nil {
 		return time.Time{}, fmt.Errorf("applying %s: %w", path, err)
 	}
 	return fi.ModTime(), nil
