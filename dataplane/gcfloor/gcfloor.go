@@ -77,10 +77,13 @@ func (t *tuner) adjust() {
 	debug.SetGCPercent(percent(live, t.floor, t.base))
 }
 
-// percent is the GOGC that puts the goal, live×(1+GOGC/100), at least floor above live.
+// heapMinimum is the runtime's smallest heap goal at GOGC=100; it scales with GOGC.
+const heapMinimum = 4 << 20
+
+// percent is the GOGC that puts the goal about floor above live. The goal is the larger of
+// live×(1+GOGC/100) and heapMinimum×GOGC/100, so for a small live heap (or none yet, before the
+// first cycle) the second bounds GOGC: otherwise the goal would grow far past live+floor.
 func percent(live, floor uint64, base int) int {
-	const maxPercent = 100_000 // goal = 1001×live: reached only by a heap of a few tens of KB
-	live = max(live, 1)
-	p := math.Ceil(float64(floor) * 100 / float64(live))
-	return max(base, int(min(p, maxPercent)))
+	p := min(float64(floor)*100/float64(max(live, 1)), float64(live+floor)*100/heapMinimum)
+	return max(base, int(math.Ceil(p)))
 }

@@ -12,12 +12,14 @@ func TestPercent(t *testing.T) {
 		live, floor uint64
 		base, want  int
 	}{
-		{live: 2 << 20, floor: 64 << 20, base: 100, want: 3200},
+		// Goal max(live×(1+p/100), 4MiB×p/100): 2 MiB live → p 1650 → goal 66 MiB.
+		{live: 2 << 20, floor: 64 << 20, base: 100, want: 1650},
+		{live: 8 << 20, floor: 64 << 20, base: 100, want: 800},
 		{live: 64 << 20, floor: 64 << 20, base: 100, want: 100},
 		{live: 256 << 20, floor: 64 << 20, base: 100, want: 100},
 		{live: 256 << 20, floor: 64 << 20, base: 50, want: 50},
-		{live: 3 << 20, floor: 64 << 20, base: 100, want: 2134},
-		{live: 0, floor: 64 << 20, base: 100, want: 100_000},
+		// Before the first cycle: the heap minimum alone puts the goal at the floor.
+		{live: 0, floor: 64 << 20, base: 100, want: 1600},
 	} {
 		if got := percent(tc.live, tc.floor, tc.base); got != tc.want {
 			t.Errorf("percent(%d, %d, %d) = %d, want %d", tc.live, tc.floor, tc.base, got, tc.want)
@@ -41,6 +43,10 @@ func TestStart(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		// NextGC is the goal; live is at most HeapAlloc right after a forced cycle.
 		if p > 100 && ms.NextGC >= ms.HeapAlloc+floor*9/10 {
+			// Nor far above it: a runaway GOGC would let the heap grow to GBs.
+			if ms.NextGC > ms.HeapAlloc+2*floor {
+				t.Fatalf("GOGC %d: heap goal %d for %d allocated, more than twice the floor of %d above", p, ms.NextGC, ms.HeapAlloc, floor)
+			}
 			break
 		}
 		if time.Now().After(deadline) {

@@ -226,6 +226,14 @@ func BenchmarkSwap100k(b *testing.B) {
 			}
 		}
 	})
+	b.Run("decode-paced", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ir.DecodeJSON(raw, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("validate", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

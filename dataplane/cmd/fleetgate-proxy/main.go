@@ -133,12 +133,13 @@ func reload(log logr.Logger, srv *proxy.Server, path string, last time.Time, for
 			return last
 		}
 	}
+	start := time.Now()
 	mtime, err := load(srv, path)
 	if err != nil {
 		log.Error(err, "config rejected; still serving the previous one", "version", srv.Version())
 		return last
 	}
-	log.Info("config reloaded", "version", srv.Version())
+	log.Info("config reloaded", "version", srv.Version(), "took", time.Since(start).String())
 	return mtime
 }
 
