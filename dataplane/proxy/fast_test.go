@@ -311,3 +311,24 @@ func TestFastConnReuse(t *testing.T) {
 		r.Header["X-A"] = append(r.Header["X-A"], "added")
 	}
 }
+
+func TestHeaderHasToken(t *testing.T) {
+	h := http.Header{"Connection": {"keep-alive, Upgrade", " close "}, "Transfer-Encoding": {"gzip,chunked"}, "Empty": {""}}
+	for _, tc := range []struct {
+		key, token string
+		want       bool
+	}{
+		{"Connection", "upgrade", true},
+		{"Connection", "close", true},
+		{"Connection", "keep-alive", true},
+		{"Connection", "keep", false},
+		{"Transfer-Encoding", "chunked", true},
+		{"Transfer-Encoding", "gzip", true},
+		{"Empty", "", false},
+		{"Missing", "x", false},
+	} {
+		if got := headerHasToken(h, tc.key, tc.token); got != tc.want {
+			t.Errorf("headerHasToken(%s, %q) = %v, want %v", tc.key, tc.token, got, tc.want)
+		}
+	}
+}

@@ -387,7 +387,9 @@ func (fc *fastConn) readResponseHead(br *bufio.Reader) (int, string, http.Header
 
 func headerHasToken(h http.Header, key, token string) bool {
 	for _, v := range h[key] {
-		for _, t := range strings.Split(v, ",") {
+		for v != "" {
+			var t string
+			t, v, _ = strings.Cut(v, ",")
 			if strings.EqualFold(strings.TrimSpace(t), token) {
 				return true
 			}
