@@ -60,7 +60,7 @@ type mirror struct {
 // same one, which keeps a table of 100k routes over a few services small.
 type compiler struct {
 	*Server
-	backends map[string]*backend
+	backends map[string][]sharedBackend
 	// pace shares the core with request serving while a large table compiles.
 	pace *pace.Pacer
 }
@@ -70,7 +70,7 @@ func (srv *Server) compile(cfg *ir.Config, certs certCache) (*table, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
-	s := &compiler{Server: srv, backends: map[string]*backend{}, pace: pace.New()}
+	s := &compiler{Server: srv, backends: map[string][]sharedBackend{}, pace: pace.New()}
 	t := &table{version: cfg.Version, listeners: make(map[portKey]*listenerTable, len(cfg.Listeners))}
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
