@@ -115,10 +115,12 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 	timeout := s.opts.ReadHeaderTimeout
 	for {
 		idle.Store(true)
+		// The deadline goes before the drain check: a drain that starts after the check sets its own
+		// (immediate) deadline after this one.
+		fc.setReadDeadline(c, time.Now(), timeout)
 		if p.raw.isDraining() {
 			return
 		}
-		fc.setReadDeadline(c, time.Now(), timeout)
 		if _, err := br.Peek(1); err != nil {
 			return
 		}

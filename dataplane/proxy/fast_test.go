@@ -332,3 +332,66 @@ func TestHeaderHasToken(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPathTimeouts holds the fast path to the server's limits: a head must arrive within
+// ReadHeaderTimeout of its first byte, on a new connection and between keepalive requests; a
+// keepalive connection may idle for IdleTimeout; a request body may take longer than either.
+func TestFastPathTimeouts(t *testing.T) {
+	const rht, idle = 300 * time.Millisecond, 1200 * time.Millisecond
+	be := irBackend("raw", 1, rawBackend(t))
+	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{be}}}})
+	newProxyOpts(t, cfg, Options{ReadHeaderTimeout: rht, IdleTimeout: idle})
+	// closedAfter waits for the proxy to close c and says how long that took.
+	closedAfter := func(c *rawConn, start time.Time) time.Duration {
+		t.Helper()
+		_ = c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.br.ReadByte(); err == nil {
+			t.Fatal("proxy answered instead of closing")
+		}
+		return time.Since(start)
+	}
+
+	t.Run("slow first head", func(t *testing.T) {
+		c := dialRaw(t, port)
+		start := time.Now()
+		c.send("GET / HTTP/1.1\r\nHost: h\r\n")
+		if d := closedAfter(c, start); d < rht*8/10 || d > idle {
+			t.Errorf("incomplete head cut after %v, want about %v", d, rht)
+		}
+	})
+	t.Run("slow head on a keepalive connection", func(t *testing.T) {
+		c := dialRaw(t, port)
+		c.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+		if got := c.read("GET"); !strings.HasPrefix(got, "200") {
+			t.Fatalf("first request: %q", got)
+		}
+		// Idle for longer than ReadHeaderTimeout is fine between requests ...
+		time.Sleep(rht * 3 / 2)
+		// ... but once a head starts, it has ReadHeaderTimeout.
+		start := time.Now()
+		c.send("GET / HTTP/1.1\r\n")
+		if d := closedAfter(c, start); d < rht*8/10 || d > idle {
+			t.Errorf("incomplete head cut after %v, want about %v", d, rht)
+		}
+	})
+	t.Run("idle keepalive connection", func(t *testing.T) {
+		c := dialRaw(t, port)
+		c.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+		if got := c.read("GET"); !strings.HasPrefix(got, "200") {
+			t.Fatalf("first request: %q", got)
+		}
+		start := time.Now()
+		if d := closedAfter(c, start); d < idle*9/10 || d > idle*2 {
+			t.Errorf("idle connection closed after %v, want about %v", d, idle)
+		}
+	})
+	t.Run("slow body", func(t *testing.T) {
+		c := dialRaw(t, port)
+		c.send("POST /slow HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\nab")
+		time.Sleep(rht * 2)
+		c.send("cd")
+		if got := c.read("POST"); got != "200 POST /slow 127.0.0.1" {
+			t.Errorf("slow body: %q", got)
+		}
+	})
+}
