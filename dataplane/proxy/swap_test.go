@@ -273,6 +273,15 @@ func TestAccessLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	get(t, testClient(), baseURL(port)+"/logged?x=1", "h")
+	// The line is written once the answer is out, so the client may see the answer first.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(lines)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(lines) != 1 {
