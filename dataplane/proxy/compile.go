@@ -70,7 +70,11 @@ func (srv *Server) compile(cfg *ir.Config, certs certCache) (*table, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
-	s := &compiler{Server: srv, backends: map[string][]sharedBackend{}, pace: pace.New()}
+	s := &compiler{Server: srv, backends: map[string][]sharedBackend{}}
+	if srv.cur.Load() != nil {
+		// Only a swap shares the core with requests; the first table compiles at full speed.
+		s.pace = pace.New()
+	}
 	t := &table{version: cfg.Version, listeners: make(map[portKey]*listenerTable, len(cfg.Listeners))}
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]

@@ -20,7 +20,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
-	"github.com/fleetgate/fleetgate/dataplane/pace"
 )
 
 // TypeURL is the xDS resource type of a fleetgate gateway config.
@@ -39,8 +38,9 @@ func encodeConfig(cfg *ir.Config) (*anypb.Any, error) {
 	return &anypb.Any{TypeUrl: TypeURL, Value: value}, nil
 }
 
-// decodeResponse extracts the single config of a DiscoveryResponse for gateway.
-func decodeResponse(resp *discoveryv3.DiscoveryResponse, gateway string) (*ir.Config, error) {
+// decodeResponse extracts the single config of a DiscoveryResponse for gateway; tick (may be nil)
+// paces the decoding (ir.DecodeJSON).
+func decodeResponse(resp *discoveryv3.DiscoveryResponse, gateway string, tick func()) (*ir.Config, error) {
 	if resp.GetTypeUrl() != TypeURL {
 		return nil, fmt.Errorf("unexpected type %q", resp.GetTypeUrl())
 	}
@@ -55,8 +55,7 @@ func decodeResponse(resp *discoveryv3.DiscoveryResponse, gateway string) (*ir.Co
 	if err := proto.Unmarshal(res.GetValue(), &wrapped); err != nil {
 		return nil, fmt.Errorf("unwrap config: %w", err)
 	}
-	// Paced: a proxy decodes while it serves, and a large config takes seconds of its core.
-	cfg, err := ir.DecodeJSON(wrapped.GetValue(), pace.New().Tick)
+	cfg, err := ir.DecodeJSON(wrapped.GetValue(), tick)
 	if err != nil {
 		return nil, fmt.Errorf("decode config: %w", err)
 	}

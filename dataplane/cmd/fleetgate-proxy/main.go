@@ -152,8 +152,12 @@ func load(srv *proxy.Server, path string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	// Paced: decoding 100k hostnames takes seconds of the core that serves requests.
-	cfg, err := ir.DecodeJSON(b, pace.New().Tick)
+	// A reload is paced: decoding 100k hostnames takes seconds of the core that serves requests.
+	var tick func()
+	if srv.Version() != 0 {
+		tick = pace.New().Tick
+	}
+	cfg, err := ir.DecodeJSON(b, tick)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("decoding %s: %w", path, err)
 	}

@@ -23,7 +23,8 @@ done
 go build -o "$WORK/fleetgate-proxy" ./dataplane/cmd/fleetgate-proxy
 go build -o "$WORK/loadgen" ./tests/bench/dataplane/loadgen
 
-wait_port() { for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; return 1; }
+# A table of 100k hostnames takes seconds to load on a busy shared core: wait up to a minute.
+wait_port() { for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; return 1; }
 nginx_conf() { # $1 dir, $2 http-block body
 	mkdir -p "$1"
 	cat >"$1/nginx.conf" <<NGX
