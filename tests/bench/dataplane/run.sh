@@ -160,10 +160,22 @@ for n in $HOSTS; do
 		python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 2 >"$WORK/fg.v2"
 		python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 3 >"$WORK/fg.v3"
 		before=$(grep -c '"config reloaded"' "$WORK/fg.log" || true)
-		( sleep 2; end=$((SECONDS + ${DUR%s})); v=2; while [ $SECONDS -lt $end ]; do cp "$WORK/fg.v$v" "$WORK/fg.next"; mv "$WORK/fg.next" "$WORK/fg.json"; v=$((5 - v)); sleep 3; done ) &
+		# Each swap is started once the previous one is served (a paced 100k swap takes seconds), for
+		# SWAP_DUR; wrk runs as long.
+		SWAP_DUR=${SWAP_DUR:-20s}
+		(
+			sleep 2
+			end=$((SECONDS + ${SWAP_DUR%s} - 4)) v=2
+			while [ $SECONDS -lt $end ]; do
+				applied=$(grep -c '"config reloaded"' "$WORK/fg.log" || true)
+				cp "$WORK/fg.v$v" "$WORK/fg.next"; mv "$WORK/fg.next" "$WORK/fg.json"; v=$((5 - v))
+				for _ in $(seq 600); do [ "$(grep -c '"config reloaded"' "$WORK/fg.log" || true)" -gt "$applied" ] && break; sleep 0.05; done
+				sleep 1
+			done
+		) &
 		SWAPPER=$!
 		# A 100k-host swap briefly slows answers; a 10s timeout counts failed requests, not slow ones.
-		run_wrk fleetgate-swap $FG_PORT "host$((n / 2)).example.com" $FG_PID "$n" "--timeout 10s"
+		DUR=$SWAP_DUR run_wrk fleetgate-swap $FG_PORT "host$((n / 2)).example.com" $FG_PID "$n" "--timeout 10s"
 		wait $SWAPPER
 		sleep 1
 		took=$(grep '"config reloaded"' "$WORK/fg.log" | tail -n +$((before + 1)) | sed -n 's/.*"took":"\([^"]*\)".*/\1/p' | paste -sd, - || true)
