@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,6 +193,10 @@ func (s *Server) exchangeFast(uc *upConn, r *http.Request, fc *fastConn, clientH
 	if err := w.Flush(); err != nil {
 		return 0, false, false, err
 	}
+	// The backend needs some microseconds to answer: let the goroutines already runnable go first,
+	// so that the read below more often finds the answer instead of a wasted EAGAIN read, a park
+	// and a netpoll wake-up.
+	runtime.Gosched()
 	for {
 		code, reason, h, err := fc.readResponseHead(uc.br)
 		if err != nil {
