@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/fleetgate/fleetgate/dataplane/gcfloor"
 	"github.com/fleetgate/fleetgate/dataplane/proxy"
 	"github.com/fleetgate/fleetgate/dataplane/xds"
 )
@@ -39,6 +40,7 @@ type Options struct {
 	AccessLog      bool
 	Verbosity      int
 	DrainTimeout   time.Duration
+	GCHeapFloorMB  uint64
 }
 
 // ParseFlags reads Options from args (the words after `fleetgate dataplane`).
@@ -59,6 +61,7 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 	fs.BoolVar(&o.AccessLog, "access-log", false, "log one JSON line per request to stdout")
 	fs.IntVar(&o.Verbosity, "v", 0, "log verbosity")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 30*time.Second, "how long connections may finish on shutdown or when a listener goes")
+	fs.Uint64Var(&o.GCHeapFloorMB, "gc-heap-floor-mb", 64, "keep the GC heap goal at least this many MiB above the live heap (0: plain GOGC)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -75,6 +78,7 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 
 // Run serves until ctx ends, then drains.
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
+	defer gcfloor.Start(o.GCHeapFloorMB << 20)()
 	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(stderr, obj) }, funcr.Options{Verbosity: o.Verbosity}).
 		WithValues("gateway", o.Gateway, "node", o.Node)
 	reg := prometheus.NewRegistry()

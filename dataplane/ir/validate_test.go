@@ -34,6 +34,12 @@ func TestValidate(t *testing.T) {
 		{name: "bad regex", mutate: func(c *Config) {
 			c.Listeners[0].VirtualHosts[0].Routes[0].Match.Path = &StringMatch{Type: MatchRegex, Value: "("}
 		}, want: "missing closing"},
+		{name: "bad header regex names its place", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Match.Headers = []KeyMatch{{Name: "X-A", Type: MatchRegex, Value: "("}}
+		}, want: `listener "http-80" host "*" route "httproute/default/r/0/0" header "X-A": error parsing regexp`},
+		{name: "bad path regex names its place", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Match.Path = &StringMatch{Type: MatchRegex, Value: "("}
+		}, want: `listener "http-80" host "*" route "httproute/default/r/0/0" path: error parsing regexp`},
 		{name: "prefix rewrite without prefix match", mutate: func(c *Config) {
 			c.Listeners[0].VirtualHosts[0].Routes[0].Match.Path.Type = MatchExact
 		}, want: "ReplacePrefixMatch needs"},

@@ -1,8 +1,12 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -118,4 +122,136 @@ func BenchmarkCompile100k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkFastPathRaw drives the HTTP/1.1 fast path with a raw client and a raw backend that
+// allocate nothing per request, so allocs/op and B/op are the proxy's own. The request carries the
+// headers a typical client (h2load, curl) sends.
+func BenchmarkFastPathRaw(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					// Requests without a body: read up to the blank line, answer.
+					for {
+						l, err := br.ReadSlice('\n')
+						if err != nil {
+							return
+						}
+						if len(l) <= 2 {
+							break
+						}
+					}
+					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nServer: raw\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	port := freePortTB(b, false)
+	s, err := New(Options{Address: "127.0.0.1", Registry: prometheus.NewRegistry()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Shutdown(b.Context()) //nolint:errcheck // bench
+	if err := s.Apply(benchConfig(1000, port, irBackend("b", 1, ln.Addr()))); err != nil {
+		b.Fatal(err)
+	}
+	req := []byte("GET /api/v1/users/42 HTTP/1.1\r\nHost: host500.example.com\r\nUser-Agent: h2load nghttp2/1.64.0\r\n" +
+		"Accept: */*\r\nAccept-Encoding: gzip, deflate\r\n\r\n")
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(int(port)))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for pb.Next() {
+			if _, err := c.Write(req); err != nil {
+				b.Error(err)
+				return
+			}
+			n := -1
+			for {
+				l, err := br.ReadSlice('\n')
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if bytes.HasPrefix(l, []byte("Content-Length: ")) {
+					n, _ = strconv.Atoi(string(bytes.TrimSpace(l[16:])))
+				}
+				if len(l) <= 2 {
+					break
+				}
+			}
+			if _, err := br.Discard(n); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkSwap100k splits the cost of one 100k-hostname swap as the benchmark's file-fed proxy
+// pays it (the in-cluster proxy decodes the same JSON from its config stream): decoding, validating
+// and compiling.
+func BenchmarkSwap100k(b *testing.B) {
+	cfg := benchConfig(100000, 80, ir.Backend{Name: "b", Weight: 1, Endpoints: []ir.Endpoint{{Address: "127.0.0.1", Port: 8080}}})
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var c ir.Config
+			if err := json.Unmarshal(raw, &c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode-paced", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ir.DecodeJSON(raw, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("validate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := cfg.Validate(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("compile", func(b *testing.B) {
+		s, err := New(Options{Registry: prometheus.NewRegistry()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.compile(cfg, certCache{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/dataplane/pace"
 )
 
 // table is one compiled, immutable ir.Config. Requests read it through an atomic pointer, so a swap
@@ -59,7 +60,9 @@ type mirror struct {
 // same one, which keeps a table of 100k routes over a few services small.
 type compiler struct {
 	*Server
-	backends map[string]*backend
+	backends map[string][]sharedBackend
+	// pace shares the core with request serving while a large table compiles.
+	pace *pace.Pacer
 }
 
 // compile validates cfg and builds its table. It touches no socket; binding happens in Apply.
@@ -67,7 +70,11 @@ func (srv *Server) compile(cfg *ir.Config, certs certCache) (*table, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
-	s := &compiler{Server: srv, backends: map[string]*backend{}}
+	s := &compiler{Server: srv, backends: map[string][]sharedBackend{}}
+	if srv.cur.Load() != nil {
+		// Only a swap shares the core with requests; the first table compiles at full speed.
+		s.pace = pace.New()
+	}
 	t := &table{version: cfg.Version, listeners: make(map[portKey]*listenerTable, len(cfg.Listeners))}
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
@@ -106,6 +113,7 @@ func (s *compiler) compileListener(l *ir.Listener, certs certCache) (*listenerTa
 			} else {
 				lt.hosts.add(vh.name, vh)
 			}
+			s.pace.Tick()
 		}
 	case ir.ProtocolTLS:
 		if lt.tls, err = s.compileCerts(l.Certificates, certs, nil); err != nil {

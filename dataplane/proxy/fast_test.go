@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -211,7 +212,7 @@ func FuzzParseHead(f *testing.F) {
 		if !strings.HasSuffix(head, "\r\n\r\n") || strings.Count(head, "\r\n\r\n") != 1 {
 			return
 		}
-		got := parseHead(head)
+		got := new(fastConn).parseHead(head)
 		if got == nil {
 			return
 		}
@@ -230,6 +231,167 @@ func FuzzParseHead(f *testing.F) {
 			if diff := cmp.Diff(v, got.Header[k]); diff != "" && k != "Host" {
 				t.Fatalf("header %s on %q (-net/http +fast):\n%s", k, head, diff)
 			}
+		}
+	})
+}
+
+// FuzzParseTarget holds the allocation-free target parser to url.ParseRequestURI: whatever it
+// accepts must come out field for field the same.
+func FuzzParseTarget(f *testing.F) {
+	for _, s := range []string{"/", "/a/b?c=d", "/a?", "/a??", "/a?b?c", "/%41", "/a b", "/ü", "/a#b", "/a{b}", "//x/y", "/*", "/a\x7f"} {
+		f.Add(s)
+	}
+	for c := range 256 {
+		f.Add("/a" + string(rune(c)) + "b?q" + string(rune(c)))
+	}
+	f.Fuzz(func(t *testing.T, target string) {
+		var got url.URL
+		if !parseTarget(target, &got) {
+			return
+		}
+		want, err := url.ParseRequestURI(target)
+		if err != nil {
+			t.Fatalf("parseTarget accepted %q, which url.ParseRequestURI rejects: %v", target, err)
+		}
+		if diff := cmp.Diff(*want, got); diff != "" {
+			t.Fatalf("parseTarget(%q) (-url.ParseRequestURI +parseTarget):\n%s", target, diff)
+		}
+	})
+}
+
+// TestParseTargetBytes checks every byte in a path and a query, both where parseTarget takes the
+// target itself and where it must leave it to url.ParseRequestURI.
+func TestParseTargetBytes(t *testing.T) {
+	for c := range 256 {
+		for _, target := range []string{"/a" + string([]byte{byte(c)}) + "b", "/a?b" + string([]byte{byte(c)})} {
+			var got url.URL
+			ok := parseTarget(target, &got)
+			want, err := url.ParseRequestURI(target)
+			if ok && (err != nil || *want != got) {
+				t.Errorf("parseTarget(%q) = %+v, url.ParseRequestURI: %+v, %v", target, got, want, err)
+			}
+			// Plain ASCII letters, digits and the common path punctuation must take the fast road.
+			if !ok && strings.ContainsRune("aZ09-_.~/:@=&+;,$", rune(c)) {
+				t.Errorf("parseTarget(%q) declined a plain target", target)
+			}
+		}
+	}
+}
+
+// TestFastConnReuse parses requests one after another on the same connection state: nothing of an
+// earlier request may show in a later one.
+func TestFastConnReuse(t *testing.T) {
+	fc := &fastConn{}
+	heads := []string{
+		"POST /one?x=1 HTTP/1.1\r\nHost: a\r\nX-A: 1\r\nX-A: 2\r\nX-B: b\r\nContent-Length: 3\r\nConnection: close\r\n\r\n",
+		"GET /two HTTP/1.1\r\nHost: b\r\nX-C: c\r\n\r\n",
+		"GET /%74hree HTTP/1.1\r\nHost: c\r\nX-A: 3\r\n\r\n",
+	}
+	type summary struct {
+		Method, Host, Path, RawPath, RawQuery string
+		Header                                http.Header
+		ContentLength                         int64
+		Close                                 bool
+	}
+	want := []summary{
+		{"POST", "a", "/one", "", "x=1", http.Header{"X-A": {"1", "2"}, "X-B": {"b"}, "Content-Length": {"3"}, "Connection": {"close"}}, 3, true},
+		{"GET", "b", "/two", "", "", http.Header{"X-C": {"c"}}, 0, false},
+		{"GET", "c", "/three", "/%74hree", "", http.Header{"X-A": {"3"}}, 0, false},
+	}
+	for i, head := range heads {
+		r := fc.parseHead(head)
+		if r == nil {
+			t.Fatalf("request %d not parsed", i)
+		}
+		got := summary{r.Method, r.Host, r.URL.Path, r.URL.RawPath, r.URL.RawQuery, r.Header, r.ContentLength, r.Close}
+		if diff := cmp.Diff(want[i], got); diff != "" {
+			t.Errorf("request %d (-want +got):\n%s", i, diff)
+		}
+		// What a filter does to the request must not reach the next one through shared slices.
+		r.Header["X-A"] = append(r.Header["X-A"], "added")
+	}
+}
+
+func TestHeaderHasToken(t *testing.T) {
+	h := http.Header{"Connection": {"keep-alive, Upgrade", " close "}, "Transfer-Encoding": {"gzip,chunked"}, "Empty": {""}}
+	for _, tc := range []struct {
+		key, token string
+		want       bool
+	}{
+		{"Connection", "upgrade", true},
+		{"Connection", "close", true},
+		{"Connection", "keep-alive", true},
+		{"Connection", "keep", false},
+		{"Transfer-Encoding", "chunked", true},
+		{"Transfer-Encoding", "gzip", true},
+		{"Empty", "", false},
+		{"Missing", "x", false},
+	} {
+		if got := headerHasToken(h, tc.key, tc.token); got != tc.want {
+			t.Errorf("headerHasToken(%s, %q) = %v, want %v", tc.key, tc.token, got, tc.want)
+		}
+	}
+}
+
+// TestFastPathTimeouts holds the fast path to the server's limits: a head must arrive within
+// ReadHeaderTimeout of its first byte, on a new connection and between keepalive requests; a
+// keepalive connection may idle for IdleTimeout; a request body may take longer than either.
+func TestFastPathTimeouts(t *testing.T) {
+	const rht, idle = 300 * time.Millisecond, 1200 * time.Millisecond
+	be := irBackend("raw", 1, rawBackend(t))
+	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{be}}}})
+	newProxyOpts(t, cfg, Options{ReadHeaderTimeout: rht, IdleTimeout: idle})
+	// closedAfter waits for the proxy to close c and says how long that took.
+	closedAfter := func(c *rawConn, start time.Time) time.Duration {
+		t.Helper()
+		_ = c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.br.ReadByte(); err == nil {
+			t.Fatal("proxy answered instead of closing")
+		}
+		return time.Since(start)
+	}
+
+	t.Run("slow first head", func(t *testing.T) {
+		c := dialRaw(t, port)
+		start := time.Now()
+		c.send("GET / HTTP/1.1\r\nHost: h\r\n")
+		if d := closedAfter(c, start); d < rht*8/10 || d > idle {
+			t.Errorf("incomplete head cut after %v, want about %v", d, rht)
+		}
+	})
+	t.Run("slow head on a keepalive connection", func(t *testing.T) {
+		c := dialRaw(t, port)
+		c.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+		if got := c.read("GET"); !strings.HasPrefix(got, "200") {
+			t.Fatalf("first request: %q", got)
+		}
+		// Idle for longer than ReadHeaderTimeout is fine between requests ...
+		time.Sleep(rht * 3 / 2)
+		// ... but once a head starts, it has ReadHeaderTimeout.
+		start := time.Now()
+		c.send("GET / HTTP/1.1\r\n")
+		if d := closedAfter(c, start); d < rht*8/10 || d > idle {
+			t.Errorf("incomplete head cut after %v, want about %v", d, rht)
+		}
+	})
+	t.Run("idle keepalive connection", func(t *testing.T) {
+		c := dialRaw(t, port)
+		c.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+		if got := c.read("GET"); !strings.HasPrefix(got, "200") {
+			t.Fatalf("first request: %q", got)
+		}
+		start := time.Now()
+		if d := closedAfter(c, start); d < idle*9/10 || d > idle*2 {
+			t.Errorf("idle connection closed after %v, want about %v", d, idle)
+		}
+	})
+	t.Run("slow body", func(t *testing.T) {
+		c := dialRaw(t, port)
+		c.send("POST /slow HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\nab")
+		time.Sleep(rht * 2)
+		c.send("cd")
+		if got := c.read("POST"); got != "200 POST /slow 127.0.0.1" {
+			t.Errorf("slow body: %q", got)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -132,7 +133,45 @@ func (p *tcpPort) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusMisdirectedRequest)
 		return
 	}
+	if r.ProtoMajor == 1 && r.Header.Get("Upgrade") != "" {
+		// An upgraded connection (WebSocket) is hijacked, and http.Server.Shutdown forgets it.
+		w = &upgradeWriter{ResponseWriter: w, conns: &p.raw}
+	}
 	p.s.serveHTTP(lt, w, r)
+}
+
+// upgradeWriter hands the connection ReverseProxy hijacks for an upgrade to the port's connSet, so
+// that a drain waits for it until its deadline and then closes it.
+type upgradeWriter struct {
+	http.ResponseWriter
+	conns *connSet
+}
+
+func (w *upgradeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !w.conns.add(c) {
+		c.Close()
+		return nil, nil, errors.New("listener is draining")
+	}
+	return &upgradedConn{Conn: c, conns: w.conns}, brw, nil
+}
+
+func (w *upgradeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// upgradedConn leaves its connSet when closed.
+type upgradedConn struct {
+	net.Conn
+	conns *connSet
+	once  sync.Once
+}
+
+func (c *upgradedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.conns.done(c.Conn) })
+	return err
 }
 
 // drain stops accepting, lets HTTP requests and raw connections finish, and cuts them when ctx ends.

@@ -3,9 +3,11 @@ package proxy
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
@@ -181,5 +183,46 @@ func TestNormalizePath(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("normalizePath (-want +got):\n%s", diff)
+	}
+}
+
+// TestBackendSharing: routes naming the same backend share its compiled form; a different endpoint
+// list, protocol or backend filters make a separate one.
+func TestBackendSharing(t *testing.T) {
+	ep := func(port uint32) []ir.Endpoint { return []ir.Endpoint{{Address: "10.0.0.1", Port: port}} }
+	backends := []ir.Backend{
+		{Name: "a", Weight: 1, Endpoints: ep(80)},
+		{Name: "a", Weight: 5, Endpoints: ep(80)}, // weight is the route's business: shared
+		{Name: "a", Weight: 1, Endpoints: ep(81)},
+		{Name: "a", Weight: 1, Endpoints: ep(80), AppProtocol: ir.AppH2C},
+		{Name: "a", Weight: 1, Endpoints: ep(80), Filters: ir.Filters{RequestHeaders: &ir.HeaderModifier{Set: []ir.Header{{Name: "x", Value: "1"}}}}},
+		{Name: "b", Weight: 1, Endpoints: ep(80)},
+	}
+	var routes []ir.Route
+	for i, b := range backends {
+		routes = append(routes, ir.Route{Name: strconv.Itoa(i), Match: ir.Match{Path: exact("/" + strconv.Itoa(i))}, Backends: []ir.Backend{b}})
+	}
+	cfg := &ir.Config{Listeners: []ir.Listener{{Name: "h", Port: 80, Protocol: ir.ProtocolHTTP,
+		VirtualHosts: []ir.VirtualHost{{Hostname: "x", Routes: routes}, {Hostname: "y", Routes: routes}}}}}
+	s, err := New(Options{Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := s.compile(cfg, certCache{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt := tbl.listeners[portKey{80, false}]
+	x, _ := lt.hosts.lookup("x")
+	y, _ := lt.hosts.lookup("y")
+	be := func(vh *vhost, i int) *backend { return vh.routes[i].backends.list[0] }
+	var got []bool
+	for i := range backends {
+		got = append(got, be(x, i) == be(x, 0), be(x, i) == be(y, i))
+	}
+	// Per backend: shared with backend 0? shared between the two hosts?
+	want := []bool{true, true, true, true, false, true, false, true, false, false, false, true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sharing (-want +got):\n%s", diff)
 	}
 }

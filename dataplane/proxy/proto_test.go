@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/websocket"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -220,4 +223,72 @@ func decode(t *testing.T, res *http.Response) echo {
 		t.Fatalf("decoding %s response: %v", res.Status, err)
 	}
 	return e
+}
+
+// TestWebSocketDrain shuts the proxy down under an open WebSocket: the connection keeps working
+// while the drain lasts, is closed when it times out, and Shutdown reports that it had to cut it.
+func TestWebSocketDrain(t *testing.T) {
+	ws := newEchoWS(t)
+	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{
+		{Name: "ws", Match: ir.Match{Path: prefix("/ws")}, Backends: []ir.Backend{func() ir.Backend {
+			b := irBackend("ws", 1, ws)
+			b.AppProtocol = ir.AppWS
+			return b
+		}()}},
+	}})
+	s, err := New(Options{Address: "127.0.0.1", Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := websocket.Dial("ws://127.0.0.1:"+strconv.Itoa(int(port))+"/ws", "", "http://localhost/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	echo := func(msg string) error {
+		if err := websocket.Message.Send(conn, msg); err != nil {
+			return err
+		}
+		var got string
+		if err := websocket.Message.Receive(conn, &got); err != nil {
+			return err
+		}
+		if got != "echo:"+msg {
+			return fmt.Errorf("got %q", got)
+		}
+		return nil
+	}
+	if err := echo("before"); err != nil {
+		t.Fatal(err)
+	}
+	const drain = 500 * time.Millisecond
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), drain)
+		defer cancel()
+		done <- s.Shutdown(ctx)
+	}()
+	time.Sleep(drain / 5)
+	if err := echo("during"); err != nil {
+		t.Errorf("WebSocket broken while the drain lasts: %v", err)
+	}
+	select {
+	case err := <-done:
+		if elapsed := time.Since(start); elapsed < drain*9/10 {
+			t.Errorf("Shutdown returned after %v with a WebSocket open, before its %v deadline", elapsed, drain)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Shutdown = %v, want the deadline error for the cut WebSocket", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown never returned")
+	}
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := echo("after"); err == nil {
+		t.Error("WebSocket still open after the drain deadline")
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
@@ -105,42 +104,35 @@ func (s *compiler) compileBackends(in []ir.Backend, rs *routeStats) backendSet {
 	return out
 }
 
-// compileBackend returns the compiled backend, shared with earlier routes naming the same one.
+// compileBackend returns the compiled backend, shared with earlier routes naming the same one. The
+// lookup allocates nothing: a table of 100k routes holds 100k references to a handful of backends.
 func (s *compiler) compileBackend(in *ir.Backend) *backend {
-	key := backendKey(in)
-	if b := s.backends[key]; b != nil && key != "" {
-		return b
+	f := &in.Filters
+	if f.RequestHeaders != nil || f.ResponseHeaders != nil {
+		// Backends with filters are rare and not shared.
+		return s.newBackend(in)
+	}
+	for _, sb := range s.backends[in.Name] {
+		if sameBackend(&sb.src, in) {
+			return sb.b
+		}
 	}
 	b := s.newBackend(in)
-	if key != "" {
-		s.backends[key] = b
-	}
+	src := ir.Backend{Name: in.Name, AppProtocol: in.AppProtocol, Invalid: in.Invalid, Endpoints: slices.Clone(in.Endpoints)}
+	s.backends[in.Name] = append(s.backends[in.Name], sharedBackend{src: src, b: b})
 	return b
 }
 
-// backendKey identifies a backend by everything that shapes its compiled form; backends with
-// filters are rare and not shared ("").
-func backendKey(in *ir.Backend) string {
-	f := &in.Filters
-	if f.RequestHeaders != nil || f.ResponseHeaders != nil {
-		return ""
-	}
-	var k strings.Builder
-	k.WriteString(in.Name)
-	k.WriteByte(0)
-	k.WriteString(string(in.AppProtocol))
-	if in.Invalid {
-		k.WriteString("\x00invalid")
-	}
-	for _, e := range in.Endpoints {
-		k.WriteByte(0)
-		k.WriteString(e.Address)
-		k.WriteByte(':')
-		k.WriteString(strconv.FormatUint(uint64(e.Port), 10))
-		k.WriteByte('/')
-		k.WriteString(strconv.FormatUint(uint64(e.Weight), 10))
-	}
-	return k.String()
+// sharedBackend is a compiled backend with the fields of the IR it was compiled from.
+type sharedBackend struct {
+	src ir.Backend
+	b   *backend
+}
+
+// sameBackend compares everything that shapes a compiled backend without filters (the weight
+// belongs to the route's choice, not to the backend).
+func sameBackend(a, b *ir.Backend) bool {
+	return a.Name == b.Name && a.AppProtocol == b.AppProtocol && a.Invalid == b.Invalid && slices.Equal(a.Endpoints, b.Endpoints)
 }
 
 func (s *compiler) newBackend(in *ir.Backend) *backend {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/dataplane/pace"
 )
 
 // maxConfigSize bounds one encoded config.
@@ -173,7 +174,12 @@ func (c *Client) stream(ctx context.Context, ads discoveryv3.AggregatedDiscovery
 }
 
 func (c *Client) apply(resp *discoveryv3.DiscoveryResponse) error {
-	cfg, err := decodeResponse(resp, c.opts.Gateway)
+	// Once a config is served, decoding the next shares the proxy's core with its requests.
+	var tick func()
+	if c.applied.Load() != 0 {
+		tick = pace.New().Tick
+	}
+	cfg, err := decodeResponse(resp, c.opts.Gateway, tick)
 	if err != nil {
 		return err
 	}

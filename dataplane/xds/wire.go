@@ -11,7 +11,6 @@ package xds
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -60,8 +59,9 @@ func stampVersion(unversioned []byte, v uint64) ([]byte, error) {
 	return append(out, unversioned[i+len(versionZero):]...), nil
 }
 
-// decodeResponse extracts the single config of a DiscoveryResponse for gateway.
-func decodeResponse(resp *discoveryv3.DiscoveryResponse, gateway string) (*ir.Config, error) {
+// decodeResponse extracts the single config of a DiscoveryResponse for gateway; tick (may be nil)
+// paces the decoding (ir.DecodeJSON).
+func decodeResponse(resp *discoveryv3.DiscoveryResponse, gateway string, tick func()) (*ir.Config, error) {
 	if resp.GetTypeUrl() != TypeURL {
 		return nil, fmt.Errorf("unexpected type %q", resp.GetTypeUrl())
 	}
@@ -76,8 +76,8 @@ func decodeResponse(resp *discoveryv3.DiscoveryResponse, gateway string) (*ir.Co
 	if err := proto.Unmarshal(res.GetValue(), &wrapped); err != nil {
 		return nil, fmt.Errorf("unwrap config: %w", err)
 	}
-	cfg := &ir.Config{}
-	if err := json.Unmarshal(wrapped.GetValue(), cfg); err != nil {
+	cfg, err := ir.DecodeJSON(wrapped.GetValue(), tick)
+	if err != nil {
 		return nil, fmt.Errorf("decode config: %w", err)
 	}
 	if cfg.Gateway != gateway {

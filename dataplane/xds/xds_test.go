@@ -485,7 +485,7 @@ func subscribeOnce(ctx context.Context, ads discoveryv3.AggregatedDiscoveryServi
 	if err != nil {
 		return err
 	}
-	if _, err := decodeResponse(resp, gwA); err != nil {
+	if _, err := decodeResponse(resp, gwA, nil); err != nil {
 		return fmt.Errorf("%w: %w", errors.New("bad response"), err)
 	}
 	return nil

@@ -5,11 +5,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -22,7 +22,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/fleetgate/fleetgate/dataplane/gcfloor"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/dataplane/pace"
 	"github.com/fleetgate/fleetgate/dataplane/proxy"
 )
 
@@ -44,8 +46,11 @@ func run() error {
 		watch       = flag.Duration("watch", 0, "poll the config file at this interval and reload on change (0: only on SIGHUP)")
 		drain       = flag.Duration("drain-timeout", 30*time.Second, "how long connections may finish on shutdown")
 		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown")
+		gcFloorMB   = flag.Uint64("gc-heap-floor-mb", 64, "keep the GC heap goal at least this many MiB above the live heap (0: plain GOGC)")
+		pprofOn     = flag.Bool("pprof", false, "also serve /debug/pprof/ (profiles, execution traces) on -metrics-address")
 	)
 	flag.Parse()
+	defer gcfloor.Start(*gcFloorMB << 20)()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -79,7 +84,14 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *metricsAddr != "" {
-		ms := &http.Server{Addr: *metricsAddr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		mux := http.NewServeMux()
+		mux.Handle("/", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		if *pprofOn {
+			mux.HandleFunc("/debug/pprof/", httppprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+			mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)
+		}
+		ms := &http.Server{Addr: *metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := ms.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error(err, "metrics server")
@@ -121,12 +133,13 @@ func reload(log logr.Logger, srv *proxy.Server, path string, last time.Time, for
 			return last
 		}
 	}
+	start := time.Now()
 	mtime, err := load(srv, path)
 	if err != nil {
 		log.Error(err, "config rejected; still serving the previous one", "version", srv.Version())
 		return last
 	}
-	log.Info("config reloaded", "version", srv.Version())
+	log.Info("config reloaded", "version", srv.Version(), "took", time.Since(start).String())
 	return mtime
 }
 
@@ -139,11 +152,16 @@ func load(srv *proxy.Server, path string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	var cfg ir.Config
-	if err := json.Unmarshal(b, &cfg); err != nil {
+	// A reload is paced: decoding 100k hostnames takes seconds of the core that serves requests.
+	var tick func()
+	if srv.Version() != 0 {
+		tick = pace.New().Tick
+	}
+	cfg, err := ir.DecodeJSON(b, tick)
+	if err != nil {
 		return time.Time{}, fmt.Errorf("decoding %s: %w", path, err)
 	}
-	if err := srv.Apply(&cfg); err != nil {
+	if err := srv.Apply(cfg); err != nil {
 		return time.Time{}, fmt.Errorf("applying %s: %w", path, err)
 	}
 	return fi.ModTime(), nil
