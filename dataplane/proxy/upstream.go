@@ -3,6 +3,7 @@ package proxy
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -111,6 +112,10 @@ func backendKey(in *ir.Backend) string {
 	k.WriteString(in.Name)
 	k.WriteByte(0)
 	k.WriteString(string(in.AppProtocol))
+	if in.TLS != nil {
+		k.WriteString("\x00tls:")
+		k.WriteString(backendTLSKey(in.TLS))
+	}
 	if in.Invalid {
 		k.WriteString("\x00invalid")
 	}
@@ -137,7 +142,11 @@ func (s *compiler) newBackend(in *ir.Backend) *backend {
 	case ir.AppH2C:
 		b.rt = s.up.h2c
 	case ir.AppTLS:
-		b.rt, b.scheme = s.up.tls, "https"
+		t, err := s.backendTransport(in.TLS, s.clientCert)
+		if err != nil && s.err == nil {
+			s.err = fmt.Errorf("backend %q: %w", in.Name, err)
+		}
+		b.rt, b.scheme = t, "https"
 	default:
 		b.rt, b.h1 = s.up.http1, true
 	}
@@ -183,8 +192,9 @@ func newUpstreams(dialTimeout time.Duration) upstreams {
 	h2c.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1000}
 	t := base()
 	t.ForceAttemptHTTP2 = true
-	// The IR carries no backend CA (no BackendTLSPolicy yet): encrypt without verifying, as the
-	// endpoint addresses come from the cluster's own EndpointSlices.
+	// A TLS backend without a BackendTLSPolicy is encrypted to but not verified, as the endpoint
+	// addresses come from the cluster's own EndpointSlices; verified backends get their own pool
+	// (backendtls.go).
 	t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // see above
 	return upstreams{http1: h1, h2c: h2c, tls: t}
 }
