@@ -17,6 +17,7 @@ type Result struct {
 	GatewayClasses []ClassStatus            `json:"gatewayClasses,omitempty"`
 	Gateways       []GatewayStatus          `json:"gateways,omitempty"`
 	Routes         []RouteStatus            `json:"routes,omitempty"`
+	Policies       []PolicyStatus           `json:"policies,omitempty"`
 	// Ingresses and Services hold status.loadBalancer of our Ingresses and LoadBalancer Services.
 	Ingresses []IngressStatus `json:"ingresses,omitempty"`
 	Services  []ServiceStatus `json:"services,omitempty"`
@@ -33,6 +34,9 @@ type translator struct {
 	classes   map[string]*classInfo
 	units     []*unit
 	unitByKey map[string]*unit
+	// policies are every BackendTLSPolicy; policyByTarget orders the ones of each target, winner first.
+	policies       []*tlsPolicy
+	policyByTarget map[policyTarget][]*tlsPolicy
 }
 
 // Translate computes the dataplane configs, load-balancer models and statuses for a snapshot.
@@ -47,6 +51,7 @@ func Translate(s *snapshot.Snapshot) *Result {
 		unitByKey: map[string]*unit{},
 	}
 	t.translateClasses()
+	t.compilePolicies()
 	t.buildUnits()
 	for _, u := range t.units {
 		t.unitByKey[u.key] = u
@@ -55,6 +60,7 @@ func Translate(s *snapshot.Snapshot) *Result {
 	for _, r := range routes {
 		t.attachRoute(r)
 	}
+	t.policyStatuses()
 	ingUnits, ingresses := t.compileIngresses(routes)
 	for _, u := range t.units {
 		t.gatewayStatuses(u)
@@ -104,4 +110,5 @@ func (t *translator) sortResult() {
 	slices.SortStableFunc(r.GatewayClasses, func(a, b ClassStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortStableFunc(r.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortStableFunc(r.Routes, func(a, b RouteStatus) int { return a.Ref.compare(b.Ref) })
+	slices.SortStableFunc(r.Policies, func(a, b PolicyStatus) int { return a.Ref.compare(b.Ref) })
 }
