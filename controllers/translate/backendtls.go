@@ -224,7 +224,9 @@ func (t *translator) policyStatuses() {
 		for a := range p.ancestors {
 			gws = append(gws, a)
 		}
-		slices.SortFunc(gws, func(a, b gatewayName) int { return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name)) })
+		slices.SortFunc(gws, func(a, b gatewayName) int {
+			return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name))
+		})
 		st := PolicyStatus{
 			Ref:        ObjectRef{Cluster: p.obj.Cluster, Kind: "BackendTLSPolicy", Namespace: p.obj.Obj.Namespace, Name: p.obj.Obj.Name},
 			Generation: gen,

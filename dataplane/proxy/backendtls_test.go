@@ -119,7 +119,9 @@ func TestBackendTLSVerification(t *testing.T) {
 	ca := newTestCA(t, "backend-ca")
 	other := newTestCA(t, "other-ca")
 	srv := tlsEcho(t, ca.issue(t, "backend", []string{"abc.example.com"}, "spiffe://abc.example.com/test-identity"), nil)
-	san := func(typ ir.SubjectAltNameType, v string) ir.SubjectAltName { return ir.SubjectAltName{Type: typ, Value: v} }
+	san := func(typ ir.SubjectAltNameType, v string) ir.SubjectAltName {
+		return ir.SubjectAltName{Type: typ, Value: v}
+	}
 	cases := []struct {
 		name     string
 		tls      *ir.BackendTLS
