@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -70,7 +71,12 @@ func (t *translator) compilePolicies() {
 			}
 		}
 	}
-	for k, ps := range t.policyByTarget {
+	// Targets in a fixed order, so that a policy losing several conflicts always names the same winner.
+	keys := slices.SortedFunc(maps.Keys(t.policyByTarget), func(a, b policyTarget) int {
+		return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.service, b.service), cmp.Compare(a.section, b.section))
+	})
+	for _, k := range keys {
+		ps := t.policyByTarget[k]
 		slices.SortStableFunc(ps, func(a, b *tlsPolicy) int {
 			return cmp.Or(a.obj.Obj.CreationTimestamp.Compare(b.obj.Obj.CreationTimestamp.Time), cmp.Compare(a.name(), b.name()))
 		})
