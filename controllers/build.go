@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,6 +61,8 @@ func buildSnapshot(ctx context.Context, sources []Source) (*snapshot.Snapshot, e
 			readInto(ctx, src, &mcsv1a1.ServiceExportList{}, &s.ServiceExports, func(l *mcsv1a1.ServiceExportList) []mcsv1a1.ServiceExport { return l.Items }),
 			readInto(ctx, src, &corev1.NamespaceList{}, &s.Namespaces, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }),
 			readInto(ctx, src, &corev1.SecretList{}, &s.Secrets, func(l *corev1.SecretList) []corev1.Secret { return l.Items }),
+			readInto(ctx, src, &corev1.ConfigMapList{}, &s.ConfigMaps, func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items }),
+			readInto(ctx, src, &gwv1.BackendTLSPolicyList{}, &s.BackendTLSPolicies, func(l *gwv1.BackendTLSPolicyList) []gwv1.BackendTLSPolicy { return l.Items }),
 			readInto(ctx, src, &networkingv1.IngressClassList{}, &s.IngressClasses, func(l *networkingv1.IngressClassList) []networkingv1.IngressClass { return l.Items }),
 			readInto(ctx, src, &networkingv1.IngressList{}, &s.Ingresses, func(l *networkingv1.IngressList) []networkingv1.Ingress { return l.Items }),
 		)
@@ -73,6 +76,7 @@ func buildSnapshot(ctx context.Context, sources []Source) (*snapshot.Snapshot, e
 		return nil, err
 	}
 	s.Secrets = referencedSecrets(s)
+	s.ConfigMaps = referencedConfigMaps(s)
 	return s.Sort(), nil
 }
 
@@ -89,12 +93,20 @@ func readInto[L client.ObjectList, T any](ctx context.Context, src Source, list 
 	return nil
 }
 
-// referencedSecrets keeps the Secrets a Gateway or ListenerSet listener's certificateRefs name (in any namespace:
-// whether a cross-namespace reference is permitted is translation's call) and those of Ingress TLS.
+// refKey names one object in one cluster.
+type refKey struct{ cluster, namespace, name string }
+
+// referencedSecrets keeps the Secrets a Gateway or ListenerSet listener's certificateRefs or the
+// Gateway's backend client certificate name (in any namespace: whether a cross-namespace reference
+// is permitted is translation's call) and those of Ingress TLS.
 func referencedSecrets(s *snapshot.Snapshot) []snapshot.Object[corev1.Secret] {
-	type key struct{ cluster, namespace, name string }
+	type key = refKey
 	wanted := map[key]bool{}
 	for _, g := range s.Gateways {
+		if tls := g.Obj.Spec.TLS; tls != nil && tls.Backend != nil && tls.Backend.ClientCertificateRef != nil {
+			ref := tls.Backend.ClientCertificateRef
+			wanted[key{g.Cluster, cmp.Or(ptrString(ref.Namespace), g.Obj.Namespace), string(ref.Name)}] = true
+		}
 		for _, l := range g.Obj.Spec.Listeners {
 			if l.TLS == nil {
 				continue
@@ -134,6 +146,49 @@ func referencedSecrets(s *snapshot.Snapshot) []snapshot.Object[corev1.Secret] {
 		}
 	}
 	return out
+}
+
+// referencedConfigMaps keeps the ConfigMaps named as CA certificates by BackendTLSPolicies and by
+// Gateways' frontend client certificate validation.
+func referencedConfigMaps(s *snapshot.Snapshot) []snapshot.Object[corev1.ConfigMap] {
+	wanted := map[refKey]bool{}
+	for _, p := range s.BackendTLSPolicies {
+		for _, ref := range p.Obj.Spec.Validation.CACertificateRefs {
+			wanted[refKey{p.Cluster, p.Obj.Namespace, string(ref.Name)}] = true
+		}
+	}
+	for _, g := range s.Gateways {
+		tls := g.Obj.Spec.TLS
+		if tls == nil || tls.Frontend == nil {
+			continue
+		}
+		configs := []gwv1.TLSConfig{tls.Frontend.Default}
+		for _, pp := range tls.Frontend.PerPort {
+			configs = append(configs, pp.TLS)
+		}
+		for _, c := range configs {
+			if c.Validation == nil {
+				continue
+			}
+			for _, ref := range c.Validation.CACertificateRefs {
+				wanted[refKey{g.Cluster, cmp.Or(ptrString(ref.Namespace), g.Obj.Namespace), string(ref.Name)}] = true
+			}
+		}
+	}
+	out := s.ConfigMaps[:0]
+	for _, cm := range s.ConfigMaps {
+		if wanted[refKey{cm.Cluster, cm.Obj.Namespace, cm.Obj.Name}] {
+			out = append(out, cm)
+		}
+	}
+	return out
+}
+
+func ptrString[S ~string](p *S) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
 }
 
 func readLegacyPolicies(ctx context.Context, src Source, s *snapshot.Snapshot) error {

@@ -62,10 +62,10 @@ type GatewayReconciler struct {
 	lastTranslation *translate.Result
 }
 
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;listenersets;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants;referencepolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses/status;gateways/status;listenersets/status;httproutes/status;grpcroutes/status;tlsroutes/status;tcproutes/status;udproutes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;listenersets;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants;referencepolicies;backendtlspolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses/status;gateways/status;listenersets/status;httproutes/status;grpcroutes/status;tlsroutes/status;tcproutes/status;udproutes/status;backendtlspolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=fleetgate.dev,resources=gatewayclassconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=services;namespaces;secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services;namespaces;secrets;configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceimports;serviceexports,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -80,6 +80,7 @@ func watchedKinds() []client.Object {
 		&gwv1.HTTPRoute{}, &gwv1.GRPCRoute{}, &gwv1.TLSRoute{}, &gwv1.TCPRoute{}, &gwv1.UDPRoute{},
 		&gwv1b1.ReferenceGrant{}, &corev1.Service{}, &discoveryv1.EndpointSlice{},
 		&mcsv1a1.ServiceImport{}, &mcsv1a1.ServiceExport{}, &corev1.Namespace{}, &corev1.Secret{},
+		&corev1.ConfigMap{}, &gwv1.BackendTLSPolicy{},
 		&networkingv1.Ingress{}, &networkingv1.IngressClass{},
 	}
 }

@@ -19,6 +19,8 @@ func clearedStatus(ref translate.ObjectRef) any {
 		return &translate.IngressStatus{Ref: ref}
 	case "Service", "ListenerSet":
 		return nil
+	case "BackendTLSPolicy":
+		return &translate.PolicyStatus{Ref: ref}
 	}
 	return &translate.RouteStatus{Ref: ref}
 }

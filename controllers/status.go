@@ -44,7 +44,7 @@ type StatusWriter struct {
 
 	mu      sync.Mutex
 	targets map[string]statusTarget
-	desired map[translate.ObjectRef]any // *ClassStatus, *GatewayStatus, *ListenerSetStatus, *RouteStatus, *IngressStatus or *ServiceStatus; nil clears
+	desired map[translate.ObjectRef]any // *ClassStatus, *GatewayStatus, *ListenerSetStatus, *RouteStatus, *PolicyStatus, *IngressStatus or *ServiceStatus; nil clears
 	// notified are the notices already turned into Events (notices.go).
 	notified map[translate.Notice]bool
 	queue    workqueue.TypedRateLimitingInterface[translate.ObjectRef]
@@ -112,6 +112,9 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 		}
 		for i := range res.Routes {
 			next[res.Routes[i].Ref] = &res.Routes[i]
+		}
+		for i := range res.Policies {
+			next[res.Policies[i].Ref] = &res.Policies[i]
 		}
 	case applied:
 		for i := range res.Gateways {
@@ -305,6 +308,10 @@ func applyStatus(obj client.Object, want any, features []gwv1.SupportedFeature) 
 			return nil
 		}
 		changed := mergeConditions(&o.Status.Conditions, gs.Conditions)
+		// Conditions fleetgate sets only while they apply go when they stop applying.
+		o.Status.Conditions = slices.DeleteFunc(o.Status.Conditions, func(c metav1.Condition) bool {
+			return optionalGatewayCondition(c.Type) && meta.FindStatusCondition(gs.Conditions, c.Type) == nil
+		})
 		o.Status.Addresses = gs.Addresses
 		o.Status.AttachedListenerSets = gs.AttachedListenerSets
 		o.Status.Listeners = mergeListeners(o.Status.Listeners, gs.Listeners,
@@ -323,6 +330,13 @@ func applyStatus(obj client.Object, want any, features []gwv1.SupportedFeature) 
 				return l.Name, &l.Conditions
 			})
 		return changed
+	case *gwv1.BackendTLSPolicy:
+		ps, ok := want.(*translate.PolicyStatus)
+		if !ok {
+			return nil
+		}
+		o.Status.Ancestors = mergeAncestors(o.Status.Ancestors, ps.Ancestors)
+		return nil
 	case *networkingv1.Ingress:
 		if is, ok := want.(*translate.IngressStatus); ok {
 			o.Status.LoadBalancer = *is.LoadBalancer.DeepCopy()
@@ -388,6 +402,54 @@ func mergeParents(current, ours []gwv1.RouteParentStatus) []gwv1.RouteParentStat
 		out = append(out, p)
 	}
 	return out
+}
+
+// optionalGatewayCondition tells the Gateway condition types fleetgate sets only in some states
+// (spec.tls): it removes them when translation no longer asks for them.
+func optionalGatewayCondition(typ string) bool {
+	switch gwv1.GatewayConditionType(typ) {
+	case gwv1.GatewayConditionResolvedRefs, gwv1.GatewayConditionInsecureFrontendValidationMode:
+		return true
+	}
+	return false
+}
+
+// maxPolicyAncestors is the API's limit on a policy's status.ancestors.
+const maxPolicyAncestors = 16
+
+// mergeAncestors replaces fleetgate's PolicyAncestorStatus entries and keeps other controllers'
+// entries, within the API's limit (other controllers' entries come first).
+func mergeAncestors(current, ours []gwv1.PolicyAncestorStatus) []gwv1.PolicyAncestorStatus {
+	out := make([]gwv1.PolicyAncestorStatus, 0, len(current)+len(ours))
+	for _, a := range current {
+		if a.ControllerName != ControllerName {
+			out = append(out, a)
+		}
+	}
+	for _, a := range ours {
+		if len(out) == maxPolicyAncestors {
+			break
+		}
+		a = *a.DeepCopy()
+		if old := findAncestor(current, a.AncestorRef); old != nil {
+			conds := old.Conditions
+			mergeConditions(&conds, a.Conditions)
+			a.Conditions = keepOnly(conds, a.Conditions)
+		} else {
+			stampConditions(a.Conditions)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func findAncestor(as []gwv1.PolicyAncestorStatus, ref gwv1.ParentReference) *gwv1.PolicyAncestorStatus {
+	for i := range as {
+		if as[i].ControllerName == ControllerName && equality.Semantic.DeepEqual(as[i].AncestorRef, ref) {
+			return &as[i]
+		}
+	}
+	return nil
 }
 
 // mergeConditions sets each wanted condition (stamping lastTransitionTime on a change) and returns
@@ -464,6 +526,8 @@ func newObject(kind string) (client.Object, error) {
 		return &gwv1.TCPRoute{}, nil
 	case "UDPRoute":
 		return &gwv1.UDPRoute{}, nil
+	case "BackendTLSPolicy":
+		return &gwv1.BackendTLSPolicy{}, nil
 	case "Ingress":
 		return &networkingv1.Ingress{}, nil
 	case "IngressClass":

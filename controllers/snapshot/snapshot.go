@@ -71,7 +71,12 @@ type Snapshot struct {
 	// ServiceExports say which members export a service for ServiceImport backends.
 	ServiceExports []Object[mcsv1a1.ServiceExport]
 	Secrets        []Object[corev1.Secret]
-	Namespaces     []Object[corev1.Namespace]
+	// ConfigMaps hold only the ones referenced as CA certificates (BackendTLSPolicy validation,
+	// Gateway frontend client validation).
+	ConfigMaps []Object[corev1.ConfigMap]
+	Namespaces []Object[corev1.Namespace]
+	// BackendTLSPolicies say how to verify TLS backends.
+	BackendTLSPolicies []Object[gwv1.BackendTLSPolicy]
 	// ClusterWeights are the members' MemberCluster weights, which split ServiceImport traffic
 	// across clusters (see ClusterWeight).
 	ClusterWeights map[string]int32 `json:",omitempty"`
@@ -98,6 +103,8 @@ func (s *Snapshot) Sort() *Snapshot {
 	s.ServiceImports = sortObjects(s.ServiceImports)
 	s.ServiceExports = sortObjects(s.ServiceExports)
 	s.Secrets = sortObjects(s.Secrets)
+	s.ConfigMaps = sortObjects(s.ConfigMaps)
+	s.BackendTLSPolicies = sortObjects(s.BackendTLSPolicies)
 	s.Namespaces = sortObjects(s.Namespaces)
 	s.IngressClasses = sortObjects(s.IngressClasses)
 	s.Ingresses = sortObjects(s.Ingresses)

@@ -112,6 +112,27 @@ func (t *translator) resolveBackend(r *route, ref gwv1.BackendObjectReference, w
 	if cmp.Or(sp.Protocol, corev1.ProtocolTCP) != u.transport() {
 		return fail(gwv1.RouteReasonUnsupportedProtocol, "Service %s/%s port %d is %s, the route needs %s", ns, ref.Name, port, cmp.Or(sp.Protocol, corev1.ProtocolTCP), u.transport())
 	}
+	if u == useHTTP || u == useGRPC {
+		if p, all := t.backendPolicy(r.cluster, ns, string(ref.Name), sp.Name); p != nil {
+			for _, q := range all {
+				if !slices.Contains(r.policies, q) {
+					r.policies = append(r.policies, q)
+				}
+			}
+			if !tlsAppProtocol(sp.AppProtocol) {
+				return fail(gwv1.RouteReasonUnsupportedProtocol, "Service %s/%s port %d has appProtocol %q, which BackendTLSPolicy %s cannot secure", ns, ref.Name, port, *sp.AppProtocol, p.name())
+			}
+			b.AppProtocol = ir.AppTLS
+			if p.tls == nil {
+				// The policy that applies is not usable: the backend fails rather than go unverified.
+				b.Invalid = true
+				return b
+			}
+			b.TLS = p.tls
+			b.Endpoints = t.endpoints(r.cluster, ns, string(ref.Name), sp.Name, u.transport())
+			return b
+		}
+	}
 	app, ok := u.appProtocol(sp.AppProtocol)
 	if !ok {
 		return fail(gwv1.RouteReasonUnsupportedProtocol, "Service %s/%s port %d has appProtocol %q, which a %s cannot use", ns, ref.Name, port, *sp.AppProtocol, r.kind)

@@ -64,6 +64,9 @@ func (t *translator) buildConfig(u *unit) ir.Config {
 		}
 		for _, l := range g.ls {
 			il.Certificates = append(il.Certificates, l.certs...)
+			if il.ClientValidation == nil {
+				il.ClientValidation = l.clientValidation
+			}
 		}
 		slices.SortStableFunc(il.Certificates, func(a, b ir.Certificate) int {
 			return compareSpecificity(firstOr(a.Hostnames), firstOr(b.Hostnames))
@@ -79,6 +82,13 @@ func (t *translator) buildConfig(u *unit) ir.Config {
 			}
 		}
 		cfg.Listeners = append(cfg.Listeners, il)
+	}
+	// The oldest member with a usable client certificate speaks for the unit.
+	for _, m := range u.members {
+		if m.invalidReason == "" && m.clientCert != nil {
+			cfg.BackendClientCertificate = m.clientCert
+			break
+		}
 	}
 	return cfg
 }

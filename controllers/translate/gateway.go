@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
 // unit is one dataplane gateway: a single Gateway (Cluster scope) or every Gateway with the same
@@ -35,6 +36,9 @@ type member struct {
 	// own maps each of its listener names to the merged listener, or to a private listener that
 	// lost a fleet merge conflict.
 	own map[string]*listener
+	// clientCert is the resolved spec.tls.backend.clientCertificateRef, or why it is not.
+	clientCert                      *ir.Certificate
+	clientCertReason, clientCertMsg string
 }
 
 func (m *member) gw() *gwv1.Gateway { return m.obj.Obj }
@@ -68,6 +72,7 @@ func (t *translator) buildUnits() {
 		})
 		for _, m := range u.members {
 			t.validateMember(u, m)
+			t.resolveClientCert(m)
 			t.mergeListeners(u, m)
 		}
 		t.validateListeners(u)
@@ -187,7 +192,7 @@ func (t *translator) gatewayStatuses(u *unit) {
 			Generation: gen,
 			Gateway:    u.key,
 		}
-		var bad []string
+		var bad, unresolved []string
 		good, programmable := 0, 0
 		seen := map[gwv1.SectionName]bool{}
 		for _, spec := range gw.Spec.Listeners {
@@ -206,6 +211,9 @@ func (t *translator) gatewayStatuses(u *unit) {
 			}
 			if l.programmable() {
 				programmable++
+			}
+			if l.resolvedReason != "" {
+				unresolved = append(unresolved, string(spec.Name))
 			}
 		}
 		var accepted metav1.Condition
@@ -232,7 +240,7 @@ func (t *translator) gatewayStatuses(u *unit) {
 				programmed.Reason = string(gwv1.GatewayReasonPending)
 			}
 		}
-		st.Conditions = []metav1.Condition{accepted, programmed}
+		st.Conditions = append([]metav1.Condition{accepted, programmed}, gatewayTLSConditions(m, unresolved, gen)...)
 		if al := gw.Spec.AllowedListeners; al != nil && al.Namespaces != nil && al.Namespaces.From != nil && *al.Namespaces.From != gwv1.NamespacesFromNone {
 			n := u.attachedSets()
 			st.AttachedListenerSets = &n

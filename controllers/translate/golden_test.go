@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.out.yaml from the current output")
@@ -30,9 +32,39 @@ func readFixtures(t testing.TB) fixtures {
 // renderResult marshals a result for a golden file, with the fixture PEMs replaced by their
 // names so outputs stay readable.
 func renderResult(res *Result, fx fixtures) ([]byte, error) {
+	name := func(pem *[]byte) {
+		if bytes.Equal(*pem, fx.crt) {
+			*pem = []byte("fixture tls.crt")
+		}
+		if bytes.Equal(*pem, fx.key) {
+			*pem = []byte("fixture tls.key")
+		}
+	}
+	backends := func(bs []ir.Backend) {
+		for i := range bs {
+			if bs[i].TLS != nil {
+				name(&bs[i].TLS.CACertPEM)
+			}
+		}
+	}
 	for i := range res.Configs {
+		if c := res.Configs[i].BackendClientCertificate; c != nil {
+			name(&c.CertPEM)
+			name(&c.KeyPEM)
+		}
 		for j := range res.Configs[i].Listeners {
 			l := &res.Configs[i].Listeners[j]
+			if l.ClientValidation != nil {
+				name(&l.ClientValidation.CACertPEM)
+			}
+			for _, vh := range l.VirtualHosts {
+				for _, r := range vh.Routes {
+					backends(r.Backends)
+					for k := range r.Filters.Mirrors {
+						backends([]ir.Backend{r.Filters.Mirrors[k].Backend})
+					}
+				}
+			}
 			for k := range l.Certificates {
 				c := &l.Certificates[k]
 				if bytes.Equal(c.CertPEM, fx.crt) {

@@ -21,6 +21,7 @@ type index struct {
 	imports    map[nsName]*mcsv1a1.ServiceImport
 	exports    map[nsName]bool
 	secrets    map[nsName]*corev1.Secret
+	configMaps map[nsName]*corev1.ConfigMap
 	namespaces map[nsName]*corev1.Namespace
 	grants     map[nsName][]*gwv1b1.ReferenceGrant // keyed by (cluster, namespace, "")
 	clusters   []string
@@ -34,6 +35,7 @@ func newIndex(s *snapshot.Snapshot) *index {
 		imports:    map[nsName]*mcsv1a1.ServiceImport{},
 		exports:    map[nsName]bool{},
 		secrets:    map[nsName]*corev1.Secret{},
+		configMaps: map[nsName]*corev1.ConfigMap{},
 		namespaces: map[nsName]*corev1.Namespace{},
 		grants:     map[nsName][]*gwv1b1.ReferenceGrant{},
 		clusters:   s.Clusters(),
@@ -77,6 +79,11 @@ func newIndex(s *snapshot.Snapshot) *index {
 	for _, o := range s.Namespaces {
 		if o.Obj != nil {
 			x.namespaces[nsName{o.Cluster, "", o.Obj.Name}] = o.Obj
+		}
+	}
+	for _, o := range s.ConfigMaps {
+		if o.Obj != nil {
+			x.configMaps[nsName{o.Cluster, o.Obj.Namespace, o.Obj.Name}] = o.Obj
 		}
 	}
 	for _, o := range s.ReferenceGrants {

@@ -35,6 +35,8 @@ type listener struct {
 	kinds          []gwv1.RouteGroupKind
 	nsSelector     labels.Selector
 	certs          []ir.Certificate
+	// clientValidation is the frontend client certificate validation of an HTTPS listener.
+	clientValidation *ir.ClientValidation
 
 	attached map[*route]bool
 	// l4 is the single TCPRoute or UDPRoute a TCP or UDP listener forwards to.
@@ -253,6 +255,7 @@ func (t *translator) listenerTLS(l *listener) {
 		}
 		l.certs = append(l.certs, cert)
 	}
+	t.listenerClientValidation(l)
 }
 
 func (t *translator) resolveCert(l *listener, ref gwv1.SecretObjectReference) (ir.Certificate, gwv1.ListenerConditionReason, string) {

@@ -51,7 +51,7 @@ func loadSnapshot(in []byte, fx fixtures) (*snapshot.Snapshot, error) {
 		if cluster == "" {
 			cluster = snapshot.HubCluster
 		}
-		if err := addObject(s, head.Kind, cluster, js); err != nil {
+		if err := addObject(s, head.Kind, cluster, js, fx); err != nil {
 			return nil, fmt.Errorf("document %d (%s): %w", i, head.Kind, err)
 		}
 	}
@@ -89,7 +89,7 @@ func add[T any](list *[]snapshot.Object[T], js []byte, cluster string) error {
 	return nil
 }
 
-func addObject(s *snapshot.Snapshot, kind, cluster string, js []byte) error {
+func addObject(s *snapshot.Snapshot, kind, cluster string, js []byte, fx fixtures) error {
 	switch kind {
 	case "GatewayClass":
 		return add(&s.GatewayClasses, js, cluster)
@@ -144,6 +144,21 @@ func addObject(s *snapshot.Snapshot, kind, cluster string, js []byte) error {
 		o.Obj.StringData = nil
 		s.Secrets = append(s.Secrets, o)
 		return nil
+	case "ConfigMap":
+		// "fixture tls.crt" stands for the PEM of the fixture certificate, usable as a CA bundle.
+		o, err := decode[corev1.ConfigMap](js, cluster)
+		if err != nil {
+			return err
+		}
+		for k, v := range o.Obj.Data {
+			if v == "fixture tls.crt" {
+				o.Obj.Data[k] = string(fx.crt)
+			}
+		}
+		s.ConfigMaps = append(s.ConfigMaps, o)
+		return nil
+	case "BackendTLSPolicy":
+		return add(&s.BackendTLSPolicies, js, cluster)
 	case "Namespace":
 		return add[corev1.Namespace](&s.Namespaces, js, cluster)
 	case "IngressClass":

@@ -13,9 +13,9 @@ import (
 
 // Cache remembers compiled routes between translations, so that a pass after one route changed
 // compiles that route only. A compiled route depends on the route object and on the backend
-// inputs (Services, EndpointSlices, ServiceImports, ServiceExports, ReferenceGrants, member
-// clusters and their weights); a route is reused when its UID and resourceVersion are the same
-// and none of those inputs changed, which the API server's resourceVersions tell exactly. Whatever
+// inputs (Services, EndpointSlices, ServiceImports, ServiceExports, ReferenceGrants,
+// BackendTLSPolicies and their ConfigMaps, member clusters and their weights); a route is reused
+// when its UID and resourceVersion are the same and none of those inputs changed, which the API server's resourceVersions tell exactly. Whatever
 // the cache holds, Cache.Translate returns what Translate returns for the same snapshot.
 // Attachment, configs and statuses are recomputed on every pass: they depend on every route.
 //
@@ -25,8 +25,9 @@ type Cache struct {
 	deps   []version
 	weight map[string]int32
 	routes map[routeKey]cachedRoute
-	// hits counts the routes reused by the last Translate, for tests.
-	hits int
+	// hits counts the routes reused by the last Translate and uncached those compiled but not kept
+	// (they use BackendTLSPolicies), for tests.
+	hits, uncached int
 }
 
 // routeKey identifies one route object; UIDs are unique per cluster.
@@ -62,7 +63,7 @@ func (c *Cache) Translate(s *snapshot.Snapshot) *Result {
 	}
 	c.deps, c.weight = deps, maps.Clone(s.ClusterWeights)
 	next := make(map[routeKey]cachedRoute, len(c.routes))
-	c.hits = 0
+	c.hits, c.uncached = 0, 0
 	res := translate(s, func(kind, cluster string, m metav1.Object, compile func() *route) *route {
 		uid, rv := m.GetUID(), m.GetResourceVersion()
 		if !versioned || uid == "" || rv == "" {
@@ -76,6 +77,12 @@ func (c *Cache) Translate(s *snapshot.Snapshot) *Result {
 			return &r
 		}
 		r := compile()
+		if len(r.policies) > 0 {
+			// Its policies are this pass's objects, which collect the pass's ancestors: compiling
+			// such a route again is what keeps them right. TLS backends are few.
+			c.uncached++
+			return r
+		}
 		kept := *r
 		kept.meta = detach(m)
 		next[k] = cachedRoute{resourceVersion: rv, r: kept}
@@ -102,7 +109,8 @@ func detach(m metav1.Object) metav1.Object {
 // itself, in snapshot order, and the member clusters backends may resolve in. It reports false
 // when an input has no resourceVersion.
 func backendVersions(s *snapshot.Snapshot) ([]version, bool) {
-	n := len(s.Services) + len(s.EndpointSlices) + len(s.ServiceImports) + len(s.ServiceExports) + len(s.ReferenceGrants)
+	n := len(s.Services) + len(s.EndpointSlices) + len(s.ServiceImports) + len(s.ServiceExports) + len(s.ReferenceGrants) +
+		len(s.BackendTLSPolicies) + len(s.ConfigMaps)
 	out := make([]version, 0, n+len(s.Clusters()))
 	ok := true
 	out = appendVersions(out, s.Services, &ok)
@@ -110,6 +118,8 @@ func backendVersions(s *snapshot.Snapshot) ([]version, bool) {
 	out = appendVersions(out, s.ServiceImports, &ok)
 	out = appendVersions(out, s.ServiceExports, &ok)
 	out = appendVersions(out, s.ReferenceGrants, &ok)
+	out = appendVersions(out, s.BackendTLSPolicies, &ok)
+	out = appendVersions(out, s.ConfigMaps, &ok) // CA bundles of the policies
 	for _, c := range s.Clusters() {
 		out = append(out, version{cluster: c})
 	}

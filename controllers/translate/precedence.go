@@ -3,7 +3,7 @@ package translate
 import (
 	"cmp"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // pathRank orders HTTP path match kinds. Exact first and PathPrefix by length follow the spec;

@@ -41,6 +41,9 @@ type route struct {
 	refReason  string   // first ResolvedRefs failure
 	refMsgs    []string
 	generation int64
+	// policies are the BackendTLSPolicies its backends competed for; the route's Gateways are
+	// their ancestors.
+	policies []*tlsPolicy
 }
 
 // compiledMatch is one match of one rule, ready to be placed in a virtual host.
@@ -129,6 +132,7 @@ func (t *translator) attachRoute(r *route) {
 	if parents == nil {
 		return
 	}
+	t.recordAncestors(r)
 	t.res.Routes = append(t.res.Routes, RouteStatus{
 		Ref:        ObjectRef{Cluster: r.cluster, Kind: r.kind, Namespace: r.meta.GetNamespace(), Name: r.meta.GetName()},
 		Generation: r.generation,

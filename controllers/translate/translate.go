@@ -20,6 +20,7 @@ type Result struct {
 	Gateways       []GatewayStatus          `json:"gateways,omitempty"`
 	ListenerSets   []ListenerSetStatus      `json:"listenerSets,omitempty"`
 	Routes         []RouteStatus            `json:"routes,omitempty"`
+	Policies       []PolicyStatus           `json:"policies,omitempty"`
 	// Ingresses and Services hold status.loadBalancer of our Ingresses and LoadBalancer Services.
 	Ingresses []IngressStatus `json:"ingresses,omitempty"`
 	Services  []ServiceStatus `json:"services,omitempty"`
@@ -39,6 +40,9 @@ type translator struct {
 	units     []*unit
 	unitByKey map[string]*unit
 	setByKey  map[nsName]*listenerSet
+	// policies are every BackendTLSPolicy; policyByTarget orders the ones of each target, winner first.
+	policies       []*tlsPolicy
+	policyByTarget map[policyTarget][]*tlsPolicy
 }
 
 // Translate computes the dataplane configs, load-balancer models and statuses for a snapshot.
@@ -61,6 +65,7 @@ func translate(s *snapshot.Snapshot, memo memoFunc) *Result {
 		unitByKey: map[string]*unit{},
 	}
 	t.translateClasses()
+	t.compilePolicies()
 	t.buildUnits()
 	for _, u := range t.units {
 		t.unitByKey[u.key] = u
@@ -70,6 +75,7 @@ func translate(s *snapshot.Snapshot, memo memoFunc) *Result {
 	for _, r := range routes {
 		t.attachRoute(r)
 	}
+	t.policyStatuses()
 	ingUnits, ingresses := t.compileIngresses(routes)
 	for _, u := range t.units {
 		t.listenerSetStatuses(u)
@@ -126,4 +132,5 @@ func (t *translator) sortResult() {
 	slices.SortFunc(r.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortFunc(r.ListenerSets, func(a, b ListenerSetStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortFunc(r.Routes, func(a, b RouteStatus) int { return a.Ref.compare(b.Ref) })
+	slices.SortFunc(r.Policies, func(a, b PolicyStatus) int { return a.Ref.compare(b.Ref) })
 }

@@ -15,6 +15,9 @@ type Config struct {
 	Version uint64 `json:"version"`
 	// Listeners are sorted by port; at most one per port and transport (TCP or UDP).
 	Listeners []Listener `json:"listeners,omitempty"`
+	// BackendClientCertificate, when set, is presented to backends the proxy dials with TLS
+	// (Gateway spec.tls.backend.clientCertificateRef).
+	BackendClientCertificate *Certificate `json:"backendClientCertificate,omitempty"`
 }
 
 // Protocol is what a listener speaks on its port.
@@ -49,6 +52,17 @@ type Listener struct {
 	// accepts connections and datagrams from, as a Service's loadBalancerSourceRanges ask; others
 	// are dropped before any byte is read. Empty allows every client.
 	SourceRanges []string `json:"sourceRanges,omitempty"`
+	// ClientValidation, on HTTPS listeners, asks clients for a certificate and checks it.
+	ClientValidation *ClientValidation `json:"clientValidation,omitempty"`
+}
+
+// ClientValidation is how an HTTPS listener checks client certificates (Gateway spec.tls.frontend).
+type ClientValidation struct {
+	// CACertPEM holds the trusted CA certificates.
+	CACertPEM []byte `json:"caCertPEM"`
+	// AllowInsecureFallback accepts connections whose certificate is missing or does not verify;
+	// otherwise only clients with a certificate signed by one of the CAs complete the handshake.
+	AllowInsecureFallback bool `json:"allowInsecureFallback,omitempty"`
 }
 
 // Certificate is a PEM certificate chain and key served for the given hostnames.
@@ -221,6 +235,34 @@ type Backend struct {
 	Endpoints   []Endpoint  `json:"endpoints,omitempty"`
 	// Filters set on the backendRef itself (header modifiers only).
 	Filters Filters `json:"filters,omitzero"`
+	// TLS, with AppProtocol AppTLS, says how to verify the backend (a BackendTLSPolicy). Without
+	// it a TLS backend is encrypted to but not verified.
+	TLS *BackendTLS `json:"tls,omitempty"`
+}
+
+// BackendTLS verifies a backend's certificate.
+type BackendTLS struct {
+	// Hostname is sent as SNI and, without SubjectAltNames, must match the certificate.
+	Hostname string `json:"hostname"`
+	// CACertPEM holds the trusted CAs; empty with SystemRoots unset trusts nothing.
+	CACertPEM   []byte `json:"caCertPEM,omitempty"`
+	SystemRoots bool   `json:"systemRoots,omitempty"`
+	// SubjectAltNames, when set, replace Hostname for verification: one must be in the certificate.
+	SubjectAltNames []SubjectAltName `json:"subjectAltNames,omitempty"`
+}
+
+// SubjectAltNameType is the kind of a subject alternative name.
+type SubjectAltNameType string
+
+const (
+	SANHostname SubjectAltNameType = "Hostname"
+	SANURI      SubjectAltNameType = "URI"
+)
+
+// SubjectAltName is one name a backend certificate may carry.
+type SubjectAltName struct {
+	Type  SubjectAltNameType `json:"type"`
+	Value string             `json:"value"`
 }
 
 // Endpoint is one ready address of a backend.

@@ -51,6 +51,14 @@ func (l *Listener) validate(at string) []error {
 		if l.Protocol == ProtocolHTTPS && len(l.Certificates) == 0 {
 			errs = append(errs, fmt.Errorf("%s: HTTPS listener without certificates", at))
 		}
+		if cv := l.ClientValidation; cv != nil {
+			if l.Protocol != ProtocolHTTPS {
+				errs = append(errs, fmt.Errorf("%s: client certificate validation on a %s listener", at, l.Protocol))
+			}
+			if len(cv.CACertPEM) == 0 {
+				errs = append(errs, fmt.Errorf("%s: client certificate validation without CA certificates", at))
+			}
+		}
 		for _, vh := range l.VirtualHosts {
 			if vh.SingleLabelWildcard && !strings.HasPrefix(vh.Hostname, "*.") {
 				errs = append(errs, fmt.Errorf("%s host %q: singleLabelWildcard on a host that is not a wildcard", at, vh.Hostname))
@@ -173,6 +181,19 @@ func validateBackends(at string, backends []Backend) []error {
 	for _, b := range backends {
 		if b.Invalid {
 			continue
+		}
+		if t := b.TLS; t != nil {
+			if b.AppProtocol != AppTLS {
+				errs = append(errs, fmt.Errorf("%s backend %q: TLS verification on a backend not spoken to with TLS", at, b.Name))
+			}
+			if t.Hostname == "" {
+				errs = append(errs, fmt.Errorf("%s backend %q: TLS verification without a hostname", at, b.Name))
+			}
+			for _, san := range t.SubjectAltNames {
+				if (san.Type != SANHostname && san.Type != SANURI) || san.Value == "" {
+					errs = append(errs, fmt.Errorf("%s backend %q: bad subject alternative name %s %q", at, b.Name, san.Type, san.Value))
+				}
+			}
 		}
 		for _, e := range b.Endpoints {
 			if e.Address == "" || e.Port == 0 || e.Port > 65535 {

@@ -39,7 +39,7 @@ func BenchmarkLookup(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			tbl, err := s.compile(benchConfig(n, 80, ir.Backend{Name: "b", Weight: 1}), certCache{})
+			tbl, err := s.compile(benchConfig(n, 80, ir.Backend{Name: "b", Weight: 1}), certCache{}, tlsTransports{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -118,7 +118,7 @@ func BenchmarkCompile100k(b *testing.B) {
 	cfg := benchConfig(100000, 80, ir.Backend{Name: "b", Weight: 1, Endpoints: []ir.Endpoint{{Address: "127.0.0.1", Port: 8080}}})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.compile(cfg, certCache{}); err != nil {
+		if _, err := s.compile(cfg, certCache{}, tlsTransports{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -249,7 +249,7 @@ func BenchmarkSwap100k(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := s.compile(cfg, certCache{}); err != nil {
+			if _, err := s.compile(cfg, certCache{}, tlsTransports{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -63,14 +63,19 @@ type compiler struct {
 	backends map[string][]sharedBackend
 	// pace shares the core with request serving while a large table compiles.
 	pace *pace.Pacer
+	// clientCert is presented to TLS backends (ir.Config.BackendClientCertificate).
+	clientCert *ir.Certificate
+	// tlsNext collects the verified-TLS pools this config uses (backendtls.go).
+	tlsNext tlsTransports
+	err     error // the first backend that could not be compiled
 }
 
 // compile validates cfg and builds its table. It touches no socket; binding happens in Apply.
-func (srv *Server) compile(cfg *ir.Config, certs certCache) (*table, error) {
+func (srv *Server) compile(cfg *ir.Config, certs certCache, pools tlsTransports) (*table, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
-	s := &compiler{Server: srv, backends: map[string][]sharedBackend{}}
+	s := &compiler{Server: srv, backends: map[string][]sharedBackend{}, clientCert: cfg.BackendClientCertificate, tlsNext: pools}
 	if srv.cur.Load() != nil {
 		// Only a swap shares the core with requests; the first table compiles at full speed.
 		s.pace = pace.New()
@@ -83,6 +88,9 @@ func (srv *Server) compile(cfg *ir.Config, certs certCache) (*table, error) {
 			return nil, fmt.Errorf("listener %q: %w", l.Name, err)
 		}
 		t.listeners[portKey{l.Port, l.Protocol == ir.ProtocolUDP}] = lt
+	}
+	if s.err != nil {
+		return nil, s.err
 	}
 	return t, nil
 }
@@ -98,6 +106,9 @@ func (s *compiler) compileListener(l *ir.Listener, certs certCache) (*listenerTa
 	case ir.ProtocolHTTP, ir.ProtocolHTTPS:
 		if l.Protocol == ir.ProtocolHTTPS {
 			if lt.tls, err = s.compileCerts(l.Certificates, certs, []string{"h2", "http/1.1"}); err != nil {
+				return nil, err
+			}
+			if err := clientValidation(lt.tls, l.ClientValidation); err != nil {
 				return nil, err
 			}
 			lt.owners = compileOwners(l.Certificates)

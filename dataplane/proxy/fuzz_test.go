@@ -107,7 +107,7 @@ func FuzzDecodeConfig(f *testing.F) {
 		if json.Unmarshal(data, &cfg) != nil {
 			return
 		}
-		tbl, err := s.compile(&cfg, certCache{})
+		tbl, err := s.compile(&cfg, certCache{}, tlsTransports{})
 		if err != nil {
 			return
 		}

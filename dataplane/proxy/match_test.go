@@ -208,7 +208,7 @@ func TestBackendSharing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := s.compile(cfg, certCache{})
+	tbl, err := s.compile(cfg, certCache{}, tlsTransports{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,6 +92,7 @@ type Server struct {
 	// mu serialises Apply and Shutdown; the request path never takes it.
 	mu       sync.Mutex
 	certs    certCache
+	tlsPools tlsTransports
 	tcp      map[uint32]*tcpPort
 	udp      map[uint32]*udpPort
 	draining sync.WaitGroup
@@ -112,6 +113,7 @@ func New(opts Options) (*Server, error) {
 		accessOn: opts.AccessLog.GetSink() != nil,
 		mirrors:  make(chan struct{}, opts.MaxMirrors),
 		certs:    certCache{},
+		tlsPools: tlsTransports{},
 		tcp:      map[uint32]*tcpPort{},
 		udp:      map[uint32]*udpPort{},
 	}
@@ -153,8 +155,9 @@ func (s *Server) Apply(cfg *ir.Config) error {
 		return errors.New("proxy is shut down")
 	}
 	certs := certCache{}
+	pools := tlsTransports{}
 	gen := s.metrics.nextGen()
-	t, err := s.compile(cfg, certs)
+	t, err := s.compile(cfg, certs, pools)
 	if err != nil {
 		s.metrics.applies.WithLabelValues("invalid").Inc()
 		return err
@@ -227,6 +230,12 @@ func (s *Server) Apply(cfg *ir.Config) error {
 	}
 	s.cur.Store(t)
 	s.certs = certs
+	for k, p := range s.tlsPools {
+		if pools[k] == nil {
+			p.CloseIdleConnections() // in-flight requests finish; the pool is dropped after them
+		}
+	}
+	s.tlsPools = pools
 	s.metrics.prune(gen)
 	s.fastPool.prune(false)
 	s.metrics.version.Set(float64(t.version))
@@ -287,6 +296,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		all = append(all, ctx.Err())
 	}
 	s.up.close()
+	for _, p := range s.tlsPools {
+		p.CloseIdleConnections()
+	}
 	s.fastPool.prune(true)
 	if err := errors.Join(all...); err != nil {
 		return fmt.Errorf("proxy shutdown: %w", err)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -118,9 +119,17 @@ func (s *compiler) compileBackend(in *ir.Backend) *backend {
 		}
 	}
 	b := s.newBackend(in)
-	src := ir.Backend{Name: in.Name, AppProtocol: in.AppProtocol, Invalid: in.Invalid, Endpoints: slices.Clone(in.Endpoints)}
+	src := ir.Backend{Name: in.Name, AppProtocol: in.AppProtocol, Invalid: in.Invalid, TLS: in.TLS, Endpoints: slices.Clone(in.Endpoints)}
 	s.backends[in.Name] = append(s.backends[in.Name], sharedBackend{src: src, b: b})
 	return b
+}
+
+// sameBackendTLS compares verification settings; TLS backends are few, so a deep comparison is cheap.
+func sameBackendTLS(a, b *ir.BackendTLS) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return backendTLSKey(a) == backendTLSKey(b)
 }
 
 // sharedBackend is a compiled backend with the fields of the IR it was compiled from.
@@ -132,7 +141,8 @@ type sharedBackend struct {
 // sameBackend compares everything that shapes a compiled backend without filters (the weight
 // belongs to the route's choice, not to the backend).
 func sameBackend(a, b *ir.Backend) bool {
-	return a.Name == b.Name && a.AppProtocol == b.AppProtocol && a.Invalid == b.Invalid && slices.Equal(a.Endpoints, b.Endpoints)
+	return a.Name == b.Name && a.AppProtocol == b.AppProtocol && a.Invalid == b.Invalid &&
+		sameBackendTLS(a.TLS, b.TLS) && slices.Equal(a.Endpoints, b.Endpoints)
 }
 
 func (s *compiler) newBackend(in *ir.Backend) *backend {
@@ -147,7 +157,11 @@ func (s *compiler) newBackend(in *ir.Backend) *backend {
 	case ir.AppH2C:
 		b.rt = s.up.h2c
 	case ir.AppTLS:
-		b.rt, b.scheme = s.up.tls, "https"
+		t, err := s.backendTransport(in.TLS, s.clientCert)
+		if err != nil && s.err == nil {
+			s.err = fmt.Errorf("backend %q: %w", in.Name, err)
+		}
+		b.rt, b.scheme = t, "https"
 	default:
 		b.rt, b.h1 = s.up.http1, true
 	}
@@ -193,8 +207,9 @@ func newUpstreams(dialTimeout time.Duration) upstreams {
 	h2c.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1000}
 	t := base()
 	t.ForceAttemptHTTP2 = true
-	// The IR carries no backend CA (no BackendTLSPolicy yet): encrypt without verifying, as the
-	// endpoint addresses come from the cluster's own EndpointSlices.
+	// A TLS backend without a BackendTLSPolicy is encrypted to but not verified, as the endpoint
+	// addresses come from the cluster's own EndpointSlices; verified backends get their own pool
+	// (backendtls.go).
 	t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // see above
 	return upstreams{http1: h1, h2c: h2c, tls: t}
 }
