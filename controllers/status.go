@@ -59,7 +59,7 @@ func NewStatusWriter(log logr.Logger, features []gwv1.SupportedFeature, m *Metri
 		targets:  map[string]statusTarget{},
 		desired:  map[translate.ObjectRef]any{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[translate.ObjectRef](),
+			statusRateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[translate.ObjectRef]{Name: "status"}),
 	}
 }
@@ -216,6 +216,17 @@ func (w *StatusWriter) Start(ctx context.Context) error {
 
 const statusWorkers = 8
 
+// statusRetryMax caps the backoff of a status write that keeps failing.
+const statusRetryMax = 2 * time.Second
+
+// statusRateLimiter backs retries off per object only, and not far: most failures are conflicts
+// with our own previous write that the cache has not seen yet. The controller default (a shared
+// 10/s bucket, backoff up to 1000 s) left Gateways unprogrammed for minutes after a burst of
+// conflicts although their proxies had ACKed.
+func statusRateLimiter() workqueue.TypedRateLimiter[translate.ObjectRef] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[translate.ObjectRef](5*time.Millisecond, statusRetryMax)
+}
+
 func (w *StatusWriter) work(ctx context.Context) {
 	for {
 		ref, shutdown := w.queue.Get()
@@ -268,6 +279,9 @@ func (w *StatusWriter) write(ctx context.Context, ref translate.ObjectRef) error
 	}
 	if err := target.Writer.Status().Update(ctx, obj); err != nil {
 		w.metrics.statusWrites.WithLabelValues(ref.Kind, "error").Inc()
+		if apierrors.IsNotFound(err) {
+			return nil // deleted since the cache read it
+		}
 		if apierrors.IsConflict(err) {
 			// Someone else wrote the object; the retry reads it again.
 			return fmt.Errorf("conflict writing %s %s status: %w", ref.Kind, key, err)

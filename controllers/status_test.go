@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -86,5 +87,21 @@ func TestApplyGatewayDropsOptionalConditions(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"Accepted", "Programmed", "example.com/Other"}, got); diff != "" {
 		t.Errorf("condition types (-want +got):\n%s", diff)
+	}
+}
+
+// A write that keeps failing is retried within statusRetryMax, and its failures do not delay
+// writes of other objects.
+func TestStatusRetryBackoff(t *testing.T) {
+	l := statusRateLimiter()
+	stuck := translate.ObjectRef{Cluster: "hub", Kind: "Gateway", Namespace: "ns", Name: "stuck"}
+	for range 100 {
+		if d := l.When(stuck); d > statusRetryMax {
+			t.Fatalf("retry after %v, want at most %v", d, statusRetryMax)
+		}
+	}
+	other := translate.ObjectRef{Cluster: "hub", Kind: "Gateway", Namespace: "ns", Name: "other"}
+	if d := l.When(other); d > 10*time.Millisecond {
+		t.Fatalf("first retry of another object after %v", d)
 	}
 }
