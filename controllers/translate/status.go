@@ -132,13 +132,14 @@ func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
 }
 
 // Applied returns a copy of the statuses that SetProgrammed and SetLoadBalancerStatus change
-// (Gateways, Ingresses, Services), deep enough that changing the copy leaves r untouched, so that
+// (Gateways, ListenerSets, Ingresses, Services), deep enough that changing the copy leaves r untouched, so that
 // a later delivery change can be merged into the translation's own verdicts again.
 func (r *Result) Applied() *Result {
 	out := &Result{
-		Gateways:  slices.Clone(r.Gateways),
-		Ingresses: slices.Clone(r.Ingresses),
-		Services:  slices.Clone(r.Services),
+		Gateways:     slices.Clone(r.Gateways),
+		ListenerSets: slices.Clone(r.ListenerSets),
+		Ingresses:    slices.Clone(r.Ingresses),
+		Services:     slices.Clone(r.Services),
 	}
 	for i := range out.Gateways {
 		gs := &out.Gateways[i]
@@ -146,6 +147,14 @@ func (r *Result) Applied() *Result {
 		gs.Listeners = slices.Clone(gs.Listeners)
 		for j := range gs.Listeners {
 			gs.Listeners[j].Conditions = slices.Clone(gs.Listeners[j].Conditions)
+		}
+	}
+	for i := range out.ListenerSets {
+		st := &out.ListenerSets[i]
+		st.Conditions = slices.Clone(st.Conditions)
+		st.Listeners = slices.Clone(st.Listeners)
+		for j := range st.Listeners {
+			st.Listeners[j].Conditions = slices.Clone(st.Listeners[j].Conditions)
 		}
 	}
 	return out

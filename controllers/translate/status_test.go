@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,5 +80,31 @@ func TestSetProgrammed(t *testing.T) {
 	}
 	if c := findCondition(r.Gateways[0].Conditions, "Programmed"); c.ObservedGeneration != 3 || c.Status != metav1.ConditionTrue {
 		t.Errorf("programmed condition %+v", c)
+	}
+}
+
+// Applied carries every status that apply completes, and its copy is deep enough that programming it
+// leaves the translation untouched: the delivery pass publishes it as the whole "applied" part, so a
+// kind left out would have its status cleared by the writer.
+func TestAppliedCopy(t *testing.T) {
+	fx := readFixtures(t)
+	s := loadVersioned(t, filepath.Join("testdata", "listenerset-routes.in.yaml"), fx)
+	res := Translate(s)
+	if len(res.Gateways) == 0 || len(res.ListenerSets) == 0 {
+		t.Fatal("the input has no Gateways or ListenerSets")
+	}
+	before := render(t, res, fx)
+	cp := res.Applied()
+	if diff := cmp.Diff(res.Gateways, cp.Gateways); diff != "" {
+		t.Errorf("Gateways (-translation +Applied):\n%s", diff)
+	}
+	if diff := cmp.Diff(res.ListenerSets, cp.ListenerSets); diff != "" {
+		t.Errorf("ListenerSets (-translation +Applied):\n%s", diff)
+	}
+	for _, g := range cp.Gateways {
+		cp.SetProgrammed(g.Gateway, Programmed{Ready: true})
+	}
+	if diff := cmp.Diff(before, render(t, res, fx)); diff != "" {
+		t.Errorf("programming the copy changed the translation:\n%s", diff)
 	}
 }
