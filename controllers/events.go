@@ -29,8 +29,9 @@ func inputChanged(oldObj, newObj any) bool {
 		return true
 	}
 	switch n.(type) {
-	case *gwv1.GatewayClass, *gwv1.Gateway, *gwv1.HTTPRoute, *gwv1.GRPCRoute, *gwv1.TLSRoute, *gwv1.TCPRoute,
-		*gwv1.UDPRoute, *gwv1b1.ReferenceGrant, *v1alpha1.GatewayClassConfig, *networkingv1.Ingress:
+	case *gwv1.GatewayClass, *gwv1.Gateway, *gwv1.ListenerSet, *gwv1.HTTPRoute, *gwv1.GRPCRoute, *gwv1.TLSRoute,
+		*gwv1.TCPRoute, *gwv1.UDPRoute, *gwv1b1.ReferenceGrant, *gwv1.BackendTLSPolicy, *v1alpha1.GatewayClassConfig,
+		*networkingv1.Ingress:
 	default:
 		return true
 	}

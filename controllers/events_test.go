@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +33,15 @@ func TestInputChanged(t *testing.T) {
 		{name: "gateway annotation change", old: gateway(nil), new: gateway(map[string]string{"a": "b"}), want: true},
 		{name: "gateway status write", old: gateway(nil), new: gateway(nil), want: false},
 		{name: "object without generation", old: route(0, nil, ""), new: route(0, nil, "2"), want: true},
+		{name: "ListenerSet status write",
+			old: &gwv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Generation: 1}},
+			new: &gwv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Generation: 1, ResourceVersion: "2"}}, want: false},
+		{name: "BackendTLSPolicy spec change",
+			old: &gwv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Generation: 1}},
+			new: &gwv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Generation: 2}}, want: true},
+		{name: "ConfigMap data change (no generation)",
+			old: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ca"}},
+			new: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ca"}, Data: map[string]string{"ca.crt": "x"}}, want: true},
 		{name: "EndpointSlice (not generation-tracked here)",
 			old: &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Generation: 1}},
 			new: &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Generation: 1}}, want: true},
