@@ -113,36 +113,33 @@ func (s *compiler) compileBackend(in *ir.Backend) *backend {
 		// Backends with filters are rare and not shared.
 		return s.newBackend(in)
 	}
+	var tlsKey string // computed once per reference: TLS settings are compared by their hash
+	if in.TLS != nil {
+		tlsKey = backendTLSKey(in.TLS)
+	}
 	for _, sb := range s.backends[in.Name] {
-		if sameBackend(&sb.src, in) {
+		if sb.tlsKey == tlsKey && sameBackend(&sb.src, in) {
 			return sb.b
 		}
 	}
 	b := s.newBackend(in)
-	src := ir.Backend{Name: in.Name, AppProtocol: in.AppProtocol, Invalid: in.Invalid, TLS: in.TLS, Endpoints: slices.Clone(in.Endpoints)}
-	s.backends[in.Name] = append(s.backends[in.Name], sharedBackend{src: src, b: b})
+	src := ir.Backend{Name: in.Name, AppProtocol: in.AppProtocol, Invalid: in.Invalid, Endpoints: slices.Clone(in.Endpoints)}
+	s.backends[in.Name] = append(s.backends[in.Name], sharedBackend{src: src, tlsKey: tlsKey, b: b})
 	return b
 }
 
-// sameBackendTLS compares verification settings; TLS backends are few, so a deep comparison is cheap.
-func sameBackendTLS(a, b *ir.BackendTLS) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return backendTLSKey(a) == backendTLSKey(b)
-}
-
-// sharedBackend is a compiled backend with the fields of the IR it was compiled from.
+// sharedBackend is a compiled backend with the fields of the IR it was compiled from; TLS settings
+// by their backendTLSKey ("" for none).
 type sharedBackend struct {
-	src ir.Backend
-	b   *backend
+	src    ir.Backend
+	tlsKey string
+	b      *backend
 }
 
-// sameBackend compares everything that shapes a compiled backend without filters (the weight
-// belongs to the route's choice, not to the backend).
+// sameBackend compares everything but TLS that shapes a compiled backend without filters (the
+// weight belongs to the route's choice, not to the backend).
 func sameBackend(a, b *ir.Backend) bool {
-	return a.Name == b.Name && a.AppProtocol == b.AppProtocol && a.Invalid == b.Invalid &&
-		sameBackendTLS(a.TLS, b.TLS) && slices.Equal(a.Endpoints, b.Endpoints)
+	return a.Name == b.Name && a.AppProtocol == b.AppProtocol && a.Invalid == b.Invalid && slices.Equal(a.Endpoints, b.Endpoints)
 }
 
 func (s *compiler) newBackend(in *ir.Backend) *backend {
