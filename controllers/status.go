@@ -379,21 +379,28 @@ func mergeListeners[L any](current, want []L, key func(*L) (gwv1.SectionName, *[
 	for i := range want {
 		l := want[i]
 		name, conds := key(&l)
-		wantConds := *conds
-		*conds = slices.Clone(wantConds)
-		j := slices.IndexFunc(current, func(c L) bool { n, _ := key(&c); return n == name })
-		if j < 0 {
-			stampConditions(*conds)
-			out = append(out, l)
-			continue
+		var old *[]metav1.Condition
+		if j := slices.IndexFunc(current, func(c L) bool { n, _ := key(&c); return n == name }); j >= 0 {
+			_, old = key(&current[j])
 		}
-		_, old := key(&current[j])
-		merged := slices.Clone(*old)
-		mergeConditions(&merged, wantConds)
-		*conds = keepOnly(merged, wantConds)
+		*conds = carryConditions(old, *conds)
 		out = append(out, l)
 	}
 	return out
+}
+
+// carryConditions returns want as an entry's new conditions: lastTransitionTime carried over from
+// old (the entry's current conditions; nil for a new entry) where the status did not change, stamped
+// now otherwise, and no condition type beyond want's.
+func carryConditions(old *[]metav1.Condition, want []metav1.Condition) []metav1.Condition {
+	if old == nil {
+		out := slices.Clone(want)
+		stampConditions(out)
+		return out
+	}
+	merged := slices.Clone(*old)
+	mergeConditions(&merged, want)
+	return keepOnly(merged, want)
 }
 
 // mergeParents replaces fleetgate's RouteParentStatus entries and keeps other controllers' entries.
@@ -406,13 +413,11 @@ func mergeParents(current, ours []gwv1.RouteParentStatus) []gwv1.RouteParentStat
 	}
 	for _, p := range ours {
 		p = *p.DeepCopy()
-		if old := findParent(current, p.ParentRef); old != nil {
-			conds := old.Conditions
-			mergeConditions(&conds, p.Conditions)
-			p.Conditions = keepOnly(conds, p.Conditions)
-		} else {
-			stampConditions(p.Conditions)
+		var old *[]metav1.Condition
+		if o := findParent(current, p.ParentRef); o != nil {
+			old = &o.Conditions
 		}
+		p.Conditions = carryConditions(old, p.Conditions)
 		out = append(out, p)
 	}
 	return out
@@ -445,13 +450,11 @@ func mergeAncestors(current, ours []gwv1.PolicyAncestorStatus) []gwv1.PolicyAnce
 			break
 		}
 		a = *a.DeepCopy()
-		if old := findAncestor(current, a.AncestorRef); old != nil {
-			conds := old.Conditions
-			mergeConditions(&conds, a.Conditions)
-			a.Conditions = keepOnly(conds, a.Conditions)
-		} else {
-			stampConditions(a.Conditions)
+		var old *[]metav1.Condition
+		if o := findAncestor(current, a.AncestorRef); o != nil {
+			old = &o.Conditions
 		}
+		a.Conditions = carryConditions(old, a.Conditions)
 		out = append(out, a)
 	}
 	return out
