@@ -136,18 +136,19 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("building snapshot: %w", err)
 	}
-	var res *translate.Result
+	var pass *translate.Pass
 	if r.Translator != nil {
-		res = r.Translator.Translate(snap)
+		pass = r.Translator.Begin(snap)
 	} else {
-		res = translate.Translate(snap)
+		pass = translate.Begin(snap)
 	}
+	// Route, class and policy statuses do not depend on the configs of the gateways nor on the
+	// dataplane: publishing them before those are built keeps a route's Accepted from waiting.
+	r.Status.Publish(pass.Early(), translated)
+	res := pass.Finish()
 	r.Metrics.translateSeconds.Observe(time.Since(start).Seconds())
 	r.Metrics.observeSnapshot(snap)
 
-	// Route and class statuses do not depend on the dataplane: publishing them now keeps a
-	// route's Accepted from waiting for config delivery.
-	r.Status.Publish(res, translated)
 	var applyErr error
 	if r.Apply != nil {
 		r.lastTranslation = res.Applied()

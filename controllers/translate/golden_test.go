@@ -99,7 +99,18 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := Translate(s)
+			pass := Begin(s)
+			// The controller publishes the early statuses before Finish: Finish must not change them.
+			early, err := yaml.Marshal(pass.Early())
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := pass.Finish()
+			if late, err := yaml.Marshal(Result{GatewayClasses: res.GatewayClasses, Routes: res.Routes, Policies: res.Policies}); err != nil {
+				t.Fatal(err)
+			} else if diff := cmp.Diff(string(early), string(late)); diff != "" {
+				t.Errorf("Finish changed the early statuses (-early +final):\n%s", diff)
+			}
 			// The controller hands translation the informers' own objects (no copies), so it must
 			// not write through them.
 			pristine, err := loadSnapshot(data, fx)

@@ -54,7 +54,11 @@ type version struct {
 func NewCache() *Cache { return &Cache{} }
 
 // Translate is Translate with compiled routes reused from earlier calls.
-func (c *Cache) Translate(s *snapshot.Snapshot) *Result {
+func (c *Cache) Translate(s *snapshot.Snapshot) *Result { return c.Begin(s).Finish() }
+
+// Begin starts a Pass with compiled routes reused from earlier calls; only the first stage
+// compiles routes, so the Pass may be finished after the next one began.
+func (c *Cache) Begin(s *snapshot.Snapshot) *Pass {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	deps, versioned := backendVersions(s)
@@ -64,7 +68,7 @@ func (c *Cache) Translate(s *snapshot.Snapshot) *Result {
 	c.deps, c.weight = deps, maps.Clone(s.ClusterWeights)
 	next := make(map[routeKey]cachedRoute, len(c.routes))
 	c.hits, c.uncached = 0, 0
-	res := translate(s, func(kind, cluster string, m metav1.Object, compile func() *route) *route {
+	p := begin(s, func(kind, cluster string, m metav1.Object, compile func() *route) *route {
 		uid, rv := m.GetUID(), m.GetResourceVersion()
 		if !versioned || uid == "" || rv == "" {
 			return compile() // a change could not be told from no change (e.g. a test input)
@@ -89,7 +93,7 @@ func (c *Cache) Translate(s *snapshot.Snapshot) *Result {
 		return r
 	})
 	c.routes = next
-	return res
+	return p
 }
 
 // detach returns a copy of an object's metadata. The snapshot's objects sit in one array per

@@ -49,13 +49,24 @@ type translator struct {
 // It never panics on bad input: invalid objects are reported through their conditions and left
 // out of the dataplane without affecting the others. s must be sorted (Snapshot.Sort).
 func Translate(s *snapshot.Snapshot) *Result {
-	return translate(s, nil)
+	return begin(s, nil).Finish()
 }
+
+// Begin starts a Pass: its first stage runs now.
+func Begin(s *snapshot.Snapshot) *Pass { return begin(s, nil) }
 
 // memoFunc returns the compiled route of one route object, calling compile or not.
 type memoFunc func(kind, cluster string, m metav1.Object, compile func() *route) *route
 
-func translate(s *snapshot.Snapshot, memo memoFunc) *Result {
+// Pass is one translation in two stages. The first, run when the Pass is made, decides classes,
+// route attachment and BackendTLSPolicies: their statuses (Early) are final then, and do not wait
+// for the configs of every gateway to be built. Finish builds those and the rest of the statuses.
+type Pass struct {
+	t      *translator
+	routes []*route
+}
+
+func begin(s *snapshot.Snapshot, memo memoFunc) *Pass {
 	t := &translator{
 		memo:      memo,
 		snap:      s,
@@ -76,7 +87,23 @@ func translate(s *snapshot.Snapshot, memo memoFunc) *Result {
 		t.attachRoute(r)
 	}
 	t.policyStatuses()
-	ingUnits, ingresses := t.compileIngresses(routes)
+	r := t.res
+	// Refs are unique within each list, so an unstable sort gives the same order, much faster.
+	slices.SortFunc(r.GatewayClasses, func(a, b ClassStatus) int { return a.Ref.compare(b.Ref) })
+	slices.SortFunc(r.Routes, func(a, b RouteStatus) int { return a.Ref.compare(b.Ref) })
+	slices.SortFunc(r.Policies, func(a, b PolicyStatus) int { return a.Ref.compare(b.Ref) })
+	return &Pass{t: t, routes: routes}
+}
+
+// Early returns the result so far: GatewayClasses, Routes and Policies are final; the rest is
+// empty until Finish. Finish fills in the same Result.
+func (p *Pass) Early() *Result { return p.t.res }
+
+// Finish builds the configs, load-balancer models and Gateway, ListenerSet, Ingress and Service
+// statuses, and returns the whole result. It may be called once.
+func (p *Pass) Finish() *Result {
+	t := p.t
+	ingUnits, ingresses := t.compileIngresses(p.routes)
 	for _, u := range t.units {
 		t.listenerSetStatuses(u)
 		t.gatewayStatuses(u)
@@ -91,7 +118,8 @@ func translate(s *snapshot.Snapshot, memo memoFunc) *Result {
 		t.emitIngress(u, ingresses[i])
 	}
 	t.translateLBServices()
-	t.sortResult()
+	slices.SortFunc(t.res.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
+	slices.SortFunc(t.res.ListenerSets, func(a, b ListenerSetStatus) int { return a.Ref.compare(b.Ref) })
 	t.sortExtras()
 	return t.res
 }
@@ -123,14 +151,4 @@ func (t *translator) compileRoutes() []*route {
 		all = append(all, rs...)
 	}
 	return all
-}
-
-func (t *translator) sortResult() {
-	// Refs are unique within each list, so an unstable sort gives the same order, much faster.
-	r := t.res
-	slices.SortFunc(r.GatewayClasses, func(a, b ClassStatus) int { return a.Ref.compare(b.Ref) })
-	slices.SortFunc(r.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
-	slices.SortFunc(r.ListenerSets, func(a, b ListenerSetStatus) int { return a.Ref.compare(b.Ref) })
-	slices.SortFunc(r.Routes, func(a, b RouteStatus) int { return a.Ref.compare(b.Ref) })
-	slices.SortFunc(r.Policies, func(a, b PolicyStatus) int { return a.Ref.compare(b.Ref) })
 }
