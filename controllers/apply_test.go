@@ -173,7 +173,11 @@ func TestDeliveryPass(t *testing.T) {
 		t.Helper()
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		gs, ok := w.desired[ref].(*translate.GatewayStatus)
+		d := w.desired[ref]
+		if d == nil {
+			t.Fatalf("no desired status for %v", ref)
+		}
+		gs, ok := d.want.(*translate.GatewayStatus)
 		if !ok {
 			t.Fatalf("no desired status for %v", ref)
 		}

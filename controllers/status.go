@@ -44,10 +44,21 @@ type StatusWriter struct {
 
 	mu      sync.Mutex
 	targets map[string]statusTarget
-	desired map[translate.ObjectRef]any // *ClassStatus, *GatewayStatus, *ListenerSetStatus, *RouteStatus, *PolicyStatus, *IngressStatus or *ServiceStatus; nil clears
+	desired map[translate.ObjectRef]*desiredStatus
+	// passes counts the Publish calls of each part; count the desired entries of each part.
+	passes, count [2]uint64
 	// notified are the notices already turned into Events (notices.go).
 	notified map[translate.Notice]bool
 	queue    workqueue.TypedRateLimitingInterface[translate.ObjectRef]
+}
+
+// desiredStatus is what fleetgate has to say about one object.
+type desiredStatus struct {
+	// want is a *ClassStatus, *GatewayStatus, *ListenerSetStatus, *RouteStatus, *PolicyStatus,
+	// *IngressStatus or *ServiceStatus.
+	want any
+	// pass is the Publish of the object's part that last named it.
+	pass uint64
 }
 
 // NewStatusWriter returns a writer that publishes features on every GatewayClass it accepts.
@@ -57,7 +68,7 @@ func NewStatusWriter(log logr.Logger, features []gwv1.SupportedFeature, m *Metri
 		features: features,
 		metrics:  m,
 		targets:  map[string]statusTarget{},
-		desired:  map[translate.ObjectRef]any{},
+		desired:  map[translate.ObjectRef]*desiredStatus{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			statusRateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[translate.ObjectRef]{Name: "status"}),
@@ -104,45 +115,60 @@ func partOf(kind string) statusPart {
 // status did not change are not queued; objects of the part that dropped out of the result are
 // queued so that write clears them.
 func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
-	next := map[translate.ObjectRef]any{}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.passes[part]++
+	pass := w.passes[part]
+	var named uint64
+	// Every pass names thousands of unchanged routes: one map lookup each, no allocation.
+	set := func(ref translate.ObjectRef, want any) {
+		named++
+		d := w.desired[ref]
+		if d == nil {
+			w.desired[ref] = &desiredStatus{want: want, pass: pass}
+			w.count[part]++
+			w.queue.Add(ref)
+			return
+		}
+		if !sameStatus(d.want, want) {
+			w.queue.Add(ref)
+		}
+		d.want, d.pass = want, pass
+	}
 	switch part {
 	case translated:
 		for i := range res.GatewayClasses {
-			next[res.GatewayClasses[i].Ref] = &res.GatewayClasses[i]
+			set(res.GatewayClasses[i].Ref, &res.GatewayClasses[i])
 		}
 		for i := range res.Routes {
-			next[res.Routes[i].Ref] = &res.Routes[i]
+			set(res.Routes[i].Ref, &res.Routes[i])
 		}
 		for i := range res.Policies {
-			next[res.Policies[i].Ref] = &res.Policies[i]
+			set(res.Policies[i].Ref, &res.Policies[i])
 		}
 	case applied:
 		for i := range res.Gateways {
-			next[res.Gateways[i].Ref] = &res.Gateways[i]
+			set(res.Gateways[i].Ref, &res.Gateways[i])
 		}
 		for i := range res.ListenerSets {
-			next[res.ListenerSets[i].Ref] = &res.ListenerSets[i]
+			set(res.ListenerSets[i].Ref, &res.ListenerSets[i])
 		}
 		for i := range res.Ingresses {
-			next[res.Ingresses[i].Ref] = &res.Ingresses[i]
+			set(res.Ingresses[i].Ref, &res.Ingresses[i])
 		}
 		for i := range res.Services {
-			next[res.Services[i].Ref] = &res.Services[i]
+			set(res.Services[i].Ref, &res.Services[i])
 		}
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for ref := range w.desired {
-		if _, ok := next[ref]; !ok && partOf(ref.Kind) == part {
+	if named == w.count[part] {
+		return // refs are unique in a result: nothing of this part dropped out
+	}
+	for ref, d := range w.desired {
+		if d.pass != pass && partOf(ref.Kind) == part {
 			delete(w.desired, ref)
+			w.count[part]--
 			w.queue.Add(ref) // write clears what fleetgate no longer has to say about it
 		}
-	}
-	for ref, want := range next {
-		if prev, ok := w.desired[ref]; !ok || !sameStatus(prev, want) {
-			w.queue.Add(ref)
-		}
-		w.desired[ref] = want
 	}
 }
 
@@ -246,7 +272,11 @@ func (w *StatusWriter) work(ctx context.Context) {
 
 func (w *StatusWriter) write(ctx context.Context, ref translate.ObjectRef) error {
 	w.mu.Lock()
-	want, known := w.desired[ref]
+	var want any
+	d, known := w.desired[ref]
+	if known {
+		want = d.want
+	}
 	target, ok := w.targets[ref.Cluster]
 	w.mu.Unlock()
 	if !ok {

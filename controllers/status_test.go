@@ -1,9 +1,11 @@
 package controllers
 
 import (
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,5 +105,52 @@ func TestStatusRetryBackoff(t *testing.T) {
 	other := translate.ObjectRef{Cluster: "hub", Kind: "Gateway", Namespace: "ns", Name: "other"}
 	if d := l.When(other); d > 10*time.Millisecond {
 		t.Fatalf("first retry of another object after %v", d)
+	}
+}
+
+// TestPublishQueues checks which objects a Publish queues for writing: new and changed ones, those
+// of the same part that dropped out of the result, and nothing else.
+func TestPublishQueues(t *testing.T) {
+	ref := func(kind, name string) translate.ObjectRef {
+		return translate.ObjectRef{Cluster: "hub", Kind: kind, Namespace: "default", Name: name}
+	}
+	route := func(name string, gen int64) translate.RouteStatus {
+		return translate.RouteStatus{Ref: ref("HTTPRoute", name), Generation: gen}
+	}
+	gateway := translate.GatewayStatus{Ref: ref("Gateway", "gw")}
+	steps := []struct {
+		name   string
+		res    translate.Result
+		part   statusPart
+		queued []string
+	}{
+		{"first routes", translate.Result{Routes: []translate.RouteStatus{route("a", 1), route("b", 1)}}, translated, []string{"a", "b"}},
+		{"gateway", translate.Result{Gateways: []translate.GatewayStatus{gateway}}, applied, []string{"gw"}},
+		{"unchanged", translate.Result{Routes: []translate.RouteStatus{route("a", 1), route("b", 1)}}, translated, nil},
+		{"one changed, one new", translate.Result{Routes: []translate.RouteStatus{route("a", 2), route("b", 1), route("c", 1)}}, translated, []string{"a", "c"}},
+		{"one dropped; the gateway of the other part stays", translate.Result{Routes: []translate.RouteStatus{route("a", 2), route("c", 1)}}, translated, []string{"b"}},
+		{"dropped again: nothing", translate.Result{Routes: []translate.RouteStatus{route("a", 2), route("c", 1)}}, translated, nil},
+		{"gateway dropped", translate.Result{}, applied, []string{"gw"}},
+	}
+	w := NewStatusWriter(logr.Discard(), nil, nil)
+	for _, st := range steps {
+		w.Publish(&st.res, st.part)
+		var got []string
+		for w.queue.Len() > 0 {
+			r, _ := w.queue.Get()
+			got = append(got, r.Name)
+			w.queue.Done(r)
+			w.queue.Forget(r)
+		}
+		slices.Sort(got)
+		if diff := cmp.Diff(st.queued, got); diff != "" {
+			t.Errorf("%s: queued (-want +got):\n%s", st.name, diff)
+		}
+	}
+	if _, ok := w.desired[ref("HTTPRoute", "b")]; ok {
+		t.Error("a dropped route is still desired")
+	}
+	if got := w.count; got != [2]uint64{2, 0} {
+		t.Errorf("desired counts = %v, want [2 0]", got)
 	}
 }

@@ -24,7 +24,9 @@ type Cache struct {
 	mu     sync.Mutex
 	deps   []version
 	weight map[string]int32
-	routes map[routeKey]cachedRoute
+	routes map[routeKey]*cachedRoute
+	// pass numbers the passes; entries not used by the latest are dropped after it.
+	pass uint64
 	// hits counts the routes reused by the last Translate and uncached those compiled but not kept
 	// (they use BackendTLSPolicies), for tests.
 	hits, uncached int
@@ -38,6 +40,7 @@ type routeKey struct {
 
 type cachedRoute struct {
 	resourceVersion string
+	pass            uint64
 	// r is the route as compiled, never handed out: each pass gets a shallow copy, whose fields
 	// later stages may replace (never mutate in place).
 	r route
@@ -56,8 +59,7 @@ func NewCache() *Cache { return &Cache{} }
 // Translate is Translate with compiled routes reused from earlier calls.
 func (c *Cache) Translate(s *snapshot.Snapshot) *Result { return c.Begin(s).Finish() }
 
-// Begin starts a Pass with compiled routes reused from earlier calls; only the first stage
-// compiles routes, so the Pass may be finished after the next one began.
+// Begin starts a Pass with compiled routes reused from earlier calls.
 func (c *Cache) Begin(s *snapshot.Snapshot) *Pass {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -66,17 +68,23 @@ func (c *Cache) Begin(s *snapshot.Snapshot) *Pass {
 		c.routes = nil
 	}
 	c.deps, c.weight = deps, maps.Clone(s.ClusterWeights)
-	next := make(map[routeKey]cachedRoute, len(c.routes))
+	if c.routes == nil {
+		c.routes = map[routeKey]*cachedRoute{}
+	}
+	c.pass++
 	c.hits, c.uncached = 0, 0
+	used := 0
 	p := begin(s, func(kind, cluster string, m metav1.Object, compile func() *route) *route {
 		uid, rv := m.GetUID(), m.GetResourceVersion()
 		if !versioned || uid == "" || rv == "" {
 			return compile() // a change could not be told from no change (e.g. a test input)
 		}
 		k := routeKey{cluster, kind, uid}
-		if e, ok := c.routes[k]; ok && e.resourceVersion == rv {
-			next[k] = e
+		e := c.routes[k]
+		if e != nil && e.resourceVersion == rv {
+			e.pass = c.pass
 			c.hits++
+			used++
 			r := e.r
 			return &r
 		}
@@ -85,14 +93,21 @@ func (c *Cache) Begin(s *snapshot.Snapshot) *Pass {
 			// Its policies are this pass's objects, which collect the pass's ancestors: compiling
 			// such a route again is what keeps them right. TLS backends are few.
 			c.uncached++
+			if e != nil {
+				delete(c.routes, k)
+			}
 			return r
 		}
 		kept := *r
 		kept.meta = detach(m)
-		next[k] = cachedRoute{resourceVersion: rv, r: kept}
+		c.routes[k] = &cachedRoute{resourceVersion: rv, pass: c.pass, r: kept}
+		used++
 		return r
 	})
-	c.routes = next
+	if used < len(c.routes) {
+		// Deleted routes, and old versions of changed ones under another pass number.
+		maps.DeleteFunc(c.routes, func(_ routeKey, e *cachedRoute) bool { return e.pass != c.pass })
+	}
 	return p
 }
 

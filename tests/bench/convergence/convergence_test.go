@@ -1,6 +1,7 @@
 // Package convergence measures how fast fleetgate converges across a fleet: a hub and two members
 // (three members with the hub), routes added one at a time under live probing, and a cold start.
-// Run with `make bench-convergence`; ROUTES and COLD_ROUTES override the sizes.
+// Run with `make bench-convergence`; ROUTES and COLD_ROUTES override the sizes, PPROF_ADDRESS
+// serves the operator's pprof there.
 package convergence
 
 import (
@@ -143,7 +144,11 @@ func BenchmarkConvergence(b *testing.B) {
 	must(b, err)
 	stateDir := b.TempDir()
 	must(b, clusters[0].Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleetgate-system"}}))
-	op, err := testbed.StartOperator(binary, clusters[0], stateDir, "--namespace=fleetgate-system", "--log-level=error")
+	opArgs := []string{"--namespace=fleetgate-system", "--log-level=error"}
+	if addr := os.Getenv("PPROF_ADDRESS"); addr != "" {
+		opArgs = append(opArgs, "--pprof-bind-address="+addr) // profile the operator while it runs
+	}
+	op, err := testbed.StartOperator(binary, clusters[0], stateDir, opArgs...)
 	must(b, err)
 	defer func() { _ = op.Stop() }()
 	for _, m := range clusters[1:] {
@@ -303,7 +308,7 @@ func BenchmarkConvergence(b *testing.B) {
 	}
 	cwg.Wait()
 	coldStart := time.Now()
-	op, err = testbed.StartOperator(binary, clusters[0], stateDir, "--namespace=fleetgate-system", "--log-level=error")
+	op, err = testbed.StartOperator(binary, clusters[0], stateDir, opArgs...)
 	must(b, err)
 	// Programmed = every route answers 200 through the new proxy.
 	pending := make([]int, cold)
