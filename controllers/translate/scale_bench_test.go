@@ -31,7 +31,7 @@ func fleetSnapshot(n int) *snapshot.Snapshot {
 			Spec:       v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderInCluster, Scope: v1alpha1.ScopeFleet}}})
 		s.Gateways = append(s.Gateways, snapshot.Object[gwv1.Gateway]{Cluster: c, Obj: &gwv1.Gateway{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw", Generation: 1, UID: types.UID("gw-" + c)},
-			Spec: gwv1.GatewaySpec{GatewayClassName: "fleet", Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}})
+			Spec:       gwv1.GatewaySpec{GatewayClassName: "fleet", Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}})
 		s.Namespaces = append(s.Namespaces, snapshot.Object[corev1.Namespace]{Cluster: c, Obj: &corev1.Namespace{
 			ObjectMeta: metav1.ObjectMeta{Name: "default", UID: types.UID("ns-" + c), ResourceVersion: "1"}}})
 		s.Services = append(s.Services, snapshot.Object[corev1.Service]{Cluster: c, Obj: &corev1.Service{
