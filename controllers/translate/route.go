@@ -44,6 +44,8 @@ type route struct {
 	// policies are the BackendTLSPolicies its backends competed for; the route's Gateways are
 	// their ancestors.
 	policies []*tlsPolicy
+	// parents is this pass's RouteParentStatus for each of our parents (attachRoute).
+	parents []gwv1.RouteParentStatus
 }
 
 // compiledMatch is one match of one rule, ready to be placed in a virtual host.
@@ -133,11 +135,45 @@ func (t *translator) attachRoute(r *route) {
 		return
 	}
 	t.recordAncestors(r)
-	t.res.Routes = append(t.res.Routes, RouteStatus{
-		Ref:        ObjectRef{Cluster: r.cluster, Kind: r.kind, Namespace: r.meta.GetNamespace(), Name: r.meta.GetName()},
-		Generation: r.generation,
-		Parents:    parents,
+	r.parents = parents
+}
+
+// routeStatuses emits the statuses of the routes that have parents of ours, in ObjectRef order
+// (cluster, kind, namespace, name) without sorting them: each kind's routes, in snapshot order,
+// are sorted by cluster, namespace and name already.
+func (t *translator) routeStatuses(byKind [][]*route) {
+	slices.SortFunc(byKind, func(a, b []*route) int {
+		if len(a) == 0 || len(b) == 0 {
+			return cmp.Compare(len(a), len(b))
+		}
+		return cmp.Compare(a[0].kind, b[0].kind)
 	})
+	var clusters []string
+	for _, rs := range byKind {
+		for i, r := range rs {
+			if i == 0 || r.cluster != rs[i-1].cluster {
+				clusters = append(clusters, r.cluster)
+			}
+		}
+	}
+	slices.Sort(clusters)
+	clusters = slices.Compact(clusters)
+	next := make([]int, len(byKind))
+	for _, c := range clusters {
+		for k, rs := range byKind {
+			for ; next[k] < len(rs) && rs[next[k]].cluster == c; next[k]++ {
+				r := rs[next[k]]
+				if r.parents == nil {
+					continue
+				}
+				t.res.Routes = append(t.res.Routes, RouteStatus{
+					Ref:        ObjectRef{Cluster: r.cluster, Kind: r.kind, Namespace: r.meta.GetNamespace(), Name: r.meta.GetName()},
+					Generation: r.generation,
+					Parents:    r.parents,
+				})
+			}
+		}
+	}
 }
 
 func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv1.ParentReference) metav1.Condition {

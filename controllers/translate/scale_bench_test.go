@@ -75,3 +75,16 @@ func BenchmarkTranslateFleet3000(b *testing.B) {
 		c.Translate(s)
 	}
 }
+
+// BenchmarkBeginFleet3000 is the first stage alone: what a route's Accepted waits for.
+func BenchmarkBeginFleet3000(b *testing.B) {
+	c := NewCache()
+	c.Translate(fleetSnapshot(3000))
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		s := fleetSnapshot(3000 + i%2)
+		b.StartTimer()
+		c.Begin(s)
+	}
+}

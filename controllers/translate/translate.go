@@ -82,15 +82,15 @@ func begin(s *snapshot.Snapshot, memo memoFunc) *Pass {
 		t.unitByKey[u.key] = u
 	}
 	t.attachListenerSets()
-	routes := t.compileRoutes()
+	routes, byKind := t.compileRoutes()
 	for _, r := range routes {
 		t.attachRoute(r)
 	}
+	t.routeStatuses(byKind)
 	t.policyStatuses()
 	r := t.res
 	// Refs are unique within each list, so an unstable sort gives the same order, much faster.
 	slices.SortFunc(r.GatewayClasses, func(a, b ClassStatus) int { return a.Ref.compare(b.Ref) })
-	slices.SortFunc(r.Routes, func(a, b RouteStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortFunc(r.Policies, func(a, b PolicyStatus) int { return a.Ref.compare(b.Ref) })
 	return &Pass{t: t, routes: routes}
 }
@@ -139,16 +139,18 @@ func compileAll[T any](t *translator, kind string, objs []snapshot.Object[T], co
 
 // compileRoutes compiles every route and orders them for attachment: HTTPRoutes and GRPCRoutes
 // together, oldest first (the older wins an HTTP/gRPC hostname conflict), then TLS, TCP and UDP
-// routes, oldest first (the older gets a TCP or UDP listener).
-func (t *translator) compileRoutes() []*route {
-	web := append(compileAll(t, kindHTTPRoute, t.snap.HTTPRoutes, t.compileHTTPRoute), compileAll(t, kindGRPCRoute, t.snap.GRPCRoutes, t.compileGRPCRoute)...)
+// routes, oldest first (the older gets a TCP or UDP listener). byKind holds them per kind in
+// snapshot order.
+func (t *translator) compileRoutes() (all []*route, byKind [][]*route) {
+	http := compileAll(t, kindHTTPRoute, t.snap.HTTPRoutes, t.compileHTTPRoute)
+	grpc := compileAll(t, kindGRPCRoute, t.snap.GRPCRoutes, t.compileGRPCRoute)
 	tls := compileAll(t, kindTLSRoute, t.snap.TLSRoutes, t.compileTLSRoute)
 	tcp := compileAll(t, kindTCPRoute, t.snap.TCPRoutes, t.compileTCPRoute)
 	udp := compileAll(t, kindUDPRoute, t.snap.UDPRoutes, t.compileUDPRoute)
-	var all []*route
-	for _, rs := range [][]*route{web, tls, tcp, udp} {
+	byKind = [][]*route{http, grpc, tls, tcp, udp}
+	for _, rs := range [][]*route{append(slices.Clone(http), grpc...), slices.Clone(tls), slices.Clone(tcp), slices.Clone(udp)} {
 		slices.SortStableFunc(rs, olderFirst)
 		all = append(all, rs...)
 	}
-	return all
+	return all, byKind
 }
