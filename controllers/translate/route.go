@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -26,7 +27,8 @@ type route struct {
 	kind       string
 	cluster    string
 	meta       metav1.Object
-	nsName     string // namespace/name, compared often when sorting
+	nsName     string    // namespace/name, compared often when sorting
+	created    time.Time // creationTimestamp, compared often when sorting
 	parentRefs []gwv1.ParentReference
 	// hostnames are nil for TCP and UDP routes, which do not match on hostnames.
 	hostnames    []string
@@ -74,6 +76,7 @@ func newRoute[T any](kind string, o snapshot.Object[T], spec gwv1.CommonRouteSpe
 	r := &route{kind: kind, cluster: o.Cluster, meta: o.Meta(), parentRefs: spec.ParentRefs, usesHostname: usesHostname}
 	r.nsName = r.meta.GetNamespace() + "/" + r.meta.GetName()
 	r.generation = r.meta.GetGeneration()
+	r.created = r.meta.GetCreationTimestamp().Time
 	for _, h := range hostnames {
 		r.hostnames = append(r.hostnames, string(h))
 	}
@@ -84,7 +87,7 @@ func newRoute[T any](kind string, o snapshot.Object[T], spec gwv1.CommonRouteSpe
 // tie-breakers for precedence and conflicts.
 func olderFirst(a, b *route) int {
 	return cmp.Or(
-		a.meta.GetCreationTimestamp().Compare(b.meta.GetCreationTimestamp().Time),
+		a.created.Compare(b.created),
 		cmp.Compare(a.name(), b.name()),
 		cmp.Compare(a.cluster, b.cluster),
 		cmp.Compare(a.kind, b.kind),
