@@ -120,7 +120,7 @@ func virtualHosts(g portGroup) []ir.VirtualHost {
 		hosts = append(hosts, h)
 		slices.SortStableFunc(ms, func(a, b compiledMatch) int { return comparePrecedence(a.prec, b.prec) })
 	}
-	slices.SortFunc(hosts, compareSpecificity)
+	sortBySpecificity(hosts)
 	// Only wildcards and "" match a hostname other than themselves; compareSpecificity sorts them
 	// after every exact hostname, so the search for less specific matches starts there.
 	wild := slices.IndexFunc(hosts, func(h string) bool { return h == "" || strings.HasPrefix(h, "*") })

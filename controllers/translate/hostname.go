@@ -70,6 +70,32 @@ func compareSpecificity(a, b string) int {
 	)
 }
 
+// sortBySpecificity sorts hostnames as compareSpecificity orders them, reading each one's rank and
+// labels once: a listener may have thousands.
+func sortBySpecificity(hosts []string) {
+	type keyed struct {
+		h          string
+		rank, dots int
+	}
+	ks := make([]keyed, len(hosts))
+	for i, h := range hosts {
+		k := keyed{h: h, dots: strings.Count(h, ".")}
+		switch {
+		case h == "" || h == "*":
+			k.rank = 2
+		case strings.HasPrefix(h, "*"):
+			k.rank = 1
+		}
+		ks[i] = k
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(a.rank, b.rank), -cmp.Compare(a.dots, b.dots), -cmp.Compare(len(a.h), len(b.h)), cmp.Compare(a.h, b.h))
+	})
+	for i, k := range ks {
+		hosts[i] = k.h
+	}
+}
+
 // validHostname is a cheap RFC 1123 check with an optional leading "*." label; the CRD enforces
 // the same, but translation must not trust its input.
 func validHostname(h string) bool {

@@ -68,6 +68,11 @@ func TestCompareSpecificity(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sorted (-want +got):\n%s", diff)
 	}
+	got = slices.Clone(in)
+	sortBySpecificity(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sortBySpecificity (-want +got):\n%s", diff)
+	}
 }
 
 func TestValidHostname(t *testing.T) {
