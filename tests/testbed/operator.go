@@ -50,9 +50,13 @@ func StartOperator(binary string, c *Cluster, stateDir string, extraArgs ...stri
 		"--xds-address=127.0.0.1:0",
 		"--state-dir", stateDir,
 	}, extraArgs...)
-	// FLEETGATE_PPROF=host:port exposes the operator's profiles, for benchmarks.
+	// FLEETGATE_PPROF=host:port exposes the operator's profiles and FLEETGATE_METRICS=host:port
+	// its metrics at a known address, for benchmarks.
 	if addr := os.Getenv("FLEETGATE_PPROF"); addr != "" {
 		args = append(args, "--pprof-bind-address="+addr)
+	}
+	if addr := os.Getenv("FLEETGATE_METRICS"); addr != "" {
+		args = append(args, "--metrics-bind-address="+addr)
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
