@@ -50,7 +50,16 @@ type StatusWriter struct {
 	// notified are the notices already turned into Events (notices.go).
 	notified map[translate.Notice]bool
 	queue    workqueue.TypedRateLimitingInterface[translate.ObjectRef]
+	// countsDelay is how long the write of a Gateway or ListenerSet waits when only its listeners'
+	// attachedRoutes changed (attachedRoutesDelay; shorter in tests).
+	countsDelay time.Duration
 }
+
+// attachedRoutesDelay coalesces the writes of Gateways and ListenerSets whose only change is a
+// listener's attachedRoutes. While routes are added one after another, each would otherwise cost
+// one Gateway write in every member that has the Gateway, competing in the API servers with the
+// writes of the routes' own Accepted; one write per Gateway in this period carries them all.
+const attachedRoutesDelay = 250 * time.Millisecond
 
 // desiredStatus is what fleetgate has to say about one object.
 type desiredStatus struct {
@@ -64,11 +73,12 @@ type desiredStatus struct {
 // NewStatusWriter returns a writer that publishes features on every GatewayClass it accepts.
 func NewStatusWriter(log logr.Logger, features []gwv1.SupportedFeature, m *Metrics) *StatusWriter {
 	return &StatusWriter{
-		log:      log,
-		features: features,
-		metrics:  m,
-		targets:  map[string]statusTarget{},
-		desired:  map[translate.ObjectRef]*desiredStatus{},
+		log:         log,
+		features:    features,
+		metrics:     m,
+		targets:     map[string]statusTarget{},
+		desired:     map[translate.ObjectRef]*desiredStatus{},
+		countsDelay: attachedRoutesDelay,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			statusRateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[translate.ObjectRef]{Name: "status"}),
@@ -130,7 +140,12 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 			w.queue.Add(ref)
 			return
 		}
-		if !sameStatus(d.want, want) {
+		switch {
+		case sameStatus(d.want, want):
+		case onlyAttachedRoutes(d.want, want):
+			// A write already waiting is not postponed, and it writes the latest desired status.
+			w.queue.AddAfter(ref, w.countsDelay)
+		default:
 			w.queue.Add(ref)
 		}
 		d.want, d.pass = want, pass
@@ -192,6 +207,37 @@ func sameStatus(a, b any) bool {
 		}
 	}
 	return true
+}
+
+// onlyAttachedRoutes tells whether two Gateway or ListenerSet statuses differ at most in their
+// listeners' attachedRoutes.
+func onlyAttachedRoutes(a, b any) bool {
+	switch a := a.(type) {
+	case *translate.GatewayStatus:
+		b, ok := b.(*translate.GatewayStatus)
+		return ok && sameButCounts(a, b, func(s *translate.GatewayStatus) *[]gwv1.ListenerStatus { return &s.Listeners },
+			func(l *gwv1.ListenerStatus) *int32 { return &l.AttachedRoutes })
+	case *translate.ListenerSetStatus:
+		b, ok := b.(*translate.ListenerSetStatus)
+		return ok && sameButCounts(a, b, func(s *translate.ListenerSetStatus) *[]gwv1.ListenerEntryStatus { return &s.Listeners },
+			func(l *gwv1.ListenerEntryStatus) *int32 { return &l.AttachedRoutes })
+	}
+	return false
+}
+
+// sameButCounts compares a and b with b's listener counts replaced by a's.
+func sameButCounts[S, L any](a, b *S, listeners func(*S) *[]L, count func(*L) *int32) bool {
+	la, lb := *listeners(a), *listeners(b)
+	if len(la) != len(lb) {
+		return false
+	}
+	c := *b
+	cl := slices.Clone(lb)
+	for i := range cl {
+		*count(&cl[i]) = *count(&la[i])
+	}
+	*listeners(&c) = cl
+	return reflect.DeepEqual(a, &c)
 }
 
 func sameParentRef(a, b *gwv1.ParentReference) bool {

@@ -118,23 +118,34 @@ func TestPublishQueues(t *testing.T) {
 		return translate.RouteStatus{Ref: ref("HTTPRoute", name), Generation: gen}
 	}
 	gateway := translate.GatewayStatus{Ref: ref("Gateway", "gw")}
+	withRoutes := func(n int32, reason string) translate.GatewayStatus {
+		g := gateway
+		g.Conditions = []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: reason}}
+		g.Listeners = []gwv1.ListenerStatus{{Name: "http", AttachedRoutes: n}}
+		return g
+	}
 	steps := []struct {
 		name   string
 		res    translate.Result
 		part   statusPart
 		queued []string
+		// later are queued only after the writer's countsDelay.
+		later []string
 	}{
-		{"first routes", translate.Result{Routes: []translate.RouteStatus{route("a", 1), route("b", 1)}}, translated, []string{"a", "b"}},
-		{"gateway", translate.Result{Gateways: []translate.GatewayStatus{gateway}}, applied, []string{"gw"}},
-		{"unchanged", translate.Result{Routes: []translate.RouteStatus{route("a", 1), route("b", 1)}}, translated, nil},
-		{"one changed, one new", translate.Result{Routes: []translate.RouteStatus{route("a", 2), route("b", 1), route("c", 1)}}, translated, []string{"a", "c"}},
-		{"one dropped; the gateway of the other part stays", translate.Result{Routes: []translate.RouteStatus{route("a", 2), route("c", 1)}}, translated, []string{"b"}},
-		{"dropped again: nothing", translate.Result{Routes: []translate.RouteStatus{route("a", 2), route("c", 1)}}, translated, nil},
-		{"gateway dropped", translate.Result{}, applied, []string{"gw"}},
+		{"first routes", translate.Result{Routes: []translate.RouteStatus{route("a", 1), route("b", 1)}}, translated, []string{"a", "b"}, nil},
+		{"gateway", translate.Result{Gateways: []translate.GatewayStatus{gateway}}, applied, []string{"gw"}, nil},
+		{"unchanged", translate.Result{Routes: []translate.RouteStatus{route("a", 1), route("b", 1)}}, translated, nil, nil},
+		{"one changed, one new", translate.Result{Routes: []translate.RouteStatus{route("a", 2), route("b", 1), route("c", 1)}}, translated, []string{"a", "c"}, nil},
+		{"one dropped; the gateway of the other part stays", translate.Result{Routes: []translate.RouteStatus{route("a", 2), route("c", 1)}}, translated, []string{"b"}, nil},
+		{"dropped again: nothing", translate.Result{Routes: []translate.RouteStatus{route("a", 2), route("c", 1)}}, translated, nil, nil},
+		{"gateway with a route", translate.Result{Gateways: []translate.GatewayStatus{withRoutes(1, "Programmed")}}, applied, []string{"gw"}, nil},
+		{"only attachedRoutes changed: coalesced", translate.Result{Gateways: []translate.GatewayStatus{withRoutes(2, "Programmed")}}, applied, nil, []string{"gw"}},
+		{"a condition changed: at once", translate.Result{Gateways: []translate.GatewayStatus{withRoutes(3, "Pending")}}, applied, []string{"gw"}, nil},
+		{"gateway dropped", translate.Result{}, applied, []string{"gw"}, nil},
 	}
 	w := NewStatusWriter(logr.Discard(), nil, nil)
-	for _, st := range steps {
-		w.Publish(&st.res, st.part)
+	w.countsDelay = 50 * time.Millisecond
+	drain := func() []string {
 		var got []string
 		for w.queue.Len() > 0 {
 			r, _ := w.queue.Get()
@@ -143,8 +154,19 @@ func TestPublishQueues(t *testing.T) {
 			w.queue.Forget(r)
 		}
 		slices.Sort(got)
-		if diff := cmp.Diff(st.queued, got); diff != "" {
+		return got
+	}
+	for _, st := range steps {
+		w.Publish(&st.res, st.part)
+		if diff := cmp.Diff(st.queued, drain()); diff != "" {
 			t.Errorf("%s: queued (-want +got):\n%s", st.name, diff)
+		}
+		if st.later == nil {
+			continue
+		}
+		time.Sleep(4 * w.countsDelay)
+		if diff := cmp.Diff(st.later, drain()); diff != "" {
+			t.Errorf("%s: queued after the delay (-want +got):\n%s", st.name, diff)
 		}
 	}
 	if _, ok := w.desired[ref("HTTPRoute", "b")]; ok {
