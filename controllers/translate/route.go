@@ -161,6 +161,15 @@ func (t *translator) routeStatuses(byKind [][]*route) {
 	}
 	slices.Sort(clusters)
 	clusters = slices.Compact(clusters)
+	n := 0
+	for _, rs := range byKind {
+		for _, r := range rs {
+			if r.parents != nil {
+				n++
+			}
+		}
+	}
+	t.res.Routes = slices.Grow(t.res.Routes, n)
 	next := make([]int, len(byKind))
 	for _, c := range clusters {
 		for k, rs := range byKind {
