@@ -181,7 +181,7 @@ func (t *translator) resolveImport(r *route, b ir.Backend, ns, name string, port
 			perCluster = append(perCluster, eps)
 		}
 	}
-	b.Endpoints = t.weighClusters(perCluster)
+	b.Endpoints = t.weighClusters(perCluster, r.clusterWeights)
 	return b
 }
 
@@ -189,14 +189,19 @@ func (t *translator) resolveImport(r *route, b ir.Backend, ns, name string, port
 const maxEndpointWeight = 1 << 20
 
 // weighClusters gives every endpoint a weight such that each cluster's share of the backend's
-// traffic is its MemberCluster weight over the sum of the weights, however many endpoints it has.
+// traffic is its weight over the sum of the weights, however many endpoints it has: the route's
+// override when it has one (clusters it does not name weigh 0), else the MemberCluster weight.
 // Clusters of weight 0 get no traffic unless every cluster weighs 0 (then they share equally).
 // Each group holds the endpoints of one cluster.
-func (t *translator) weighClusters(groups [][]ir.Endpoint) []ir.Endpoint {
+func (t *translator) weighClusters(groups [][]ir.Endpoint, override map[string]int32) []ir.Endpoint {
 	weights := make([]uint64, len(groups))
 	var total uint64
 	for i, g := range groups {
-		weights[i] = uint64(max(t.snap.ClusterWeight(g[0].Cluster), 0))
+		w := t.snap.ClusterWeight(g[0].Cluster)
+		if override != nil {
+			w = override[g[0].Cluster]
+		}
+		weights[i] = uint64(max(w, 0))
 		total += weights[i]
 	}
 	if total == 0 {

@@ -46,6 +46,10 @@ type route struct {
 	// policies are the BackendTLSPolicies its backends competed for; the route's Gateways are
 	// their ancestors.
 	policies []*tlsPolicy
+	// clusterWeights, from ClusterWeightsAnnotation, split its ServiceImport backends across
+	// clusters instead of the members' weights; weightsErr says why a set annotation is ignored.
+	clusterWeights map[string]int32
+	weightsErr     string
 	// parents is this pass's RouteParentStatus for each of our parents (attachRoute).
 	parents []gwv1.RouteParentStatus
 }
@@ -77,6 +81,12 @@ func newRoute[T any](kind string, o snapshot.Object[T], spec gwv1.CommonRouteSpe
 	r.nsName = r.meta.GetNamespace() + "/" + r.meta.GetName()
 	r.generation = r.meta.GetGeneration()
 	r.created = r.meta.GetCreationTimestamp().Time
+	if v, ok := r.meta.GetAnnotations()[ClusterWeightsAnnotation]; ok {
+		var err error
+		if r.clusterWeights, err = parseClusterWeights(v); err != nil {
+			r.weightsErr = fmt.Sprintf("ignoring annotation %s (member cluster weights apply): %v", ClusterWeightsAnnotation, err)
+		}
+	}
 	for _, h := range hostnames {
 		r.hostnames = append(r.hostnames, string(h))
 	}
@@ -139,6 +149,13 @@ func (t *translator) attachRoute(r *route) {
 	}
 	t.recordAncestors(r)
 	r.parents = parents
+	if r.weightsErr != "" {
+		t.notice(r.ref(), "Warning", "InvalidClusterWeights", "%s", r.weightsErr)
+	}
+}
+
+func (r *route) ref() ObjectRef {
+	return ObjectRef{Cluster: r.cluster, Kind: r.kind, Namespace: r.meta.GetNamespace(), Name: r.meta.GetName()}
 }
 
 // routeStatuses emits the statuses of the routes that have parents of ours, in ObjectRef order
@@ -178,11 +195,7 @@ func (t *translator) routeStatuses(byKind [][]*route) {
 				if r.parents == nil {
 					continue
 				}
-				t.res.Routes = append(t.res.Routes, RouteStatus{
-					Ref:        ObjectRef{Cluster: r.cluster, Kind: r.kind, Namespace: r.meta.GetNamespace(), Name: r.meta.GetName()},
-					Generation: r.generation,
-					Parents:    r.parents,
-				})
+				t.res.Routes = append(t.res.Routes, RouteStatus{Ref: r.ref(), Generation: r.generation, Parents: r.parents})
 			}
 		}
 	}
