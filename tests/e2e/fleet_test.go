@@ -16,6 +16,7 @@ import (
 	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers/translate"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -150,6 +151,26 @@ func TestFleet(t *testing.T) {
 		}
 		if math.Abs(share-want) > 0.02 {
 			t.Errorf("a's share %.4f, want %.2f±0.02", share, want)
+		}
+	})
+
+	t.Run("a route overrides the member weights", func(t *testing.T) {
+		r := route("override", "gw", "override.example.com", serviceImport("web"))
+		r.Annotations = map[string]string{translate.ClusterWeightsAnnotation: "member-a=1,member-b=3"}
+		must(t, f.hub.Client.Create(ctx, r))
+		defer func() { must(t, f.hub.Client.Delete(ctx, r)) }()
+		routeAccepted(t, f.hub, "override", 20*time.Second)
+		p.serves(t, "override.example.com", "a", 10*time.Second)
+		p.serves(t, "override.example.com", "b", 10*time.Second)
+		const n = 4000
+		counts := p.spread("override.example.com", n, 16)
+		share := float64(counts["a"]) / n
+		t.Logf("%d requests: a=%d b=%d failed=%d; a's share %.4f, want 0.25±0.02 (members weigh %d:%d)", n, counts["a"], counts["b"], counts[""], share, weightA, weightB)
+		if counts[""] != 0 {
+			t.Errorf("%d requests failed", counts[""])
+		}
+		if math.Abs(share-0.25) > 0.02 {
+			t.Errorf("a's share %.4f, want 0.25±0.02", share)
 		}
 	})
 
