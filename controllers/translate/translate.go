@@ -95,8 +95,8 @@ func begin(s *snapshot.Snapshot, memo memoFunc) *Pass {
 	return &Pass{t: t, routes: routes}
 }
 
-// Early returns the result so far: GatewayClasses, Routes and Policies are final; the rest is
-// empty until Finish. Finish fills in the same Result.
+// Early returns the result so far, in which GatewayClasses, Routes and Policies are final; Finish
+// fills in the rest of the same Result.
 func (p *Pass) Early() *Result { return p.t.res }
 
 // Finish builds the configs, load-balancer models and Gateway, ListenerSet, Ingress and Service
