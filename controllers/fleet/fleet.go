@@ -16,7 +16,6 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -100,6 +99,8 @@ type member struct {
 	weight   int32
 	cl       cluster.Cluster
 	reader   client.Reader // cl's cache, reading missing kinds as empty
+	missing  *missingKinds
+	notify   toolscache.ResourceEventHandler // calls Changed for the member's events
 	writer   client.Client
 	cancel   context.CancelFunc
 	synced   bool
@@ -209,17 +210,14 @@ func (f *Fleet) connect(ctx context.Context, name, hash string, weight int32, cf
 		},
 		DeleteFunc: func(any) { f.changed(name) },
 	}
-	missing := map[schema.GroupVersionKind]bool{}
+	missing := &missingKinds{}
 	for _, obj := range f.o.Kinds {
 		inf, err := cl.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 		if err != nil {
 			if meta.IsNoMatchError(err) {
-				// A kind the member does not serve stays empty (missingKinds); its CRD appearing later
-				// needs a reconnect, as for the hub.
+				// A kind the member does not serve reads as empty until its CRD appears (adoptKinds).
 				log.Info("member does not serve a kind fleetgate reads", "kind", fmt.Sprintf("%T", obj))
-				if gvk, err := apiutil.GVKForObject(obj, f.o.Scheme); err == nil {
-					missing[gvk.GroupVersion().WithKind(gvk.Kind+"List")] = true
-				}
+				missing.add(obj, f.o.Scheme)
 				continue
 			}
 			return fmt.Errorf("member %s: informer for %T: %w", name, obj, err)
@@ -230,7 +228,7 @@ func (f *Fleet) connect(ctx context.Context, name, hash string, weight int32, cf
 	}
 	mctx, cancel := context.WithCancel(context.Background())
 	m := &member{name: name, hash: hash, weight: weight, cl: cl, writer: writer, cancel: cancel, healthy: true,
-		reader: partialReader{Reader: cl.GetCache(), scheme: f.o.Scheme, missing: missing}}
+		reader: partialReader{Reader: cl.GetCache(), scheme: f.o.Scheme, missing: missing}, missing: missing, notify: notify}
 	f.mu.Lock()
 	if f.stopped {
 		f.mu.Unlock()
@@ -330,12 +328,12 @@ func (f *Fleet) setWeight(name string, w int32) bool {
 type partialReader struct {
 	client.Reader
 	scheme  *runtime.Scheme
-	missing map[schema.GroupVersionKind]bool
+	missing *missingKinds
 }
 
 func (p partialReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if len(p.missing) > 0 {
-		if gvk, err := apiutil.GVKForObject(list, p.scheme); err == nil && p.missing[gvk] {
+	if p.missing.any() {
+		if gvk, err := apiutil.GVKForObject(list, p.scheme); err == nil && p.missing.missing(gvk) {
 			return nil
 		}
 	}

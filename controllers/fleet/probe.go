@@ -32,6 +32,9 @@ func (f *Fleet) probe(ctx context.Context, m *member, cfg *rest.Config) {
 			f.changed(m.name)
 			f.pokeStatus(m.name)
 		}
+		if err == nil {
+			f.adoptKinds(ctx, m)
+		}
 		select {
 		case <-ctx.Done():
 			return
