@@ -45,7 +45,8 @@ type StatusWriter struct {
 	mu      sync.Mutex
 	targets map[string]statusTarget
 	desired map[translate.ObjectRef]*desiredStatus
-	// passes counts the Publish calls of each part; count the desired entries of each part.
+	// passes numbers the Publish calls of each part; count holds how many desired entries each
+	// part has, so that a Publish that named them all can skip looking for dropped ones.
 	passes, count [2]uint64
 	// notified are the notices already turned into Events (notices.go).
 	notified map[translate.Notice]bool
