@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/net/http/httpguts"
 
@@ -62,9 +63,9 @@ func (p *bufPools) put(br *bufio.Reader, bw *bufio.Writer) {
 }
 
 // fastConn is what one fast-path connection reuses from request to request: the parsed request,
-// its URL and header map, and the backend's response header, so that a request allocates little
-// more than copies of its two heads. Nothing keeps a request past its exchange (the fast path has no
-// mirrors and logs synchronously), which is what makes the reuse safe.
+// its URL and header map, the backend's response header and the buffers both heads are parsed
+// from, so that a request allocates nothing. Nothing keeps a request past its exchange (the fast
+// path has no mirrors and logs synchronously), which is what makes the reuse safe.
 type fastConn struct {
 	req   http.Request
 	url   url.URL
@@ -76,6 +77,26 @@ type fastConn struct {
 	remote, ip string
 	// deadline is the read deadline currently set on the client connection (zero: none).
 	deadline time.Time
+	// head and rhead hold the current request's and backend answer's heads (headText).
+	head, rhead []byte
+}
+
+// headReuseMax is the largest head copied into a connection's reused buffer; a larger one gets a
+// string of its own, so that one odd request does not pin a large buffer to a keepalive connection.
+const headReuseMax = 4 << 10
+
+// headText returns b as a string for parsing. A small head is copied into *buf, which the
+// connection reuses for every exchange, and viewed in place: no allocation per request, which
+// keeps the fast path from triggering GC cycles (with a 100k table, each one marks hundreds of MB).
+// The string and everything parsed from it are valid only for the current exchange, which holds
+// as nothing on the fast path keeps a request past it (see fastConn); reuse=false (an access-log
+// sink might keep values) copies as usual.
+func headText(buf *[]byte, b []byte, reuse bool) string {
+	if !reuse || len(b) > headReuseMax {
+		return string(b)
+	}
+	*buf = append((*buf)[:0], b...)
+	return unsafe.String(unsafe.SliceData(*buf), len(b))
 }
 
 // fastMapMax bounds the header maps kept between requests: one request with hundreds of headers
@@ -144,7 +165,7 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 		lt := p.cur.Load()
 		var req *http.Request
 		if err == nil && lt.proto == ir.ProtocolHTTP {
-			req = fc.parseHead(string(head))
+			req = fc.parseHead(headText(&fc.head, head, !s.accessOn))
 		}
 		var rt *route
 		if req != nil {

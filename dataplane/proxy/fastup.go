@@ -298,9 +298,15 @@ func copyN(w *bufio.Writer, r *bufio.Reader, n int64) error {
 }
 
 func writeStatus(w *bufio.Writer, code int, reason string) {
-	var buf [8]byte
 	w.WriteString("HTTP/1.1 ")
-	w.Write(strconv.AppendInt(buf[:0], int64(code), 10))
+	if 100 <= code && code <= 999 {
+		// Digit by digit: strconv into a local buffer would make that buffer escape to the heap.
+		w.WriteByte(byte('0' + code/100))
+		w.WriteByte(byte('0' + code/10%10))
+		w.WriteByte(byte('0' + code%10))
+	} else {
+		w.WriteString(strconv.Itoa(code))
+	}
 	w.WriteByte(' ')
 	w.WriteString(reason)
 	w.WriteString("\r\n")
@@ -341,7 +347,8 @@ func (fc *fastConn) readResponseHead(br *bufio.Reader) (int, string, http.Header
 	if err != nil {
 		return 0, "", nil, err
 	}
-	head := string(b)
+	// Nothing of the answer's head is logged or kept past the exchange.
+	head := headText(&fc.rhead, b, true)
 	_, _ = br.Discard(len(b))
 	line, rest, _ := strings.Cut(head, "\r\n")
 	// "HTTP/1.1 200 OK": the code sits at bytes 9–11.
