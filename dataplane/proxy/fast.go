@@ -67,12 +67,15 @@ func (p *bufPools) put(br *bufio.Reader, bw *bufio.Writer) {
 // from, so that a request allocates nothing. Nothing keeps a request past its exchange (the fast
 // path has no mirrors and logs synchronously), which is what makes the reuse safe.
 type fastConn struct {
-	req   http.Request
-	url   url.URL
-	hdr   http.Header
-	vals  []string
-	resp  http.Header
-	rvals []string
+	req  http.Request
+	url  url.URL
+	hdr  http.Header
+	vals []string
+	// answer is the backend's response head; resp and rvals its header map, built only for
+	// response header modifiers.
+	answer answer
+	resp   http.Header
+	rvals  []string
 	// remote is the client's address, ip its host part for X-Forwarded-For.
 	remote, ip string
 	// deadline is the read deadline currently set on the client connection (zero: none).
@@ -358,17 +361,8 @@ func pathByteVerbatim(c byte) bool {
 	return false
 }
 
-func validToken(b string) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		if c := b[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
+// validToken reports whether b is an RFC 9110 token (a method or header name), by table lookup.
+func validToken(b string) bool { return httpguts.ValidHeaderFieldName(b) }
 
 // isFast reports whether a compiled route can be served by the fast path.
 func (r *route) isFast() bool {
