@@ -276,11 +276,16 @@ func (fc *fastConn) parseHead(head string) *http.Request {
 		var l string
 		l, rest, _ = strings.Cut(rest, "\r\n")
 		k, v, ok := strings.Cut(l, ":")
-		v = strings.Trim(v, " \t")
+		v = trimOWS(v)
 		if !ok || !validToken(k) || !httpguts.ValidHeaderFieldValue(v) {
 			return nil
 		}
-		key := textproto.CanonicalMIMEHeaderKey(k)
+		key := "Host"
+		if !foldEqual(k, key) {
+			// Host, in every request, is spared canonicalising: lower-case names (HTTP/2 tools
+			// speaking HTTP/1.1 send them) cost a map probe each.
+			key = textproto.CanonicalMIMEHeaderKey(k)
+		}
 		switch key {
 		case "Host":
 			host, hosts = v, hosts+1
