@@ -211,11 +211,13 @@ const (
 	hopTransferEncoding
 	hopTrailer
 	hopContentLength
-	hopDropped // the other hop-by-hop headers of hopHeaders
+	hopDropped // Keep-Alive, Proxy-Authenticate, Proxy-Authorization, Proxy-Connection, Te, Upgrade
 )
 
 // hopKind classifies a header name without allocating or canonicalising it: by length first, so
-// that the usual header costs one comparison at most.
+// that the usual header costs one comparison at most. Every kind but hopOther and hopContentLength
+// is hop-by-hop and dropped when relaying, as httputil.ReverseProxy does (Trailer is kept with
+// chunked framing).
 func hopKind(k string) hop {
 	eq := func(name string) bool { return foldEqual(k, name) }
 	switch len(k) {

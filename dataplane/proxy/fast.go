@@ -33,10 +33,6 @@ const fastHeadMax = 16 << 10
 
 var errHeadTooLarge = errors.New("request head larger than the fast path buffer")
 
-// hopHeaders are dropped when relaying, as httputil.ReverseProxy does.
-var hopHeaders = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
 type bufPools struct{ r, w sync.Pool }
 
 func (p *bufPools) reader(c net.Conn) *bufio.Reader {

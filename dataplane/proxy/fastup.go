@@ -300,10 +300,8 @@ func writeHeaders(w *bufio.Writer, h http.Header, skip ...string) {
 	conn := h["Connection"]
 outer:
 	for k, vs := range h {
-		for _, hop := range hopHeaders {
-			if k == hop {
-				continue outer
-			}
+		if hk := hopKind(k); hk != hopOther && hk != hopContentLength {
+			continue
 		}
 		for _, sk := range skip {
 			if k == sk {
