@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/net/http/httpguts"
 
@@ -31,10 +32,6 @@ import (
 const fastHeadMax = 16 << 10
 
 var errHeadTooLarge = errors.New("request head larger than the fast path buffer")
-
-// hopHeaders are dropped when relaying, as httputil.ReverseProxy does.
-var hopHeaders = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 type bufPools struct{ r, w sync.Pool }
 
@@ -62,20 +59,43 @@ func (p *bufPools) put(br *bufio.Reader, bw *bufio.Writer) {
 }
 
 // fastConn is what one fast-path connection reuses from request to request: the parsed request,
-// its URL and header map, and the backend's response header, so that a request allocates little
-// more than copies of its two heads. Nothing keeps a request past its exchange (the fast path has no
-// mirrors and logs synchronously), which is what makes the reuse safe.
+// its URL and header map, the backend's response header and the buffers both heads are parsed
+// from, so that a request allocates nothing. Nothing keeps a request past its exchange (the fast
+// path has no mirrors and logs synchronously), which is what makes the reuse safe.
 type fastConn struct {
-	req   http.Request
-	url   url.URL
-	hdr   http.Header
-	vals  []string
-	resp  http.Header
-	rvals []string
+	req  http.Request
+	url  url.URL
+	hdr  http.Header
+	vals []string
+	// answer is the backend's response head; resp and rvals its header map, built only for
+	// response header modifiers.
+	answer answer
+	resp   http.Header
+	rvals  []string
 	// remote is the client's address, ip its host part for X-Forwarded-For.
 	remote, ip string
 	// deadline is the read deadline currently set on the client connection (zero: none).
 	deadline time.Time
+	// head and rhead hold the current request's and backend answer's heads (headText).
+	head, rhead []byte
+}
+
+// headReuseMax is the largest head copied into a connection's reused buffer; a larger one gets a
+// string of its own, so that one odd request does not pin a large buffer to a keepalive connection.
+const headReuseMax = 4 << 10
+
+// headText returns b as a string for parsing. A small head is copied into *buf, which the
+// connection reuses for every exchange, and viewed in place: no allocation per request, which
+// keeps the fast path from triggering GC cycles (with a 100k table, each one marks hundreds of MB).
+// The string and everything parsed from it are valid only for the current exchange, which holds
+// as nothing on the fast path keeps a request past it (see fastConn); reuse=false (an access-log
+// sink might keep values) copies as usual.
+func headText(buf *[]byte, b []byte, reuse bool) string {
+	if !reuse || len(b) > headReuseMax {
+		return string(b)
+	}
+	*buf = append((*buf)[:0], b...)
+	return unsafe.String(unsafe.SliceData(*buf), len(b))
 }
 
 // fastMapMax bounds the header maps kept between requests: one request with hundreds of headers
@@ -144,7 +164,7 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 		lt := p.cur.Load()
 		var req *http.Request
 		if err == nil && lt.proto == ir.ProtocolHTTP {
-			req = fc.parseHead(string(head))
+			req = fc.parseHead(headText(&fc.head, head, !s.accessOn))
 		}
 		var rt *route
 		if req != nil {
@@ -252,11 +272,16 @@ func (fc *fastConn) parseHead(head string) *http.Request {
 		var l string
 		l, rest, _ = strings.Cut(rest, "\r\n")
 		k, v, ok := strings.Cut(l, ":")
-		v = strings.Trim(v, " \t")
+		v = trimOWS(v)
 		if !ok || !validToken(k) || !httpguts.ValidHeaderFieldValue(v) {
 			return nil
 		}
-		key := textproto.CanonicalMIMEHeaderKey(k)
+		key := "Host"
+		if !foldEqual(k, key) {
+			// Host, in every request, is spared canonicalising: lower-case names (HTTP/2 tools
+			// speaking HTTP/1.1 send them) cost a map probe each.
+			key = textproto.CanonicalMIMEHeaderKey(k)
+		}
 		switch key {
 		case "Host":
 			host, hosts = v, hosts+1
@@ -337,17 +362,8 @@ func pathByteVerbatim(c byte) bool {
 	return false
 }
 
-func validToken(b string) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		if c := b[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
+// validToken reports whether b is an RFC 9110 token (a method or header name), by table lookup.
+func validToken(b string) bool { return httpguts.ValidHeaderFieldName(b) }
 
 // isFast reports whether a compiled route can be served by the fast path.
 func (r *route) isFast() bool {

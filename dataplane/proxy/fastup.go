@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/textproto"
 	"runtime"
 	"strconv"
 	"strings"
@@ -197,59 +196,44 @@ func (s *Server) exchangeFast(uc *upConn, r *http.Request, fc *fastConn, clientH
 	// so that the read below more often finds the answer instead of a wasted EAGAIN read, a park
 	// and a netpoll wake-up.
 	runtime.Gosched()
+	a := &fc.answer
 	for {
-		code, reason, h, err := fc.readResponseHead(uc.br)
-		if err != nil {
+		if err := readAnswer(uc.br, &fc.rhead, a); err != nil {
 			return 0, false, false, err
 		}
-		if code == http.StatusSwitchingProtocols {
+		if a.code == http.StatusSwitchingProtocols {
 			return 0, false, false, errors.New("unexpected 101 from backend")
 		}
-		if code >= 100 && code < 200 {
+		if a.code < 200 {
 			// Informational answers (103 Early Hints, 100 Continue) are relayed as they come.
-			writeStatus(cw, code, reason)
-			writeHeaders(cw, h)
+			writeStatus(cw, a.code, a.reason)
+			a.writeLines(cw)
 			cw.WriteString("\r\n")
 			continue
 		}
-		return s.relayBody(uc, r, rt, be, code, reason, h, cw)
+		return s.relayBody(uc, r, fc, rt, be, cw)
 	}
 }
 
-func (s *Server) relayBody(uc *upConn, r *http.Request, rt *route, be *backend, code int, reason string, h http.Header, cw *bufio.Writer) (int, bool, bool, error) {
-	upKeep := !headerHasToken(h, "Connection", "close")
-	chunked := headerHasToken(h, "Transfer-Encoding", "chunked")
-	length := int64(-1)
-	noBody := r.Method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified
-	if cl := h["Content-Length"]; len(cl) > 0 && !chunked {
-		n, err := strconv.ParseInt(cl[0], 10, 64)
-		if err != nil || n < 0 {
-			return 0, false, false, errors.New("bad Content-Length from backend")
-		}
-		for _, v := range cl[1:] {
-			if v != cl[0] {
-				return 0, false, false, errors.New("conflicting Content-Length from backend")
-			}
-		}
-		length = n
-		h["Content-Length"] = cl[:1]
-	}
-	if chunked {
-		// Chunked framing wins (RFC 9112 §6.3); never pass both on, or the client could be desynchronised.
-		delete(h, "Content-Length")
-	}
-	for _, k := range hopHeaders {
-		if k != "Trailer" || !chunked {
-			delete(h, k)
-		}
-	}
-	rt.respHdr.apply(h)
-	be.respHdr.apply(h)
-	closeDelimited := !noBody && !chunked && length < 0
+func (s *Server) relayBody(uc *upConn, r *http.Request, fc *fastConn, rt *route, be *backend, cw *bufio.Writer) (int, bool, bool, error) {
+	a := &fc.answer
+	noBody := r.Method == http.MethodHead || a.code == http.StatusNoContent || a.code == http.StatusNotModified
+	closeDelimited := !noBody && !a.chunked && a.length < 0
 	keepClient := !r.Close && !closeDelimited
-	writeStatus(cw, code, reason)
-	writeHeaders(cw, h)
-	if chunked && !noBody {
+	upKeep := a.keep
+	writeStatus(cw, a.code, a.reason)
+	if rt.respHdr == nil && be.respHdr == nil {
+		a.writeLines(cw)
+	} else {
+		if fc.resp == nil || len(fc.resp) > fastMapMax {
+			fc.resp = make(http.Header, 8)
+		}
+		fc.rvals = a.header(fc.resp, fc.rvals)
+		rt.respHdr.apply(fc.resp)
+		be.respHdr.apply(fc.resp)
+		writeHeaders(cw, fc.resp)
+	}
+	if a.chunked && !noBody {
 		cw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
 	if !keepClient {
@@ -259,16 +243,16 @@ func (s *Server) relayBody(uc *upConn, r *http.Request, rt *route, be *backend, 
 	var err error
 	switch {
 	case noBody:
-	case chunked:
+	case a.chunked:
 		err = copyChunked(cw, uc.br)
-	case length >= 0:
-		err = copyN(cw, uc.br, length)
+	case a.length >= 0:
+		err = copyN(cw, uc.br, a.length)
 	default:
 		_, err = io.Copy(cw, uc.br)
 		upKeep = false
 	}
 	if err != nil {
-		return code, false, true, err
+		return a.code, false, true, err
 	}
 	if ferr := cw.Flush(); ferr != nil {
 		// The client went away; the backend answer was read completely, so uc stays usable.
@@ -279,7 +263,7 @@ func (s *Server) relayBody(uc *upConn, r *http.Request, rt *route, be *backend, 
 	} else {
 		uc.c.Close()
 	}
-	return code, keepClient, true, nil
+	return a.code, keepClient, true, nil
 }
 
 // copyN copies n bytes, straight from the reader's buffer when they are all there already (the
@@ -298,9 +282,15 @@ func copyN(w *bufio.Writer, r *bufio.Reader, n int64) error {
 }
 
 func writeStatus(w *bufio.Writer, code int, reason string) {
-	var buf [8]byte
 	w.WriteString("HTTP/1.1 ")
-	w.Write(strconv.AppendInt(buf[:0], int64(code), 10))
+	if 100 <= code && code <= 999 {
+		// Digit by digit: strconv into a local buffer would make that buffer escape to the heap.
+		w.WriteByte(byte('0' + code/100))
+		w.WriteByte(byte('0' + code/10%10))
+		w.WriteByte(byte('0' + code%10))
+	} else {
+		w.WriteString(strconv.Itoa(code))
+	}
 	w.WriteByte(' ')
 	w.WriteString(reason)
 	w.WriteString("\r\n")
@@ -310,10 +300,8 @@ func writeHeaders(w *bufio.Writer, h http.Header, skip ...string) {
 	conn := h["Connection"]
 outer:
 	for k, vs := range h {
-		for _, hop := range hopHeaders {
-			if k == hop {
-				continue outer
-			}
+		if hk := hopKind(k); hk != hopOther && hk != hopContentLength {
+			continue
 		}
 		for _, sk := range skip {
 			if k == sk {
@@ -332,75 +320,6 @@ outer:
 			w.WriteString("\r\n")
 		}
 	}
-}
-
-// readResponseHead reads and parses a backend's response head, as one string like parseHead, into
-// fc's response header map.
-func (fc *fastConn) readResponseHead(br *bufio.Reader) (int, string, http.Header, error) {
-	b, err := peekHead(br)
-	if err != nil {
-		return 0, "", nil, err
-	}
-	head := string(b)
-	_, _ = br.Discard(len(b))
-	line, rest, _ := strings.Cut(head, "\r\n")
-	// "HTTP/1.1 200 OK": the code sits at bytes 9–11.
-	if !strings.HasPrefix(line, "HTTP/1.") || len(line) < 12 || line[8] != ' ' || (len(line) > 12 && line[12] != ' ') {
-		return 0, "", nil, errors.New("malformed status line from backend")
-	}
-	code, err := strconv.Atoi(line[9:12])
-	if err != nil || code < 100 || code > 999 {
-		return 0, "", nil, errors.New("malformed status code from backend")
-	}
-	reason := ""
-	if len(line) > 13 {
-		reason = line[13:]
-	}
-	h := fc.resp
-	if h == nil || len(h) > fastMapMax {
-		h = make(http.Header, 8)
-		fc.resp = h
-	} else {
-		clear(h)
-	}
-	vals := fc.rvals[:0]
-	defer func() { fc.rvals = vals }()
-	for len(rest) > 2 {
-		var l string
-		l, rest, _ = strings.Cut(rest, "\r\n")
-		k, v, ok := strings.Cut(l, ":")
-		if !ok || !validToken(k) {
-			return 0, "", nil, errors.New("malformed header from backend")
-		}
-		key := textproto.CanonicalMIMEHeaderKey(k)
-		v = strings.Trim(v, " \t")
-		if prev, ok := h[key]; ok {
-			h[key] = append(prev, v)
-			continue
-		}
-		vals = append(vals, v)
-		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
-	}
-	if line[7] == '0' {
-		// An HTTP/1.0 backend closes unless it says keep-alive.
-		if !headerHasToken(h, "Connection", "keep-alive") {
-			h["Connection"] = []string{"close"}
-		}
-	}
-	return code, reason, h, nil
-}
-
-func headerHasToken(h http.Header, key, token string) bool {
-	for _, v := range h[key] {
-		for v != "" {
-			var t string
-			t, v, _ = strings.Cut(v, ",")
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // copyChunked relays a chunked body verbatim, parsing only the framing to find its end.

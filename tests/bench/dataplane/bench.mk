@@ -1,5 +1,5 @@
 # Included from the top-level Makefile: `make bench-dataplane` runs the side-by-side proxy benchmark
-# and writes tests/bench/results/results.md and results.png. DUR, CONNS, HOSTS and SWAP_DUR can be overridden.
+# and writes tests/bench/results/results.md and results.png. DUR, CONNS, HOSTS, REPS and SWAP_DUR can be overridden.
 .PHONY: bench-dataplane bench-dataplane-go bench-deps
 bench-dataplane: bench-deps ## Benchmark the fleetgate proxy against nginx, haproxy and caddy; table + plot in tests/bench/results.
 	bash tests/bench/dataplane/run.sh

@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
-"""Turns the raw benchmark lines into results.md and results.png."""
+"""Turns the raw benchmark lines into results.md and results.png.
+
+Every measurement comes in several rounds (run.sh takes the proxies in rotated order per round);
+the tables give the median of the rounds and, for rps, their spread.
+"""
 import json
 import os
+import statistics
 import sys
 
 work, out = sys.argv[1], sys.argv[2]
@@ -9,8 +14,9 @@ rows = [l.split() for l in open(os.path.join(work, "wrk.txt")) if l.strip()]
 fixed = {}
 for line in open(os.path.join(work, "fixed.txt")):
     name, js = line.split(" ", 1)
-    fixed[name] = json.loads(js)
+    fixed.setdefault(name, []).append(json.loads(js))
 swaps = open(os.path.join(work, "swaps.txt")).read().strip() if os.path.exists(os.path.join(work, "swaps.txt")) else ""
+
 
 def ms(v):
     # wrk prints latencies with units.
@@ -19,50 +25,74 @@ def ms(v):
             return float(v[: -len(unit)]) * f
     return float(v)
 
-side = [r for r in rows if r[0] in ("fleetgate", "nginx", "haproxy", "caddy")]
-nginx_rps = next(float(r[2]) for r in side if r[0] == "nginx")
-nginx_cpu = next(float(r[4]) for r in side if r[0] == "nginx") or 1
+
+def summary(rs):
+    """Medians of a group of wrk rounds: rps, p99 ms, CPU µs/req; errors summed; rps spread."""
+    rps = [float(r[2]) for r in rs]
+    return {"rps": statistics.median(rps), "min": min(rps), "max": max(rps), "n": len(rs),
+            "p99": statistics.median(ms(r[3]) for r in rs), "cpu": statistics.median(float(r[4]) for r in rs),
+            "errors": sum(int(r[5]) for r in rs)}
+
+
+def group(name, key=lambda r: r[0]):
+    g = {}
+    for r in rows:
+        if r[0] == name or name is None:
+            g.setdefault(key(r), []).append(r)
+    return {k: summary(v) for k, v in g.items()}
+
+
+order = [p for p in ("fleetgate", "nginx", "haproxy", "caddy") if any(r[0] == p for r in rows)]
+side = {p: summary([r for r in rows if r[0] == p]) for p in order}
+fixed_med = {p: {"p99_ms": statistics.median(f["p99_ms"] for f in fs), "rate": fs[0]["rate"],
+                 "errors": sum(f["errors"] for f in fs), "n": len(fs),
+                 "p99s": sorted(f["p99_ms"] for f in fs)} for p, fs in fixed.items()}
+nginx = side["nginx"]
 load = open(os.path.join(work, "load.txt")).read().strip() if os.path.exists(os.path.join(work, "load.txt")) else ""
+rounds = max(s["n"] for s in side.values())
 lines = ["# Dataplane benchmark", "",
          "Each proxy pinned to one core (GOMAXPROCS=1 for Go), wrk and the nginx backend on the other; "
-         "upstream keepalive on, logs off, 2-byte body. The machine is shared: rps moves with its load "
-         "(at the end: `" + load + "`); CPU time per request is the steadier comparison.", "",
-         "| proxy | max rps (wrk) | × nginx | wrk p99 ms | CPU µs/req | nginx CPU ÷ this | errors | p99 ms at fixed rate | fixed-rate errors |",
-         "|---|---|---|---|---|---|---|---|---|"]
-for r in side:
-    f = fixed.get(r[0], {})
-    lines.append(f"| {r[0]} | {float(r[2]):.0f} | {float(r[2]) / nginx_rps:.2f} | {ms(r[3]):.2f} | {r[4]} | {nginx_cpu / max(float(r[4]), 0.1):.2f} | {r[5]} | "
-                 f"{f.get('p99_ms', float('nan')):.2f} @ {f.get('rate', '-')} rps | {f.get('errors', '-')} |")
+         "upstream keepalive on, logs off, 2-byte body. The machine is shared and its load drifts (at the end: `"
+         + load + f"`), so every figure is the median of {rounds} rounds, each round starting every proxy afresh "
+         "and taking them in a rotated order; CPU time per request is the steadier comparison.", "",
+         "| proxy | max rps (wrk), median | rps min–max | × nginx | wrk p99 ms | CPU µs/req | nginx CPU ÷ this | errors | p99 ms at fixed rate (rounds) | fixed-rate errors |",
+         "|---|---|---|---|---|---|---|---|---|---|"]
+for p, s in side.items():
+    f = fixed_med.get(p, {})
+    each = ", ".join(f"{v:.2f}" for v in f.get("p99s", []))
+    lines.append(f"| {p} | {s['rps']:.0f} | {s['min']:.0f}–{s['max']:.0f} | {s['rps'] / nginx['rps']:.2f} | {s['p99']:.2f} | "
+                 f"{s['cpu']:.1f} | {nginx['cpu'] / max(s['cpu'], 0.1):.2f} | {s['errors']} | "
+                 f"{f.get('p99_ms', float('nan')):.2f} @ {f.get('rate', '-')} rps ({each}) | {f.get('errors', '-')} |")
+by_hosts = group("fleetgate-hosts", key=lambda r: int(r[1]))
 lines += ["", "## fleetgate by route table size", "",
-          "Run one after another (the 1-hostname table first and again last), so rps follows the machine's load over "
-          "the series; the ratios use the mean of the two 1-hostname runs, and CPU per request is the steadier one.", "",
-          "| hostnames | rps | rps × 1 hostname | CPU µs/req | CPU × 1 hostname | p99 ms | errors |", "|---|---|---|---|---|---|---|"]
-by_hosts = [r for r in rows if r[0] == "fleetgate-hosts"]
-again = [r for r in rows if r[0] == "fleetgate-hosts-again"]
-ones = [r for r in by_hosts + again if r[1] == "1"]
-base_rps = sum(float(r[2]) for r in ones) / len(ones) if ones else 1
-base_cpu = sum(float(r[4]) for r in ones) / len(ones) if ones else 1
-for r in by_hosts + again:
-    label = r[1] + (" (again)" if r[0] == "fleetgate-hosts-again" else "")
-    lines.append(f"| {label} | {float(r[2]):.0f} | {float(r[2]) / base_rps:.2f} | {r[4]} | {float(r[4]) / base_cpu:.2f} | {ms(r[3]):.2f} | {r[5]} |")
+          "Table sizes taken in rotated order in each round, each from a fresh process; medians of the rounds.", "",
+          "| hostnames | rps | rps min–max | rps × 1 hostname | CPU µs/req | CPU × 1 hostname | p99 ms | errors |",
+          "|---|---|---|---|---|---|---|---|"]
+base = by_hosts.get(1)
+for n in sorted(by_hosts):
+    s = by_hosts[n]
+    rr = s["rps"] / base["rps"] if base else float("nan")
+    cr = s["cpu"] / base["cpu"] if base else float("nan")
+    lines.append(f"| {n} | {s['rps']:.0f} | {s['min']:.0f}–{s['max']:.0f} | {rr:.2f} | {s['cpu']:.1f} | {cr:.2f} | {s['p99']:.2f} | {s['errors']} |")
 swap_rows = [r for r in rows if r[0] == "fleetgate-swap"]
 for r in swap_rows:
     lines += ["", f"## Table swaps under load ({r[1]} hostnames)", "",
               f"{swaps}; {float(r[2]):.0f} rps during the swaps; errors: **{r[5]}**"]
 
 # The issue's targets, in one place.
-fg = next((r for r in side if r[0] == "fleetgate"), None)
-largest = max(by_hosts, key=lambda r: int(r[1])) if by_hosts else None
 targets = ["", "## Targets", "", "| target | result | met |", "|---|---|---|"]
-if fg:
-    ratio = float(fg[2]) / nginx_rps
-    targets.append(f"| rps ≥ 0.8× nginx | {ratio:.2f}× ({float(fg[2]):.0f} vs {nginx_rps:.0f}) | {'yes' if ratio >= 0.8 else 'no'} |")
-fp, npq = fixed.get("fleetgate", {}).get("p99_ms"), fixed.get("nginx", {}).get("p99_ms")
+if "fleetgate" in side:
+    fg = side["fleetgate"]
+    ratio = fg["rps"] / nginx["rps"]
+    targets.append(f"| rps ≥ 0.8× nginx | {ratio:.2f}× ({fg['rps']:.0f} vs {nginx['rps']:.0f}); CPU per request "
+                   f"{fg['cpu']:.1f} vs {nginx['cpu']:.1f} µs | {'yes' if ratio >= 0.8 else 'no'} |")
+fp, npq = fixed_med.get("fleetgate", {}).get("p99_ms"), fixed_med.get("nginx", {}).get("p99_ms")
 if fp is not None and npq is not None:
     targets.append(f"| p99 at a fixed rate ≤ nginx | {fp:.2f} ms vs {npq:.2f} ms ({fp / npq:.2f}×) | {'yes' if fp <= npq else 'no'} |")
-if largest and ones:
-    rr, cr = float(largest[2]) / base_rps, float(largest[4]) / base_cpu
-    targets.append(f"| rps at {largest[1]} hostnames within 10% of 1 | {rr:.2f}× rps, {cr:.2f}× CPU per request | "
+if base and len(by_hosts) > 1:
+    n = max(by_hosts)
+    rr, cr = by_hosts[n]["rps"] / base["rps"], by_hosts[n]["cpu"] / base["cpu"]
+    targets.append(f"| rps at {n} hostnames within 10% of 1 | {rr:.2f}× rps, {cr:.2f}× CPU per request | "
                    f"{'yes' if rr >= 0.9 else 'no'} (rps), {'yes' if cr <= 1.1 else 'no'} (CPU) |")
 for r in swap_rows:
     targets.append(f"| 0 errors during swaps | {r[5]} errors, {float(r[2]):.0f} rps meanwhile | {'yes' if r[5] == '0' else 'no'} |")
@@ -78,18 +108,23 @@ except ImportError:
     print("matplotlib missing: no plot", file=sys.stderr)
     sys.exit(0)
 fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
-a.bar([r[0] for r in side], [float(r[2]) for r in side], color="steelblue")
-a.set_title("max requests/s, one core")
+names = list(side)
+med = [side[p]["rps"] for p in names]
+err = [[side[p]["rps"] - side[p]["min"] for p in names], [side[p]["max"] - side[p]["rps"] for p in names]]
+a.bar(names, med, yerr=err, capsize=4, color="steelblue")
+a.set_title(f"max requests/s, one core (median of {rounds}, min–max)")
 a.set_ylabel("rps")
-a.bar_label(a.containers[0], fmt="%.0f")
+a.bar_label(a.containers[-1], fmt="%.0f")
 # CPU per request rather than rps: on a shared machine rps follows the neighbours' load.
-b.plot([int(r[1]) for r in by_hosts], [float(r[4]) for r in by_hosts], marker="o")
-for r in again:
-    b.plot([int(r[1])], [float(r[4])], marker="x", color="gray")
+hs = sorted(by_hosts)
+b.plot(hs, [by_hosts[n]["cpu"] for n in hs], marker="o")
+for r in rows:
+    if r[0] == "fleetgate-hosts":
+        b.plot([int(r[1])], [float(r[4])], marker=".", color="gray", linestyle="none")
 b.set_xscale("log")
 b.set_ylim(bottom=0)
 b.set_ylabel("proxy CPU µs per request")
-b.set_title("fleetgate cost by hostnames in the table")
+b.set_title("fleetgate cost by hostnames in the table (median, rounds in gray)")
 b.set_xlabel("hostnames")
 fig.tight_layout()
 fig.savefig(os.path.join(out, "results.png"), dpi=100)

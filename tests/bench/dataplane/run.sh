@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark of the fleetgate proxy against nginx and haproxy (caddy when installed):
 # same backend, upstream keepalive on, logs off, each proxy pinned to core 0, load generator and
-# backend on core 1. Writes results.md and results.png under tests/bench/results/.
+# backend on core 1, every measurement repeated in rounds (REPS) and reported as medians. Writes
+# results.md and results.png under tests/bench/results/.
 # Needs: nginx, haproxy, wrk, caddy, h2load, matplotlib (`make bench-deps` installs them).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -93,33 +94,53 @@ start_fleetgate() { # $1 hostnames
 }
 stop() { kill "$1"; wait "$1" 2>/dev/null || true; }
 
-: >"$WORK/wrk.txt"
-echo "== max rps (wrk -c$CONNS, $DUR), 1 hostname"
-start_fleetgate 1
-run_wrk fleetgate $FG_PORT host0.example.com $FG_PID
-stop $FG_PID
-taskset -c 0 nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" & NGX_PID=$!; PIDS+=($NGX_PID); wait_port $NGX_PORT
-sleep 0.2
-run_wrk nginx $NGX_PORT host0.example.com $NGX_PID
-taskset -c 0 haproxy -f "$WORK/haproxy.cfg" -db & HAP_PID=$!; PIDS+=($HAP_PID); wait_port $HAP_PORT
-run_wrk haproxy $HAP_PORT host0.example.com $HAP_PID
+# The machine is shared and its load drifts over minutes, so no proxy is measured in one stretch:
+# every measurement is repeated REPS times in rounds, each round starting each proxy afresh and
+# taking them in a rotated order, and the report gives medians (and the spread).
+REPS=${REPS:-3}
+PROXIES="fleetgate nginx haproxy"
 if command -v caddy >/dev/null; then
+	PROXIES="$PROXIES caddy"
 	printf ':%s {\n\treverse_proxy 127.0.0.1:%s\n}\n' $CADDY_PORT $BE_PORT >"$WORK/Caddyfile"
-	GOMAXPROCS=1 taskset -c 0 caddy run --config "$WORK/Caddyfile" --adapter caddyfile >/dev/null 2>&1 & CADDY_PID=$!; PIDS+=($CADDY_PID); wait_port $CADDY_PORT
-	run_wrk caddy $CADDY_PORT host0.example.com $CADDY_PID
-	stop $CADDY_PID
 fi
+# start_proxy NAME sets PID and PORT.
+start_proxy() {
+	case $1 in
+	fleetgate) start_fleetgate 1; PID=$FG_PID PORT=$FG_PORT ;;
+	nginx) taskset -c 0 nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" & PID=$! PORT=$NGX_PORT ;;
+	haproxy) taskset -c 0 haproxy -f "$WORK/haproxy.cfg" -db & PID=$! PORT=$HAP_PORT ;;
+	caddy)
+		GOMAXPROCS=1 taskset -c 0 caddy run --config "$WORK/Caddyfile" --adapter caddyfile >/dev/null 2>&1 &
+		PID=$! PORT=$CADDY_PORT ;;
+	esac
+	PIDS+=($PID)
+	wait_port $PORT
+	sleep 0.2
+}
+# rotated LIST ROUND prints LIST starting at its (ROUND mod length)th word.
+rotated() { local a=($1); local n=${#a[@]} i; for ((i = 0; i < n; i++)); do echo "${a[$(((i + $2) % n))]}"; done; }
 
-# p99 at a fixed rate of half nginx's max, for each proxy.
-NGX_RPS=$(awk '$1=="nginx" {print int($3)}' "$WORK/wrk.txt")
+: >"$WORK/wrk.txt"
+echo "== max rps (wrk -c$CONNS, $DUR), 1 hostname, $REPS rounds"
+for ((r = 0; r < REPS; r++)); do
+	for name in $(rotated "$PROXIES" $r); do
+		start_proxy "$name"
+		run_wrk "$name" "$PORT" host0.example.com "$PID"
+		stop "$PID"
+	done
+done
+
+# p99 at a fixed rate of half nginx's (median) max, for each proxy.
+NGX_RPS=$(awk '$1=="nginx" {print int($3)}' "$WORK/wrk.txt" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
 # The load generator shares core 1 with the backend; RATE can be lowered when it cannot keep up.
 RATE=${RATE:-$((NGX_RPS / 2))}
-echo "== fixed rate $RATE rps"
+echo "== fixed rate $RATE rps, $REPS rounds"
 : >"$WORK/fixed.txt"
 fixed() { # $1 name, $2 port
 	if command -v h2load >/dev/null; then
 		# h2load paces each connection (--rps) and logs every request's latency; wrk cannot hold a rate.
 		local per=$(((RATE + CONNS - 1) / CONNS))
+		rm -f "$WORK/h2load.$1.log" # h2load appends to its log
 		taskset -c 1 h2load --h1 -c "$CONNS" --rps "$per" -D "${DUR%s}" --log-file "$WORK/h2load.$1.log" \
 			-H ":authority: host0.example.com" "http://127.0.0.1:$2/" >"$WORK/h2load.$1.out" 2>&1 || true
 		echo "$1 $(python3 - "$WORK/h2load.$1.log" "$RATE" <<'PY'
@@ -138,55 +159,52 @@ PY
 		echo "$1 $(taskset -c 1 "$WORK/loadgen" -addr "127.0.0.1:$2" -host host0.example.com -rate $RATE -duration "$DUR" -conns "$CONNS")" | tee -a "$WORK/fixed.txt"
 	fi
 }
-fixed nginx $NGX_PORT
-fixed haproxy $HAP_PORT
-stop "$NGX_PID"; stop "$HAP_PID"
-if command -v caddy >/dev/null; then
-	GOMAXPROCS=1 taskset -c 0 caddy run --config "$WORK/Caddyfile" --adapter caddyfile >/dev/null 2>&1 & CADDY_PID=$!; PIDS+=($CADDY_PID); wait_port $CADDY_PORT
-	fixed caddy $CADDY_PORT
-	stop $CADDY_PID
-fi
-start_fleetgate 1
-fixed fleetgate $FG_PORT
-stop $FG_PID
-
-echo "== fleetgate by route table size"
-for n in $HOSTS; do
-	start_fleetgate "$n"
-	run_wrk fleetgate-hosts $FG_PORT "host$((n / 2)).example.com" $FG_PID "$n"
-	if [ "$n" = "$(echo $HOSTS | awk '{print $NF}')" ]; then
-		echo "== table swaps under load ($n hostnames)"
-		# Two pre-built versions of the table, swapped in by rename while wrk runs.
-		python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 2 >"$WORK/fg.v2"
-		python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 3 >"$WORK/fg.v3"
-		before=$(grep -c '"config reloaded"' "$WORK/fg.log" || true)
-		# Each swap is started once the previous one is served (a paced 100k swap takes seconds), for
-		# SWAP_DUR; wrk runs as long.
-		SWAP_DUR=${SWAP_DUR:-20s}
-		(
-			sleep 2
-			end=$((SECONDS + ${SWAP_DUR%s} - 4)) v=2
-			while [ $SECONDS -lt $end ]; do
-				applied=$(grep -c '"config reloaded"' "$WORK/fg.log" || true)
-				cp "$WORK/fg.v$v" "$WORK/fg.next"; mv "$WORK/fg.next" "$WORK/fg.json"; v=$((5 - v))
-				for _ in $(seq 600); do [ "$(grep -c '"config reloaded"' "$WORK/fg.log" || true)" -gt "$applied" ] && break; sleep 0.05; done
-				sleep 1
-			done
-		) &
-		SWAPPER=$!
-		# A 100k-host swap briefly slows answers; a 10s timeout counts failed requests, not slow ones.
-		DUR=$SWAP_DUR run_wrk fleetgate-swap $FG_PORT "host$((n / 2)).example.com" $FG_PID "$n" "--timeout 10s"
-		wait $SWAPPER
-		sleep 1
-		took=$(grep '"config reloaded"' "$WORK/fg.log" | tail -n +$((before + 1)) | sed -n 's/.*"took":"\([^"]*\)".*/\1/p' | paste -sd, - || true)
-		echo "swaps applied: $(( $(grep -c '"config reloaded"' "$WORK/fg.log") - before )) (each took $took, decoding and compiling paced to share the core)" | tee "$WORK/swaps.txt"
-	fi
-	stop $FG_PID
+for ((r = 0; r < REPS; r++)); do
+	for name in $(rotated "$PROXIES" $r); do
+		start_proxy "$name"
+		# A short unmeasured stretch at the same rate, so that no proxy is timed from a cold start.
+		taskset -c 1 h2load --h1 -c "$CONNS" --rps 100 -D 1 -H ":authority: host0.example.com" "http://127.0.0.1:$PORT/" >/dev/null 2>&1 || true
+		fixed "$name" "$PORT"
+		stop "$PID"
+	done
 done
-# The 1-hostname table once more: rps drifts with the shared machine's load over the series, and the
-# two 1-hostname runs bracket it (report.py compares table sizes against their mean).
-start_fleetgate 1
-run_wrk fleetgate-hosts-again $FG_PORT host0.example.com $FG_PID 1
+
+echo "== fleetgate by route table size, $REPS rounds"
+for ((r = 0; r < REPS; r++)); do
+	for n in $(rotated "$HOSTS" $r); do
+		start_fleetgate "$n"
+		run_wrk fleetgate-hosts $FG_PORT "host$((n / 2)).example.com" $FG_PID "$n"
+		stop $FG_PID
+	done
+done
+
+n=$(echo $HOSTS | awk '{print $NF}')
+echo "== table swaps under load ($n hostnames)"
+start_fleetgate "$n"
+# Two pre-built versions of the table, swapped in by rename while wrk runs.
+python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 2 >"$WORK/fg.v2"
+python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 3 >"$WORK/fg.v3"
+before=$(grep -c '"config reloaded"' "$WORK/fg.log" || true)
+# Each swap is started once the previous one is served (a paced 100k swap takes seconds), for
+# SWAP_DUR; wrk runs as long.
+SWAP_DUR=${SWAP_DUR:-20s}
+(
+	sleep 2
+	end=$((SECONDS + ${SWAP_DUR%s} - 4)) v=2
+	while [ $SECONDS -lt $end ]; do
+		applied=$(grep -c '"config reloaded"' "$WORK/fg.log" || true)
+		cp "$WORK/fg.v$v" "$WORK/fg.next"; mv "$WORK/fg.next" "$WORK/fg.json"; v=$((5 - v))
+		for _ in $(seq 600); do [ "$(grep -c '"config reloaded"' "$WORK/fg.log" || true)" -gt "$applied" ] && break; sleep 0.05; done
+		sleep 1
+	done
+) &
+SWAPPER=$!
+# A 100k-host swap briefly slows answers; a 10s timeout counts failed requests, not slow ones.
+DUR=$SWAP_DUR run_wrk fleetgate-swap $FG_PORT "host$((n / 2)).example.com" $FG_PID "$n" "--timeout 10s"
+wait $SWAPPER
+sleep 1
+took=$(grep '"config reloaded"' "$WORK/fg.log" | tail -n +$((before + 1)) | sed -n 's/.*"took":"\([^"]*\)".*/\1/p' | paste -sd, - || true)
+echo "swaps applied: $(( $(grep -c '"config reloaded"' "$WORK/fg.log") - before )) (each took $took, decoding and compiling paced to share the core)" | tee "$WORK/swaps.txt"
 stop $FG_PID
 
 # The plot needs matplotlib, which may live only in the system Python (python3-matplotlib).
