@@ -88,7 +88,7 @@ func benchOneHostChange(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	client, err := xds.NewClient(xds.ClientOptions{Address: lis.Addr().String(), TLS: clientTLS, Gateway: gateway,
-		Node: "bench-0", Apply: px.Apply, Logger: logr.Discard()})
+		Node: "bench-0", Apply: px.Update, Logger: logr.Discard()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,8 +20,8 @@ func fleetHost(i int, path string) ir.VirtualHost {
 	}}}
 }
 
-// BenchmarkApplyOneHost is the proxy's Apply of a one-host change in a table of n: validating,
-// compiling and swapping.
+// BenchmarkApplyOneHost is the proxy's side of a one-host change in a table of n once decoded:
+// validating, compiling and swapping (Update).
 func BenchmarkApplyOneHost(b *testing.B) {
 	for _, n := range []int{3000, 100000} {
 		b.Run("hosts="+strconv.Itoa(n), func(b *testing.B) {
@@ -42,14 +42,10 @@ func BenchmarkApplyOneHost(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				b.StopTimer()
-				next := *cfg
-				next.Version++
-				next.Listeners = []ir.Listener{cfg.Listeners[0]}
-				next.Listeners[0].VirtualHosts = append([]ir.VirtualHost(nil), cfg.Listeners[0].VirtualHosts...)
-				next.Listeners[0].VirtualHosts[i%n] = fleetHost(i%n, fmt.Sprintf("/v%d", i))
-				cfg = &next
+				u := &ir.Update{Gateway: cfg.Gateway, Version: uint64(i) + 2,
+					Hosts: []ir.ListenerHost{{Listener: "http-80", Host: fleetHost(i%n, fmt.Sprintf("/v%d", i))}}}
 				b.StartTimer()
-				if err := s.Apply(cfg); err != nil {
+				if err := s.Update(u); err != nil {
 					b.Fatal(err)
 				}
 			}

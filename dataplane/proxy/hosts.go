@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"maps"
 	"path"
 	"strings"
 )
@@ -25,7 +26,7 @@ func newHostMap[T any]() *hostMap[T] {
 // add registers v for name unless the name is already taken; the first entry wins, as the IR lists
 // the more important one first. It reports whether v was added.
 func (m *hostMap[T]) add(name string, v T) bool {
-	name = strings.TrimSuffix(strings.ToLower(name), ".")
+	name = hostKey(name)
 	switch {
 	case name == "" || name == "*":
 		if m.hasAny {
@@ -121,4 +122,69 @@ func needsCleaning(p string) bool {
 		}
 	}
 	return false
+}
+
+// hostKey normalises a configured name as add does: "" and "*" are the catch-all.
+func hostKey(name string) string {
+	return strings.TrimSuffix(strings.ToLower(name), ".")
+}
+
+// clone returns a copy that add and remove may change while m keeps serving. It copies the maps,
+// which costs a memory copy per entry, not a compile.
+func (m *hostMap[T]) clone() *hostMap[T] {
+	c := *m
+	c.exact = maps.Clone(m.exact)
+	c.wild = maps.Clone(m.wild)
+	c.single = maps.Clone(m.single)
+	return &c
+}
+
+// find returns the entry registered under name (not the one a request for name would reach).
+func (m *hostMap[T]) find(name string) (T, bool) {
+	switch name = hostKey(name); {
+	case name == "" || name == "*":
+		return m.any, m.hasAny
+	case strings.HasPrefix(name, "*."):
+		v, ok := m.wild[name[1:]]
+		return v, ok
+	default:
+		v, ok := m.exact[name]
+		return v, ok
+	}
+}
+
+// remove deletes the entry registered under name.
+func (m *hostMap[T]) remove(name string) {
+	switch name = hostKey(name); {
+	case name == "" || name == "*":
+		var zero T
+		m.any, m.hasAny = zero, false
+	case strings.HasPrefix(name, "*."):
+		delete(m.wild, name[1:])
+		delete(m.single, name[1:])
+	default:
+		delete(m.exact, name)
+	}
+}
+
+// len is the number of entries.
+func (m *hostMap[T]) len() int {
+	n := len(m.exact) + len(m.wild)
+	if m.hasAny {
+		n++
+	}
+	return n
+}
+
+// each calls f with every entry.
+func (m *hostMap[T]) each(f func(T)) {
+	for _, v := range m.exact {
+		f(v)
+	}
+	for _, v := range m.wild {
+		f(v)
+	}
+	if m.hasAny {
+		f(m.any)
+	}
 }

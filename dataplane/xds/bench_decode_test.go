@@ -7,7 +7,6 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // BenchmarkReceiveOneHost is the proxy's side of a one-host change before Apply: unmarshalling
@@ -16,18 +15,21 @@ func BenchmarkReceiveOneHost(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run("hosts="+strconv.Itoa(n), func(b *testing.B) {
 			srv := NewServer(ServerOptions{})
-			cfg := withHost(fleetConfig(n), 0, "/v")
+			cfg := fleetConfig(n)
 			srv.SetConfig("bench/fleet", cfg)
-			g := srv.gateways["bench/fleet"]
-			wire, err := proto.Marshal(&discoveryv3.DiscoveryResponse{VersionInfo: formatVersion(g.cfg.Version),
-				Resources: []*anypb.Any{g.res}, TypeUrl: TypeURL, Nonce: "n"})
+			sub := srv.subscribe("bench/fleet", "bench", 0, map[string]string{})
+			if _, ok := srv.answer(sub, srv.next(sub).GetNonce(), "", false); !ok {
+				b.Fatal("no first response")
+			}
+			srv.SetConfig("bench/fleet", withHost(cfg, 0, "/v"))
+			wire, err := proto.Marshal(srv.next(sub))
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(wire)))
 			b.ReportAllocs()
 			for b.Loop() {
-				var resp discoveryv3.DiscoveryResponse
+				var resp discoveryv3.DeltaDiscoveryResponse
 				if err := proto.Unmarshal(wire, &resp); err != nil {
 					b.Fatal(err)
 				}

@@ -97,20 +97,27 @@ func serve(t *testing.T, srv *Server, addr string) (string, func()) {
 	return lis.Addr().String(), stop
 }
 
-// proxy stands in for dataplane/proxy: it validates like Server.Apply and remembers what it serves.
+// proxy stands in for dataplane/proxy: it patches its config with each update, validates the
+// result like Server.Update and remembers what it serves.
 type proxy struct {
 	mu      sync.Mutex
 	current *ir.Config
 	applies int
+	updates []*ir.Update
 	gate    chan struct{} // when set, Apply waits for it to be closed
 }
 
-func (p *proxy) Apply(cfg *ir.Config) error {
+func (p *proxy) Apply(u *ir.Update) error {
 	p.mu.Lock()
 	gate := p.gate
+	cur := p.current
 	p.mu.Unlock()
 	if gate != nil {
 		<-gate
+	}
+	cfg, err := cur.Patch(u)
+	if err != nil {
+		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
@@ -119,6 +126,7 @@ func (p *proxy) Apply(cfg *ir.Config) error {
 	defer p.mu.Unlock()
 	p.current = cfg
 	p.applies++
+	p.updates = append(p.updates, u)
 	return nil
 }
 
@@ -468,15 +476,15 @@ func TestAuthentication(t *testing.T) {
 
 // subscribeOnce subscribes to gwA and waits for the first config; nil means it arrived.
 func subscribeOnce(ctx context.Context, ads discoveryv3.AggregatedDiscoveryServiceClient) error {
-	stream, err := ads.StreamAggregatedResources(ctx)
+	stream, err := ads.DeltaAggregatedResources(ctx)
 	if err != nil {
 		return err
 	}
 	defer stream.CloseSend()
-	if err := stream.Send(&discoveryv3.DiscoveryRequest{
-		Node:          &corev3.Node{Id: "raw"},
-		TypeUrl:       TypeURL,
-		ResourceNames: []string{gwA},
+	if err := stream.Send(&discoveryv3.DeltaDiscoveryRequest{
+		Node:                   &corev3.Node{Id: "raw"},
+		TypeUrl:                TypeURL,
+		ResourceNamesSubscribe: []string{gwA},
 	}); err != nil {
 		_, err = stream.Recv() // the real error is on the receiving side
 		return err
@@ -517,11 +525,11 @@ func TestReconnectedNodeReplacesItsOldStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	stale, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(t.Context())
+	stale, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := stale.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "pod-1"}, TypeUrl: TypeURL, ResourceNames: []string{gwA}}); err != nil {
+	if err := stale.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: "pod-1"}, TypeUrl: TypeURL, ResourceNamesSubscribe: []string{gwA}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := stale.Recv(); err != nil {
