@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -114,6 +115,9 @@ func (p *proxy) Apply(u *ir.Update) error {
 	p.mu.Unlock()
 	if gate != nil {
 		<-gate
+	}
+	if cur != nil && u.Version <= cur.Version {
+		return fmt.Errorf("version %d after %d", u.Version, cur.Version)
 	}
 	cfg, err := cur.Patch(u)
 	if err != nil {
@@ -574,5 +578,41 @@ func TestRemoveGateway(t *testing.T) {
 	srv.RemoveGateway(gwB) // unknown: nothing happens
 	if diff := cmp.Diff(GatewayStatus{}, srv.Status(gwB)); diff != "" {
 		t.Errorf("Status of an unknown gateway (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconnectSendsTheDifference reconnects a proxy after one of its hosts changed: it receives
+// that host only.
+func TestReconnectSendsTheDifference(t *testing.T) {
+	pk := newPKI(t)
+	srv := newServer(t, pk)
+	addr, _ := serve(t, srv, "127.0.0.1:0")
+	tlsCfg := pk.clientTLS(t, gwA)
+	p := &proxy{}
+	c := newClient(t, addr, tlsCfg, gwA, "pod-1", p)
+	stop := run(t, c)
+	v1 := hosts("a.example.com", "b.example.com", "c.example.com")
+	waitProgrammed(t, srv, gwA, srv.SetConfig(gwA, v1))
+	stop()
+	eventually(t, "disconnect", func() bool { return len(srv.Status(gwA).Replicas) == 0 })
+
+	v2 := withBackend(v1, 1, "other")
+	v := srv.SetConfig(gwA, v2)
+	run(t, c)
+	waitProgrammed(t, srv, gwA, v)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last := p.updates[len(p.updates)-1]
+	if last.Base != nil || len(last.Removed) != 0 || len(last.Hosts) != 1 || last.Hosts[0].Host.Hostname != "b.example.com" {
+		t.Errorf("update after reconnecting = %+v, want host b.example.com alone", last)
+	}
+	want := *v2
+	want.Gateway, want.Version = gwA, v
+	got := *p.current
+	got.Listeners = slices.Clone(got.Listeners)
+	got.Listeners[0].VirtualHosts = slices.SortedFunc(slices.Values(got.Listeners[0].VirtualHosts),
+		func(a, b ir.VirtualHost) int { return strings.Compare(a.Hostname, b.Hostname) })
+	if diff := cmp.Diff(&want, &got); diff != "" {
+		t.Errorf("proxy serves (-want +got):\n%s", diff)
 	}
 }
