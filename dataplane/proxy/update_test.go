@@ -2,12 +2,17 @@ package proxy
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -314,6 +319,93 @@ func TestUpdateClientCertificate(t *testing.T) {
 	}
 	if !slices.Equal(slices.Sorted(maps.Keys(after)), []string{"plain.example.com", "tls.example.com"}) {
 		t.Errorf("hosts after the update: %v", slices.Sorted(maps.Keys(after)))
+	}
+	checkRefs(t, s)
+}
+
+// TestUpdateUnderLoad patches a table of many hosts, one host at a time and now and then a
+// listener, while clients send requests to the hosts being patched: none may fail.
+func TestUpdateUnderLoad(t *testing.T) {
+	n := 100000
+	if testing.Short() {
+		n = 1000
+	}
+	a, b := newEcho(t, "a", false), newEcho(t, "b", false)
+	port, extra := freePort(t, false), freePort(t, false)
+	mk := func(i int, be ir.Backend) ir.VirtualHost {
+		return ir.VirtualHost{Hostname: "r" + strconv.Itoa(i) + ".example.com", Routes: []ir.Route{{Name: "r" + strconv.Itoa(i),
+			Match: ir.Match{Path: prefix("/")}, Backends: []ir.Backend{be}}}}
+	}
+	vhosts := make([]ir.VirtualHost, n)
+	for i := range vhosts {
+		vhosts[i] = mk(i, a.backend(1))
+	}
+	cfg := &ir.Config{Gateway: "ns/gw", Version: 1, Listeners: []ir.Listener{{Name: "http", Port: port, Protocol: ir.ProtocolHTTP, VirtualHosts: vhosts}}}
+	s := newProxy(t, cfg)
+	withExtra := ir.BaseOf(cfg)
+	withExtra.Listeners = append(withExtra.Listeners, ir.Listener{Name: "extra", Port: extra, Protocol: ir.ProtocolHTTP})
+	const updates = 60
+	var ok, failed atomic.Int64
+	var firstErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+			defer c.CloseIdleConnections()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("GET", baseURL(port)+"/", nil)
+				req.Host = "r" + strconv.Itoa((i*4+w)%updates) + ".example.com"
+				res, err := c.Do(req)
+				if err == nil {
+					_, err = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if err == nil && res.StatusCode != 200 {
+						err = errStatus(res.StatusCode)
+					}
+				}
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				ok.Add(1)
+			}
+		})
+	}
+	start := time.Now()
+	for v := 2; v < 2+updates; v++ {
+		u := &ir.Update{Gateway: cfg.Gateway, Version: uint64(v), Hosts: []ir.ListenerHost{{Listener: "http", Host: mk(v-2, b.backend(1))}}}
+		switch v % 10 {
+		case 0:
+			u.Base = withExtra
+		case 5:
+			u.Base = ir.BaseOf(cfg)
+		}
+		if err := s.Update(u); err != nil {
+			t.Fatalf("update %d: %v", v, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	took := time.Since(start)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d updates of a table of %d hosts in %v, %d requests meanwhile", updates, n, took, ok.Load())
+	if failed.Load() != 0 {
+		t.Errorf("%d of %d requests failed during updates; first: %v", failed.Load(), ok.Load()+failed.Load(), firstErr.Load())
+	}
+	for i := range updates {
+		if r := get(t, testClient(), baseURL(port)+"/", "r"+strconv.Itoa(i)+".example.com"); r.echo.Backend != "b" {
+			t.Errorf("host %d after its update went to %q", i, r.echo.Backend)
+		}
+	}
+	if r := get(t, testClient(), baseURL(port)+"/", "r"+strconv.Itoa(updates)+".example.com"); r.echo.Backend != "a" {
+		t.Errorf("host not updated went to %q", r.echo.Backend)
 	}
 	checkRefs(t, s)
 }
