@@ -1,6 +1,7 @@
 // Package proxy is the fleetgate data plane: it serves an ir.Config on real sockets. Configs are
-// compiled into immutable tables and swapped atomically; listeners are bound and released as ports
-// come and go, and connections on released ports drain gracefully.
+// compiled into immutable tables and swapped atomically; an ir.Update compiles only the virtual
+// hosts it changes into a new table that shares the rest with the one in service. Listeners are
+// bound and released as ports come and go, and connections on released ports drain gracefully.
 package proxy
 
 import (

@@ -196,3 +196,16 @@ func TestSubscribeResync(t *testing.T) {
 		})
 	}
 }
+
+func TestSetConfigRefusesDuplicateHosts(t *testing.T) {
+	srv := NewServer(ServerOptions{Logger: testr.New(t)})
+	v := srv.SetConfig(gwA, hosts("a.example.com"))
+	for _, dup := range []*ir.Config{hosts("a.example.com", "a.example.com"), hosts("b.example.com", "b.example.com")} {
+		if got := srv.SetConfig(gwA, dup); got != 0 {
+			t.Errorf("SetConfig with a duplicate host = %d, want 0", got)
+		}
+	}
+	if got := srv.Status(gwA).Version; got != v {
+		t.Errorf("version after refused configs = %d, want %d", got, v)
+	}
+}

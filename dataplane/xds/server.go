@@ -208,8 +208,8 @@ func (s *Server) SetConfig(gateway string, cfg *ir.Config) uint64 {
 	defer g.set.Unlock()
 	d, err := g.diff(gateway, cfg)
 	if err != nil {
-		// ir.Config holds only plain data, so this is a programming error.
-		s.log.Error(err, "Cannot encode config", "gateway", gateway)
+		// Translation makes neither configs that cannot be encoded nor duplicate hosts.
+		s.log.Error(err, "Cannot publish config", "gateway", gateway)
 		return 0
 	}
 	s.mu.Lock()
@@ -272,14 +272,17 @@ func (g *gatewayState) diff(gateway string, cfg *ir.Config) (*configDiff, error)
 		d.names = append(d.names, baseName)
 	}
 	g.stamp++
+	var added map[ir.HostKey]bool // hosts new to the config, to find duplicates among them
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
 		have := g.hosts[l.Name]
 		for j := range l.VirtualHosts {
 			vh := &l.VirtualHosts[j]
 			r := have[vh.Hostname]
-			if r != nil && r.seen == g.stamp {
-				// ir.Config.Validate refuses duplicates; proxies would NACK the config.
+			k := ir.HostKey{Listener: l.Name, Hostname: vh.Hostname}
+			if r != nil && r.seen == g.stamp || added[k] {
+				// Hosts are resources named by listener and hostname: a duplicate has no name of
+				// its own. ir.Config.Validate refuses it too.
 				return nil, fmt.Errorf("listener %q: duplicate host %q", l.Name, vh.Hostname)
 			}
 			if r != nil {
@@ -287,6 +290,11 @@ func (g *gatewayState) diff(gateway string, cfg *ir.Config) (*configDiff, error)
 				if r.vh.Equal(vh) {
 					continue
 				}
+			} else {
+				if added == nil {
+					added = map[ir.HostKey]bool{}
+				}
+				added[k] = true
 			}
 			enc, err := encode(vh)
 			if err != nil {
