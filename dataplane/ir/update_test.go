@@ -8,7 +8,9 @@ import (
 )
 
 func TestPatch(t *testing.T) {
-	vh := func(name string) VirtualHost { return VirtualHost{Hostname: name, Routes: []Route{{Name: "r-" + name}}} }
+	vh := func(name string) VirtualHost {
+		return VirtualHost{Hostname: name, Routes: []Route{{Name: "r-" + name}}}
+	}
 	base := func(names ...string) *Config {
 		c := &Config{Gateway: "ns/gw"}
 		for _, n := range names {
