@@ -24,7 +24,8 @@ import (
 	"github.com/fleetgate/fleetgate/dataplane/pace"
 )
 
-// maxConfigSize bounds one encoded config.
+// maxConfigSize bounds one message: a response carrying a whole config, or a reconnecting proxy's
+// list of what it holds.
 const maxConfigSize = 256 << 20
 
 // ClientOptions configure a Client.

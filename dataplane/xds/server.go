@@ -172,6 +172,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 		// counting as connected replicas.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		// A reconnecting proxy lists every resource it holds: 100k hosts take more than gRPC's
+		// default 4 MiB.
+		grpc.MaxRecvMsgSize(maxConfigSize),
 		// Stop returns only after every stream handler did, so nothing outlives Serve.
 		grpc.WaitForHandlers(true),
 	)

@@ -616,3 +616,34 @@ func TestReconnectSendsTheDifference(t *testing.T) {
 		t.Errorf("proxy serves (-want +got):\n%s", diff)
 	}
 }
+
+// TestReconnectWithManyHosts reconnects a proxy holding more hosts than fit gRPC's default
+// message size in its list of what it holds.
+func TestReconnectWithManyHosts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("80k hosts")
+	}
+	pk := newPKI(t)
+	srv := newServer(t, pk)
+	addr, _ := serve(t, srv, "127.0.0.1:0")
+	tlsCfg := pk.clientTLS(t, gwA)
+	p := &proxy{}
+	c := newClient(t, addr, tlsCfg, gwA, "pod-1", p)
+	stop := run(t, c)
+	names := make([]string, 80000)
+	for i := range names {
+		names[i] = fmt.Sprintf("h%d.example.com", i)
+	}
+	cfg := hosts(names...)
+	waitProgrammed(t, srv, gwA, srv.SetConfig(gwA, cfg))
+	stop()
+	eventually(t, "disconnect", func() bool { return len(srv.Status(gwA).Replicas) == 0 })
+	v := srv.SetConfig(gwA, withBackend(cfg, 7, "other"))
+	run(t, c)
+	waitProgrammed(t, srv, gwA, v)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if last := p.updates[len(p.updates)-1]; len(last.Hosts) != 1 || last.Base != nil {
+		t.Errorf("update after reconnecting has %d hosts and base %v, want 1 host", len(last.Hosts), last.Base != nil)
+	}
+}
