@@ -63,8 +63,9 @@ type gatewayState struct {
 	// current is the version of the current config, 0 when there is none.
 	current uint64
 	base    *baseResource
-	// hosts are the virtual hosts by listener and hostname.
+	// hosts are the virtual hosts by listener and hostname; count says how many.
 	hosts map[string]map[string]*hostResource
+	count int
 	subs  map[*subscription]struct{}
 	// stamp numbers SetConfig calls, to find the hosts a config no longer has.
 	stamp uint64
@@ -275,6 +276,7 @@ func (g *gatewayState) diff(gateway string, cfg *ir.Config) (*configDiff, error)
 		d.names = append(d.names, baseName)
 	}
 	g.stamp++
+	seen := 0
 	var added map[ir.HostKey]bool // hosts new to the config, to find duplicates among them
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
@@ -290,6 +292,7 @@ func (g *gatewayState) diff(gateway string, cfg *ir.Config) (*configDiff, error)
 			}
 			if r != nil {
 				r.seen = g.stamp
+				seen++
 				if r.vh.Equal(vh) {
 					continue
 				}
@@ -306,6 +309,9 @@ func (g *gatewayState) diff(gateway string, cfg *ir.Config) (*configDiff, error)
 			d.hosts = append(d.hosts, changedHost{listener: l.Name, r: &hostResource{vh: *vh, enc: enc, seen: g.stamp}})
 			d.names = append(d.names, hostName(l.Name, vh.Hostname))
 		}
+	}
+	if seen == g.count {
+		return d, nil // every current host is still there: no need to look for those that are not
 	}
 	for l, hosts := range g.hosts {
 		for h, r := range hosts {
@@ -332,9 +338,13 @@ func (g *gatewayState) install(d *configDiff) {
 			hosts = map[string]*hostResource{}
 			g.hosts[c.listener] = hosts
 		}
+		if hosts[c.r.vh.Hostname] == nil {
+			g.count++
+		}
 		hosts[c.r.vh.Hostname] = c.r
 	}
 	for _, k := range d.removed {
+		g.count--
 		delete(g.hosts[k.Listener], k.Hostname)
 		if len(g.hosts[k.Listener]) == 0 {
 			delete(g.hosts, k.Listener)
@@ -386,7 +396,7 @@ func (s *Server) RemoveGateway(gateway string) {
 	defer g.set.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g.current, g.base, g.hosts = 0, nil, nil
+	g.current, g.base, g.hosts, g.count = 0, nil, nil, 0
 	for sub := range g.subs {
 		// The next config is compared with what the proxy holds, not with this one.
 		for name := range sub.known {
