@@ -3,7 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -45,21 +48,31 @@ func BenchmarkOneHostChange(b *testing.B) {
 	}
 }
 
-func benchOneHostChange(b *testing.B, n int) {
-	ctx, cancel := context.WithCancel(b.Context())
-	defer cancel()
-	const gateway = "bench/fleet"
+// rig is an operator's config server and one proxy fed by it over mTLS, in process.
+type rig struct {
+	srv *xds.Server
+	px  *proxy.Server
+	// wait returns once every replica ACKed version v.
+	wait func(tb testing.TB, v uint64)
+}
+
+const rigGateway = "bench/fleet"
+
+func newRig(tb testing.TB) *rig {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
 	ca, err := xds.NewCA("bench", time.Hour)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	serverKP, err := ca.IssueServer([]string{"127.0.0.1"}, time.Hour)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	serverTLS, err := xds.ServerTLSConfig(serverKP, ca.CertPEM())
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	acked := make(chan struct{}, 1)
 	srv := xds.NewServer(xds.ServerOptions{TLS: serverTLS, Logger: logr.Discard(), OnChange: func(string) {
@@ -70,58 +83,102 @@ func benchOneHostChange(b *testing.B, n int) {
 	}})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	go srv.Serve(ctx, lis) //nolint:errcheck // ends with ctx
 
 	px, err := proxy.New(proxy.Options{Address: "127.0.0.1", PortMap: func(uint32) uint32 { return 0 }, Registry: prometheus.NewRegistry()})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer px.Shutdown(context.Background()) //nolint:errcheck // bench
-	clientKP, err := ca.IssueClient([]string{gateway}, time.Hour)
+	tb.Cleanup(func() { px.Shutdown(context.Background()) }) //nolint:errcheck // test
+	clientKP, err := ca.IssueClient([]string{rigGateway}, time.Hour)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	clientTLS, err := xds.ClientTLSConfig(clientKP, ca.CertPEM(), "127.0.0.1")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	client, err := xds.NewClient(xds.ClientOptions{Address: lis.Addr().String(), TLS: clientTLS, Gateway: gateway,
+	client, err := xds.NewClient(xds.ClientOptions{Address: lis.Addr().String(), TLS: clientTLS, Gateway: rigGateway,
 		Node: "bench-0", Apply: px.Update, Logger: logr.Discard()})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	go client.Run(ctx) //nolint:errcheck // ends with ctx
-
-	cfg := fleetConfig(n)
-	wait := func(v uint64) {
+	wait := func(tb testing.TB, v uint64) {
 		deadline := time.After(time.Minute)
 		for {
-			if ok, _ := srv.Programmed(gateway, v); ok {
+			if ok, _ := srv.Programmed(rigGateway, v); ok {
 				return
 			}
 			select {
 			case <-acked:
 			case <-deadline:
-				_, reason := srv.Programmed(gateway, v)
-				b.Fatalf("version %d not programmed: %s", v, reason)
+				_, reason := srv.Programmed(rigGateway, v)
+				tb.Fatalf("version %d not programmed: %s", v, reason)
 			}
 		}
 	}
-	wait(srv.SetConfig(gateway, cfg))
+	return &rig{srv: srv, px: px, wait: wait}
+}
+
+// withHost returns a copy of cfg, as translation would make it, whose host i is vh.
+func withHost(cfg *ir.Config, i int, vh ir.VirtualHost) *ir.Config {
+	next := *cfg
+	next.Listeners = []ir.Listener{cfg.Listeners[0]}
+	next.Listeners[0].VirtualHosts = append([]ir.VirtualHost(nil), cfg.Listeners[0].VirtualHosts...)
+	next.Listeners[0].VirtualHosts[i] = vh
+	return &next
+}
+
+// TestOneHostChange delivers a change of one host of many through the config server and a real
+// proxy, and sends a request to it.
+func TestOneHostChange(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s", r.Host, r.URL.Path)
+	}))
+	defer backend.Close()
+	addr := backend.Listener.Addr().(*net.TCPAddr)
+	r := newRig(t)
+	cfg := fleetConfig(1000)
+	r.wait(t, r.srv.SetConfig(rigGateway, cfg))
+	vh := fleetHost(7, "/v2")
+	vh.Routes[0].Backends[0].Endpoints = []ir.Endpoint{{Address: addr.IP.String(), Port: uint32(addr.Port)}}
+	r.wait(t, r.srv.SetConfig(rigGateway, withHost(cfg, 7, vh)))
+
+	url := "http://" + r.px.Addr(80, false).String()
+	for _, tt := range []struct {
+		host, path string
+		want       int
+	}{
+		{"r7.example.com", "/v2/x", http.StatusOK},
+		{"r7.example.com", "/", http.StatusNotFound},
+	} {
+		req, _ := http.NewRequest("GET", url+tt.path, nil)
+		req.Host = tt.host
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != tt.want {
+			t.Errorf("GET %s%s = %d %q, want %d", tt.host, tt.path, res.StatusCode, body, tt.want)
+		}
+	}
+}
+
+func benchOneHostChange(b *testing.B, n int) {
+	r := newRig(b)
+	cfg := fleetConfig(n)
+	r.wait(b, r.srv.SetConfig(rigGateway, cfg))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
-		// A new config each time, as translation makes one, sharing the unchanged hosts.
-		next := *cfg
-		next.Listeners = []ir.Listener{cfg.Listeners[0]}
-		next.Listeners[0].VirtualHosts = append([]ir.VirtualHost(nil), cfg.Listeners[0].VirtualHosts...)
-		next.Listeners[0].VirtualHosts[i%n] = fleetHost(i%n, fmt.Sprintf("/v%d", i))
+		cfg = withHost(cfg, i%n, fleetHost(i%n, fmt.Sprintf("/v%d", i)))
 		b.StartTimer()
-		wait(srv.SetConfig(gateway, &next))
-		b.StopTimer()
-		cfg = &next
+		r.wait(b, r.srv.SetConfig(rigGateway, cfg))
 	}
 }
