@@ -11,9 +11,10 @@ import (
 
 // Update applies u to the config in service, compiling only the virtual hosts it adds or replaces
 // and sharing everything else with the table in service, so that a change of one host costs work
-// in proportion to that host (and a copy of its listener's host map). The result is validated as
-// Apply validates a whole config: on error nothing changes and the previous config keeps being
-// served. The first update compiles whole.
+// in proportion to that host (plus, amortized, a share of copying its listener's host map: see
+// hostMap.recent); a new base compiles every listener but not their hosts. The result is
+// validated as Apply validates a whole config: on error nothing changes and the previous config
+// keeps being served. The first update compiles whole.
 func (s *Server) Update(u *ir.Update) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
