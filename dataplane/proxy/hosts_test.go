@@ -77,3 +77,32 @@ func TestHostMapClone(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHostLookup looks up an exact name in a map of 100k as compiled whole, and after patches
+// left recent names over the shared map (the extra probe a request pays between folds).
+func BenchmarkHostLookup(b *testing.B) {
+	m := newHostMap[int]()
+	for i := range 100000 {
+		m.add("r"+strconv.Itoa(i)+".example.com", i)
+	}
+	patched := m.clone()
+	for i := range foldAt(100000) - 1 {
+		patched.remove("r" + strconv.Itoa(i) + ".example.com")
+		patched.add("r"+strconv.Itoa(i)+".example.com", i)
+	}
+	for _, bm := range []struct {
+		name string
+		m    *hostMap[int]
+	}{{"whole", m}, {"patched", patched}} {
+		b.Run(bm.name, func(b *testing.B) {
+			for _, host := range []string{"r50000.example.com", "r7.example.com"} {
+				if _, ok := bm.m.lookup(host); !ok {
+					b.Fatal(host)
+				}
+			}
+			for b.Loop() {
+				bm.m.lookup("r50000.example.com")
+			}
+		})
+	}
+}
