@@ -97,7 +97,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 	client, err := xds.NewClient(xds.ClientOptions{
 		Address: o.XDSAddress, TLS: tlsCfg, Gateway: o.Gateway, Node: o.Node,
-		Apply: srv.Apply, Logger: log.WithName("xds"),
+		Apply: srv.Update, Logger: log.WithName("xds"),
 	})
 	if err != nil {
 		return fmt.Errorf("creating config client: %w", err)

@@ -1,7 +1,8 @@
 // Package ir is the contract between the fleetgate controller and its proxies: one versioned,
 // serializable snapshot of everything a proxy serves for one gateway. Translation produces it, the
-// config server ships it, the proxy compiles it. It holds no Kubernetes types so that the proxy
-// does not depend on the API machinery.
+// config server ships it and the proxy compiles it, after the first time one virtual host at a
+// time (Update). It holds no Kubernetes types so that the proxy does not depend on the API
+// machinery.
 package ir
 
 import "time"

@@ -59,15 +59,17 @@ func (l *Listener) validate(at string) []error {
 				errs = append(errs, fmt.Errorf("%s: client certificate validation without CA certificates", at))
 			}
 		}
-		for _, vh := range l.VirtualHosts {
-			if vh.SingleLabelWildcard && !strings.HasPrefix(vh.Hostname, "*.") {
-				errs = append(errs, fmt.Errorf("%s host %q: singleLabelWildcard on a host that is not a wildcard", at, vh.Hostname))
+		// Hosts are keyed by name: a proxy patches them one at a time (Update).
+		hosts := make(map[string]bool, len(l.VirtualHosts))
+		for i := range l.VirtualHosts {
+			vh := &l.VirtualHosts[i]
+			if k := hostKey(vh.Hostname); hosts[k] {
+				errs = append(errs, fmt.Errorf("%s host %q: duplicate host", at, vh.Hostname))
+			} else {
+				hosts[k] = true
 			}
-			for _, r := range vh.Routes {
-				// The place is formatted only for a route with errors: 100k routes cost no Sprintf.
-				for _, err := range r.validate() {
-					errs = append(errs, fmt.Errorf("%s host %q route %q%w", at, vh.Hostname, r.Name, err))
-				}
+			for _, err := range vh.validate() {
+				errs = append(errs, fmt.Errorf("%s%w", at, err))
 			}
 		}
 	case ProtocolTLS:
@@ -98,6 +100,37 @@ func (l *Listener) validate(at string) []error {
 	for _, cert := range l.Certificates {
 		if len(cert.CertPEM) == 0 || len(cert.KeyPEM) == 0 {
 			errs = append(errs, fmt.Errorf("%s certificate %q: empty certificate or key", at, cert.Name))
+		}
+	}
+	return errs
+}
+
+// ValidateHost reports the errors of one virtual host of listener l, as Validate would report
+// them within a config; duplicates, and whether l may hold virtual hosts at all, are the caller's
+// to check.
+func ValidateHost(l string, vh *VirtualHost) error {
+	errs := vh.validate()
+	if len(errs) == 0 {
+		return nil
+	}
+	at := fmt.Sprintf("listener %q", l)
+	for i, err := range errs {
+		errs[i] = fmt.Errorf("%s%w", at, err)
+	}
+	return errors.Join(errs...)
+}
+
+// validate returns the host's errors, each starting with " host ..." for the caller to prefix
+// with the listener.
+func (vh *VirtualHost) validate() []error {
+	var errs []error
+	if vh.SingleLabelWildcard && !strings.HasPrefix(vh.Hostname, "*.") {
+		errs = append(errs, fmt.Errorf(" host %q: singleLabelWildcard on a host that is not a wildcard", vh.Hostname))
+	}
+	for _, r := range vh.Routes {
+		// The place is formatted only for a route with errors: 100k routes cost no Sprintf.
+		for _, err := range r.validate() {
+			errs = append(errs, fmt.Errorf(" host %q route %q%w", vh.Hostname, r.Name, err))
 		}
 	}
 	return errs

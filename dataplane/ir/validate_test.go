@@ -69,6 +69,17 @@ func TestValidate(t *testing.T) {
 			c.Listeners[0].VirtualHosts[0].Hostname = "foo.com"
 			c.Listeners[0].VirtualHosts[0].SingleLabelWildcard = true
 		}, want: "not a wildcard"},
+		{name: "duplicate host", mutate: func(c *Config) {
+			vh := c.Listeners[0].VirtualHosts[0]
+			vh.Hostname = "A.example.com."
+			c.Listeners[0].VirtualHosts = append(c.Listeners[0].VirtualHosts, vh, vh)
+			c.Listeners[0].VirtualHosts[0].Hostname = "a.example.com"
+		}, want: `listener "http-80" host "A.example.com.": duplicate host`},
+		{name: "the same host on two listeners", mutate: func(c *Config) {
+			l := c.Listeners[0]
+			l.Name, l.Port = "http-8080", 8080
+			c.Listeners = append(c.Listeners, l)
+		}},
 		{name: "unknown protocol", mutate: func(c *Config) {
 			c.Listeners[0].Protocol = "SCTP"
 		}, want: "unknown protocol"},

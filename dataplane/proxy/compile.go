@@ -35,6 +35,8 @@ type listenerTable struct {
 	sources sourceRanges
 	// notFound counts requests no route matched.
 	notFound *backendStats
+	// own are the series the listener holds a reference to, apart from its hosts'.
+	own []*routeStats
 }
 
 type sniRoute struct {
@@ -67,18 +69,34 @@ type compiler struct {
 	clientCert *ir.Certificate
 	// tlsNext collects the verified-TLS pools this config uses (backendtls.go).
 	tlsNext tlsTransports
-	err     error // the first backend that could not be compiled
+	// acquired are the series references this compile took, to give back if it fails.
+	acquired []*routeStats
+	err      error // the first backend that could not be compiled
+}
+
+func (srv *Server) newCompiler(clientCert *ir.Certificate, pools tlsTransports) *compiler {
+	s := &compiler{Server: srv, backends: map[string][]sharedBackend{}, clientCert: clientCert, tlsNext: pools}
+	if srv.cur.Load() != nil {
+		// Only a swap shares the core with requests; the first table compiles at full speed.
+		s.pace = pace.New()
+	}
+	return s
 }
 
 // compile validates cfg and builds its table. It touches no socket; binding happens in Apply.
 func (srv *Server) compile(cfg *ir.Config, certs certCache, pools tlsTransports) (*table, error) {
+	s := srv.newCompiler(cfg.BackendClientCertificate, pools)
+	t, err := s.compileConfig(cfg, certs)
+	if err != nil {
+		s.abort()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (s *compiler) compileConfig(cfg *ir.Config, certs certCache) (*table, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
-	}
-	s := &compiler{Server: srv, backends: map[string][]sharedBackend{}, clientCert: cfg.BackendClientCertificate, tlsNext: pools}
-	if srv.cur.Load() != nil {
-		// Only a swap shares the core with requests; the first table compiles at full speed.
-		s.pace = pace.New()
 	}
 	t := &table{version: cfg.Version, listeners: make(map[portKey]*listenerTable, len(cfg.Listeners))}
 	for i := range cfg.Listeners {
@@ -95,9 +113,55 @@ func (srv *Server) compile(cfg *ir.Config, certs certCache, pools tlsTransports)
 	return t, nil
 }
 
+// abort gives back the series references of a compile whose table will not be served.
+func (s *compiler) abort() {
+	s.metrics.release(s.acquired)
+	s.acquired = nil
+}
+
+// routeStats returns the series of a route, holding a reference for the table being compiled.
+func (s *compiler) routeStats(listener, route string) *routeStats {
+	rs := s.metrics.route(listener, route)
+	s.acquired = append(s.acquired, rs)
+	return rs
+}
+
 func (s *compiler) compileListener(l *ir.Listener, certs certCache) (*listenerTable, error) {
+	lt, err := s.compileListenerBase(l, certs)
+	if err != nil {
+		return nil, err
+	}
+	if lt.hosts == nil {
+		return lt, nil
+	}
+	for i := range l.VirtualHosts {
+		vh, err := s.compileVHost(l.Name, &l.VirtualHosts[i])
+		if err != nil {
+			return nil, err
+		}
+		addHost(lt.hosts, vh, l.VirtualHosts[i].SingleLabelWildcard)
+		s.pace.Tick()
+	}
+	return lt, nil
+}
+
+func addHost(hosts *hostMap[*vhost], vh *vhost, singleLabel bool) {
+	if singleLabel {
+		hosts.addSingleLabel(vh.name, vh)
+	} else {
+		hosts.add(vh.name, vh)
+	}
+}
+
+// compileListenerBase compiles everything of a listener but its virtual hosts; an HTTP or HTTPS
+// listener gets an empty host map.
+func (s *compiler) compileListenerBase(l *ir.Listener, certs certCache) (*listenerTable, error) {
 	lt := &listenerTable{name: l.Name, port: l.Port, proto: l.Protocol}
-	lt.notFound = s.metrics.route(l.Name, "").local
+	own := func(rs *routeStats) *routeStats {
+		lt.own = append(lt.own, rs)
+		return rs
+	}
+	lt.notFound = own(s.routeStats(l.Name, "")).local
 	var err error
 	if lt.sources, err = compileSourceRanges(l.SourceRanges); err != nil {
 		return nil, err
@@ -114,25 +178,13 @@ func (s *compiler) compileListener(l *ir.Listener, certs certCache) (*listenerTa
 			lt.owners = compileOwners(l.Certificates)
 		}
 		lt.hosts = newHostMap[*vhost]()
-		for i := range l.VirtualHosts {
-			vh, err := s.compileVHost(l.Name, &l.VirtualHosts[i])
-			if err != nil {
-				return nil, err
-			}
-			if l.VirtualHosts[i].SingleLabelWildcard {
-				lt.hosts.addSingleLabel(vh.name, vh)
-			} else {
-				lt.hosts.add(vh.name, vh)
-			}
-			s.pace.Tick()
-		}
 	case ir.ProtocolTLS:
 		if lt.tls, err = s.compileCerts(l.Certificates, certs, nil); err != nil {
 			return nil, err
 		}
 		lt.sni = newHostMap[*sniRoute]()
 		for _, r := range l.SNIRoutes {
-			sr := &sniRoute{name: r.Name, terminate: r.Terminate, stats: s.metrics.route(l.Name, r.Name)}
+			sr := &sniRoute{name: r.Name, terminate: r.Terminate, stats: own(s.routeStats(l.Name, r.Name))}
 			sr.backends = s.compileBackends(r.Backends, sr.stats)
 			if len(r.Hostnames) == 0 {
 				lt.sni.add("*", sr)
@@ -143,7 +195,7 @@ func (s *compiler) compileListener(l *ir.Listener, certs certCache) (*listenerTa
 		}
 	case ir.ProtocolTCP, ir.ProtocolUDP:
 		if l.L4 != nil {
-			lt.l4 = &l4Route{name: l.L4.Name, stats: s.metrics.route(l.Name, l.L4.Name)}
+			lt.l4 = &l4Route{name: l.L4.Name, stats: own(s.routeStats(l.Name, l.L4.Name))}
 			lt.l4.backends = s.compileBackends(l.L4.Backends, lt.l4.stats)
 		}
 	}
@@ -159,7 +211,49 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 		}
 		routes = append(routes, r)
 	}
-	return newVHost(in.Hostname, routes), nil
+	v := newVHost(in.Hostname, routes)
+	if usesTLS(in) {
+		// Kept to compile again when the client certificate presented to backends changes.
+		src := *in
+		v.src = &src
+	}
+	return v, nil
+}
+
+func usesTLS(in *ir.VirtualHost) bool {
+	for i := range in.Routes {
+		r := &in.Routes[i]
+		for j := range r.Backends {
+			if r.Backends[j].AppProtocol == ir.AppTLS {
+				return true
+			}
+		}
+		for j := range r.Filters.Mirrors {
+			if r.Filters.Mirrors[j].Backend.AppProtocol == ir.AppTLS {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stats appends the series every table holding lt refers to through it.
+func (lt *listenerTable) stats(out []*routeStats) []*routeStats {
+	out = append(out, lt.own...)
+	if lt.hosts != nil {
+		lt.hosts.each(func(v *vhost) { out = v.stats(out) })
+	}
+	return out
+}
+
+// stats appends the series of v's routes.
+func (v *vhost) stats(out []*routeStats) []*routeStats {
+	for _, r := range v.routes {
+		if r.stats != nil {
+			out = append(out, r.stats)
+		}
+	}
+	return out
 }
 
 func (s *compiler) compileRoute(listener string, in *ir.Route) (*route, error) {
@@ -168,7 +262,7 @@ func (s *compiler) compileRoute(listener string, in *ir.Route) (*route, error) {
 		return nil, err
 	}
 	if s.metrics != nil {
-		r.stats = s.metrics.route(listener, in.Name)
+		r.stats = s.routeStats(listener, in.Name)
 	}
 	f := &in.Filters
 	r.cors = compileCORS(f.CORS)

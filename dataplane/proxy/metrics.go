@@ -23,8 +23,6 @@ type metrics struct {
 
 	mu     sync.Mutex
 	routes map[[2]string]*routeStats
-	// gen is bumped per compile; routes not stamped with the latest applied gen are pruned.
-	gen uint64
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -79,7 +77,9 @@ type routeStats struct {
 	local    *backendStats // answers from the proxy itself: 404, redirect, CORS, 500
 	mu       sync.Mutex
 	backends map[string]*backendStats
-	gen      uint64
+	// refs counts the compiled routes and listeners that use these series, in tables in service or
+	// being compiled (guarded by metrics.mu); at 0 they are forgotten.
+	refs int
 }
 
 type observerRef struct{ prometheus.Observer }
@@ -100,15 +100,16 @@ type backendStats struct {
 	c    [statCount]atomic.Pointer[counterRef]
 }
 
+// route returns the series of a route and takes a reference to them; release gives it back.
 func (m *metrics) route(listener, route string) *routeStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := [2]string{listener, route}
 	if rs := m.routes[k]; rs != nil {
-		rs.gen = m.gen
+		rs.refs++
 		return rs
 	}
-	rs := &routeStats{m: m, listener: listener, route: route, backends: map[string]*backendStats{}, gen: m.gen}
+	rs := &routeStats{m: m, listener: listener, route: route, backends: map[string]*backendStats{}, refs: 1}
 	rs.local = rs.backend("")
 	m.routes[k] = rs
 	return rs
@@ -195,24 +196,17 @@ func (b *backendStats) forget() {
 	}
 }
 
-func (m *metrics) nextGen() uint64 {
+// release gives back one reference per entry of rss and forgets the series of routes no table
+// uses any more, so that route churn does not grow the registry forever. Series are deleted by
+// their exact labels: a partial-match delete would scan every series once per removed route.
+func (m *metrics) release(rss []*routeStats) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.gen++
-	return m.gen
-}
-
-// prune forgets the series of routes the config applied at gen no longer has, so that route churn
-// does not grow the registry forever. Series are deleted by their exact labels: a partial-match
-// delete would scan every series once per removed route.
-func (m *metrics) prune(gen uint64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k, rs := range m.routes {
-		if rs.gen >= gen {
+	for _, rs := range rss {
+		if rs.refs--; rs.refs > 0 {
 			continue
 		}
-		delete(m.routes, k)
+		delete(m.routes, [2]string{rs.listener, rs.route})
 		rs.mu.Lock()
 		for _, b := range rs.backends {
 			b.forget()

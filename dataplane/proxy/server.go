@@ -1,6 +1,7 @@
 // Package proxy is the fleetgate data plane: it serves an ir.Config on real sockets. Configs are
-// compiled into immutable tables and swapped atomically; listeners are bound and released as ports
-// come and go, and connections on released ports drain gracefully.
+// compiled into immutable tables and swapped atomically; an ir.Update compiles only the virtual
+// hosts it changes into a new table that shares the rest with the one in service. Listeners are
+// bound and released as ports come and go, and connections on released ports drain gracefully.
 package proxy
 
 import (
@@ -93,6 +94,8 @@ type Server struct {
 	mu       sync.Mutex
 	certs    certCache
 	tlsPools tlsTransports
+	// base is the config in service without its virtual hosts, which Update patches.
+	base     *ir.Config
 	tcp      map[uint32]*tcpPort
 	udp      map[uint32]*udpPort
 	draining sync.WaitGroup
@@ -154,14 +157,46 @@ func (s *Server) Apply(cfg *ir.Config) error {
 	if s.closed {
 		return errors.New("proxy is shut down")
 	}
+	return s.applyLocked(cfg)
+}
+
+func (s *Server) applyLocked(cfg *ir.Config) error {
 	certs := certCache{}
 	pools := tlsTransports{}
-	gen := s.metrics.nextGen()
-	t, err := s.compile(cfg, certs, pools)
+	c := s.newCompiler(cfg.BackendClientCertificate, pools)
+	t, err := c.compileConfig(cfg, certs)
 	if err != nil {
+		c.abort()
 		s.metrics.applies.WithLabelValues("invalid").Inc()
 		return err
 	}
+	old, err := s.install(t)
+	if err != nil {
+		c.abort()
+		return err
+	}
+	s.certs = certs
+	for k, p := range s.tlsPools {
+		if pools[k] == nil {
+			p.CloseIdleConnections() // in-flight requests finish; the pool is dropped after them
+		}
+	}
+	s.tlsPools = pools
+	s.base = ir.BaseOf(cfg)
+	if old != nil {
+		var drop []*routeStats
+		for _, lt := range old.listeners {
+			drop = lt.stats(drop)
+		}
+		s.metrics.release(drop)
+	}
+	s.applied(t)
+	return nil
+}
+
+// install binds the new ports of t and swaps it in, returning the table it replaced. When a port
+// cannot be bound nothing changes.
+func (s *Server) install(t *table) (*table, error) {
 	// Bind every new port before touching the old ones, so a bind failure leaves nothing changed.
 	newTCP := map[uint32]*tcpPort{}
 	newUDP := map[uint32]*udpPort{}
@@ -181,7 +216,7 @@ func (s *Server) Apply(cfg *ir.Config) error {
 				if err != nil {
 					undo()
 					s.metrics.applies.WithLabelValues("bind").Inc()
-					return err
+					return nil, err
 				}
 				newUDP[k.port] = p
 			}
@@ -192,7 +227,7 @@ func (s *Server) Apply(cfg *ir.Config) error {
 			if err != nil {
 				undo()
 				s.metrics.applies.WithLabelValues("bind").Inc()
-				return err
+				return nil, err
 			}
 			newTCP[k.port] = p
 		}
@@ -228,20 +263,15 @@ func (s *Server) Apply(cfg *ir.Config) error {
 		p.conn.Close()
 		s.drainLater(p.drain)
 	}
-	s.cur.Store(t)
-	s.certs = certs
-	for k, p := range s.tlsPools {
-		if pools[k] == nil {
-			p.CloseIdleConnections() // in-flight requests finish; the pool is dropped after them
-		}
-	}
-	s.tlsPools = pools
-	s.metrics.prune(gen)
+	return s.cur.Swap(t), nil
+}
+
+// applied finishes a swap to t.
+func (s *Server) applied(t *table) {
 	s.fastPool.prune(false)
 	s.metrics.version.Set(float64(t.version))
 	s.metrics.applies.WithLabelValues("ok").Inc()
 	s.opts.Log.V(1).Info("config applied", "version", t.version, "listeners", len(t.listeners))
-	return nil
 }
 
 func (s *Server) mapPort(p uint32) uint32 {

@@ -12,7 +12,7 @@ func (m *hostMap[T]) addSingleLabel(name string, v T) bool {
 	if !m.add(name, v) {
 		return false
 	}
-	if key, ok := strings.CutPrefix(strings.TrimSuffix(strings.ToLower(name), "."), "*"); ok {
+	if key, ok := strings.CutPrefix(hostKey(name), "*"); ok {
 		if m.single == nil {
 			m.single = map[string]bool{}
 		}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
 // pathIndex narrows the routes of a virtual host to those whose path condition can match, so that
@@ -63,6 +65,8 @@ type vhost struct {
 	routes []*route
 	// index is nil for small hosts.
 	index *pathIndex
+	// src is the host's IR when it has TLS backends, nil otherwise.
+	src *ir.VirtualHost
 }
 
 func newVHost(name string, routes []*route) *vhost {

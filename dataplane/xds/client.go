@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -23,7 +24,8 @@ import (
 	"github.com/fleetgate/fleetgate/dataplane/pace"
 )
 
-// maxConfigSize bounds one encoded config.
+// maxConfigSize bounds one message: a response carrying a whole config, or a reconnecting proxy's
+// list of what it holds.
 const maxConfigSize = 256 << 20
 
 // ClientOptions configure a Client.
@@ -36,9 +38,9 @@ type ClientOptions struct {
 	Gateway string
 	// Node identifies this proxy replica, e.g. its pod name.
 	Node string
-	// Apply validates and installs a config; an error rejects (NACKs) it and the previous config
-	// stays in service.
-	Apply  func(*ir.Config) error
+	// Apply validates and installs an update of the config in service (the first carries a base);
+	// an error rejects (NACKs) it and the previous config stays in service.
+	Apply  func(*ir.Update) error
 	Logger logr.Logger
 	// MinBackoff and MaxBackoff bound the exponential delay between reconnection attempts;
 	// zero means 250ms and 30s.
@@ -51,7 +53,8 @@ type Client struct {
 	opts    ClientOptions
 	log     logr.Logger
 	applied atomic.Uint64 // version of the config in service, 0 before the first
-	nonce   string        // nonce of the response that was last applied; used only by Run
+	// held are the versions of the resources in service, by name; used only by Run.
+	held map[string]string
 }
 
 // NewClient checks opts and returns a Client; start it with Run.
@@ -77,7 +80,7 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	if opts.MaxBackoff < opts.MinBackoff {
 		opts.MaxBackoff = opts.MinBackoff
 	}
-	return &Client{opts: opts, log: opts.Logger.WithValues("gateway", opts.Gateway, "node", opts.Node)}, nil
+	return &Client{opts: opts, log: opts.Logger.WithValues("gateway", opts.Gateway, "node", opts.Node), held: map[string]string{}}, nil
 }
 
 // Version returns the version of the config in service, 0 before the first was applied.
@@ -132,17 +135,22 @@ func (c *Client) Run(ctx context.Context) error {
 func (c *Client) stream(ctx context.Context, ads discoveryv3.AggregatedDiscoveryServiceClient) (received bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := ads.StreamAggregatedResources(ctx)
+	stream, err := ads.DeltaAggregatedResources(ctx)
 	if err != nil {
 		return false, fmt.Errorf("open stream: %w", err)
 	}
-	// The last applied version lets the server skip a resend, or continue above it after a restart.
-	sub := &discoveryv3.DiscoveryRequest{
-		Node:          &corev3.Node{Id: c.opts.Node, Cluster: c.opts.Gateway},
-		TypeUrl:       TypeURL,
-		ResourceNames: []string{c.opts.Gateway},
-		VersionInfo:   formatVersion(c.applied.Load()),
-		ResponseNonce: c.nonce,
+	// What the proxy holds lets the server send only the difference, and its version lets the
+	// server continue above it after a restart.
+	initial := make(map[string]string, len(c.held)+1)
+	maps.Copy(initial, c.held)
+	if v := c.applied.Load(); v != 0 {
+		initial[c.opts.Gateway] = formatVersion(v)
+	}
+	sub := &discoveryv3.DeltaDiscoveryRequest{
+		Node:                    &corev3.Node{Id: c.opts.Node, Cluster: c.opts.Gateway},
+		TypeUrl:                 TypeURL,
+		ResourceNamesSubscribe:  []string{c.opts.Gateway},
+		InitialResourceVersions: initial,
 	}
 	if err := stream.Send(sub); err != nil {
 		return false, fmt.Errorf("subscribe: %w", err)
@@ -153,19 +161,13 @@ func (c *Client) stream(ctx context.Context, ads discoveryv3.AggregatedDiscovery
 			return received, fmt.Errorf("receive: %w", err)
 		}
 		received = true
-		ack := &discoveryv3.DiscoveryRequest{
-			TypeUrl:       TypeURL,
-			ResourceNames: []string{c.opts.Gateway},
-			ResponseNonce: resp.GetNonce(),
-		}
+		ack := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: TypeURL, ResponseNonce: resp.GetNonce()}
 		if err := c.apply(resp); err != nil {
-			c.log.Info("Rejected config", "version", resp.GetVersionInfo(), "reason", err.Error())
-			ack.VersionInfo = formatVersion(c.applied.Load())
+			c.log.Info("Rejected config", "version", resp.GetSystemVersionInfo(), "reason", err.Error())
 			ack.ErrorDetail = &statuspb.Status{Code: int32(codes.InvalidArgument), Message: err.Error()}
 		} else {
-			c.log.V(1).Info("Applied config", "version", resp.GetVersionInfo())
-			ack.VersionInfo = resp.GetVersionInfo()
-			c.nonce = resp.GetNonce()
+			c.log.V(1).Info("Applied config", "version", resp.GetSystemVersionInfo(),
+				"resources", len(resp.GetResources()), "removed", len(resp.GetRemovedResources()))
 		}
 		if err := stream.Send(ack); err != nil {
 			return received, fmt.Errorf("acknowledge: %w", err)
@@ -173,20 +175,29 @@ func (c *Client) stream(ctx context.Context, ads discoveryv3.AggregatedDiscovery
 	}
 }
 
-func (c *Client) apply(resp *discoveryv3.DiscoveryResponse) error {
+func (c *Client) apply(resp *discoveryv3.DeltaDiscoveryResponse) error {
 	// Once a config is served, decoding the next shares the proxy's core with its requests.
 	var tick func()
 	if c.applied.Load() != 0 {
 		tick = pace.New().Tick
 	}
-	cfg, err := decodeResponse(resp, c.opts.Gateway, tick)
+	u, err := decodeResponse(resp, c.opts.Gateway, tick)
 	if err != nil {
 		return err
 	}
-	if err := c.opts.Apply(cfg); err != nil {
+	if u.Version <= c.applied.Load() {
+		return fmt.Errorf("version %d does not follow %d", u.Version, c.applied.Load())
+	}
+	if err := c.opts.Apply(u); err != nil {
 		return err
 	}
-	c.applied.Store(cfg.Version)
+	for _, r := range resp.GetResources() {
+		c.held[r.GetName()] = r.GetVersion()
+	}
+	for _, name := range resp.GetRemovedResources() {
+		delete(c.held, name)
+	}
+	c.applied.Store(u.Version)
 	return nil
 }
 

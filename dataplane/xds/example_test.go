@@ -13,7 +13,7 @@ import (
 )
 
 // Example shows the wiring on both sides: the operator owns the CA and the Server, a proxy holds a
-// client certificate for its gateway and runs a Client whose Apply would be (*proxy.Server).Apply.
+// client certificate for its gateway and runs a Client whose Apply would be (*proxy.Server).Update.
 func Example() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -38,7 +38,7 @@ func Example() {
 	clientTLS, _ := xds.ClientTLSConfig(clientKP, ca.CertPEM(), "127.0.0.1")
 	client, _ := xds.NewClient(xds.ClientOptions{
 		Address: lis.Addr().String(), TLS: clientTLS, Gateway: gateway, Node: "web-7d9f-abcde",
-		Apply: func(cfg *ir.Config) error { return cfg.Validate() }, Logger: logr.Discard(),
+		Apply: func(u *ir.Update) error { return u.Base.Validate() }, Logger: logr.Discard(),
 	})
 	go client.Run(ctx)
 

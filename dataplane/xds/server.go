@@ -3,16 +3,14 @@ package xds
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sort"
-	"strings"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,7 +22,6 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
@@ -45,27 +42,45 @@ type ServerOptions struct {
 }
 
 // Server serves configs to proxies and tracks what each replica acknowledged. It runs in the
-// operator; its state lives in memory and is rebuilt after a restart from SetConfig calls and the
-// versions reconnecting proxies report.
+// operator; its state lives in memory and is rebuilt after a restart from SetConfig calls and what
+// reconnecting proxies report.
 type Server struct {
 	opts ServerOptions
 	log  logr.Logger
-	// epoch identifies this server instance in nonces, so that a proxy reconnecting to the same
-	// instance with the current version need not be sent it again.
-	epoch string
 
 	mu       sync.Mutex
 	gateways map[string]*gatewayState
 }
 
+// gatewayState is one gateway's current config, split into resources, and its streams.
 type gatewayState struct {
+	// set serialises SetConfig and RemoveGateway. They write base and hosts holding both set and
+	// Server.mu, so SetConfig may read them holding set alone while it works out what changed.
+	set sync.Mutex
 	// version is the highest version stamped here or reported by a proxy; the next config gets
 	// version+1 so that versions never go backwards for a proxy, even across operator restarts.
 	version uint64
-	cfg     *ir.Config // current config (cfg.Version <= version), nil when none
-	res     *anypb.Any // cfg encoded
-	key     []byte     // JSON of cfg without its version, to skip unchanged configs
-	subs    map[*subscription]struct{}
+	// current is the version of the current config, 0 when there is none.
+	current uint64
+	base    *baseResource
+	// hosts are the virtual hosts by listener and hostname; count says how many.
+	hosts map[string]map[string]*hostResource
+	count int
+	subs  map[*subscription]struct{}
+	// stamp numbers SetConfig calls, to find the hosts a config no longer has.
+	stamp uint64
+}
+
+type baseResource struct {
+	raw []byte // the JSON, to tell an unchanged base
+	enc encoded
+}
+
+type hostResource struct {
+	vh  ir.VirtualHost // as given to SetConfig, compared with ir.VirtualHost.Equal
+	enc encoded
+	// seen is the stamp of the last SetConfig whose config has the host; only SetConfig uses it.
+	seen uint64
 }
 
 // subscription is one proxy stream; its fields are guarded by Server.mu.
@@ -77,6 +92,24 @@ type subscription struct {
 	acked   uint64
 	nacked  uint64
 	reason  string
+
+	// known are the resources the proxy holds, by name, with their versions.
+	known map[string]string
+	// dirty are the names of resources that may differ from what the proxy holds.
+	dirty map[string]struct{}
+	// sent is the version last sent, or the one the proxy held when it subscribed.
+	sent uint64
+	// pending is the response awaiting the proxy's answer.
+	pending *pendingResponse
+	seq     uint64
+}
+
+// pendingResponse is a response sent and not yet answered.
+type pendingResponse struct {
+	nonce   string
+	version uint64
+	// changes are the resource versions the proxy holds once it ACKs; "" for removed.
+	changes map[string]string
 }
 
 // ReplicaStatus is what one connected proxy replica last did with the configs sent to it.
@@ -125,14 +158,7 @@ func (st GatewayStatus) Programmed(v uint64) (ok bool, reason string) {
 
 // NewServer returns a Server with no configs. Serve it with Serve.
 func NewServer(opts ServerOptions) *Server {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return &Server{
-		opts:     opts,
-		log:      opts.Logger,
-		epoch:    hex.EncodeToString(b[:]),
-		gateways: make(map[string]*gatewayState),
-	}
+	return &Server{opts: opts, log: opts.Logger, gateways: make(map[string]*gatewayState)}
 }
 
 // Serve serves the aggregated discovery service on lis until ctx is done, then closes every stream
@@ -147,6 +173,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 		// counting as connected replicas.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		// A reconnecting proxy lists every resource it holds: 100k hosts take more than gRPC's
+		// default 4 MiB.
+		grpc.MaxRecvMsgSize(maxConfigSize),
 		// Stop returns only after every stream handler did, so nothing outlives Serve.
 		grpc.WaitForHandlers(true),
 	)
@@ -163,40 +192,195 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	}
 }
 
-// SetConfig makes cfg the current config of gateway and pushes it to the gateway's proxies. It
-// returns the version stamped on it; a config equal to the current one keeps the current version
-// and is not pushed again. cfg is copied (shallowly) and must not be modified afterwards; its
-// Gateway and Version fields are overwritten in the copy.
+// SetConfig makes cfg the current config of gateway and pushes what changed to the gateway's
+// proxies. It returns the version stamped on it; a config equal to the current one keeps the
+// current version and is not pushed again. cfg must not be modified afterwards: the server keeps
+// its virtual hosts to compare the next config with, and takes hosts whose routes share their
+// backing array as unchanged (ir.VirtualHost.Equal). Its Gateway and Version fields are ignored.
+//
+// Only the hosts that differ from the current config's are encoded, so a change of one host costs
+// a comparison per host and the encoding of that host.
 //
 // The current version may later rise without a SetConfig call: when a proxy reports a version from
 // an earlier operator instance, the same config is restamped above it. Versions only grow, so
 // Programmed(gateway, v) for the returned v stays meaningful.
 func (s *Server) SetConfig(gateway string, cfg *ir.Config) uint64 {
-	c := *cfg
-	c.Gateway = gateway
-	c.Version = 0
-	key, err := json.Marshal(&c)
+	s.mu.Lock()
+	g := s.gatewayLocked(gateway)
+	s.mu.Unlock()
+	g.set.Lock()
+	defer g.set.Unlock()
+	d, err := g.diff(gateway, cfg)
 	if err != nil {
-		// ir.Config holds only plain data, so this is a programming error.
-		s.log.Error(err, "Cannot encode config", "gateway", gateway)
+		// Translation makes neither configs that cannot be encoded nor duplicate hosts.
+		s.log.Error(err, "Cannot publish config", "gateway", gateway)
 		return 0
 	}
 	s.mu.Lock()
-	g := s.gatewayLocked(gateway)
-	if g.cfg != nil && bytes.Equal(g.key, key) {
-		v := g.cfg.Version
+	if s.gateways[gateway] != g {
+		// Forgotten (RemoveGateway) and dropped meanwhile: start again.
+		s.mu.Unlock()
+		return s.SetConfig(gateway, cfg)
+	}
+	if g.current != 0 && d.empty() {
+		v := g.current
 		s.mu.Unlock()
 		return v
 	}
+	g.install(d)
 	g.version++
-	v, err := s.installLocked(g, &c, key)
-	s.mu.Unlock()
-	if err != nil {
-		s.log.Error(err, "Cannot encode config", "gateway", gateway)
-		return 0
+	g.current = g.version
+	for sub := range g.subs {
+		for _, name := range d.names {
+			sub.dirty[name] = struct{}{}
+		}
+		wake(sub.notify)
 	}
-	s.log.V(1).Info("New config", "gateway", gateway, "version", v)
+	v := g.current
+	s.mu.Unlock()
+	s.log.V(1).Info("New config", "gateway", gateway, "version", v, "changed", len(d.names))
 	return v
+}
+
+// configDiff is what a config changes of the current one.
+type configDiff struct {
+	base    *baseResource // nil: unchanged
+	hosts   []changedHost
+	removed []ir.HostKey
+	names   []string // of every changed resource
+}
+
+type changedHost struct {
+	listener string
+	r        *hostResource
+}
+
+func (d *configDiff) empty() bool { return len(d.names) == 0 }
+
+// diff works out what cfg changes, encoding the changed resources only. It reads g.base and
+// g.hosts, and needs g.set held.
+func (g *gatewayState) diff(gateway string, cfg *ir.Config) (*configDiff, error) {
+	d := &configDiff{}
+	base := ir.BaseOf(cfg)
+	base.Gateway, base.Version = gateway, 0
+	raw, err := json.Marshal(base)
+	if err != nil {
+		return nil, fmt.Errorf("encode base: %w", err)
+	}
+	if g.base == nil || !bytes.Equal(g.base.raw, raw) {
+		enc, err := encode(base)
+		if err != nil {
+			return nil, err
+		}
+		d.base = &baseResource{raw: raw, enc: enc}
+		d.names = append(d.names, baseName)
+	}
+	g.stamp++
+	seen := 0
+	var added map[ir.HostKey]bool // hosts new to the config, to find duplicates among them
+	for i := range cfg.Listeners {
+		l := &cfg.Listeners[i]
+		have := g.hosts[l.Name]
+		for j := range l.VirtualHosts {
+			vh := &l.VirtualHosts[j]
+			r := have[vh.Hostname]
+			k := ir.HostKey{Listener: l.Name, Hostname: vh.Hostname}
+			if r != nil && r.seen == g.stamp || added[k] {
+				// Hosts are resources named by listener and hostname: a duplicate has no name of
+				// its own. ir.Config.Validate refuses it too.
+				return nil, fmt.Errorf("listener %q: duplicate host %q", l.Name, vh.Hostname)
+			}
+			if r != nil {
+				r.seen = g.stamp
+				seen++
+				if r.vh.Equal(vh) {
+					continue
+				}
+			} else {
+				if added == nil {
+					added = map[ir.HostKey]bool{}
+				}
+				added[k] = true
+			}
+			enc, err := encode(vh)
+			if err != nil {
+				return nil, err
+			}
+			d.hosts = append(d.hosts, changedHost{listener: l.Name, r: &hostResource{vh: *vh, enc: enc, seen: g.stamp}})
+			d.names = append(d.names, hostName(l.Name, vh.Hostname))
+		}
+	}
+	if seen == g.count {
+		return d, nil // every current host is still there: no need to look for those that are not
+	}
+	for l, hosts := range g.hosts {
+		for h, r := range hosts {
+			if r.seen != g.stamp {
+				d.removed = append(d.removed, ir.HostKey{Listener: l, Hostname: h})
+				d.names = append(d.names, hostName(l, h))
+			}
+		}
+	}
+	return d, nil
+}
+
+// install makes d part of the current config; it needs g.set and Server.mu held.
+func (g *gatewayState) install(d *configDiff) {
+	if d.base != nil {
+		g.base = d.base
+	}
+	if g.hosts == nil {
+		g.hosts = map[string]map[string]*hostResource{}
+	}
+	for _, c := range d.hosts {
+		hosts := g.hosts[c.listener]
+		if hosts == nil {
+			hosts = map[string]*hostResource{}
+			g.hosts[c.listener] = hosts
+		}
+		if hosts[c.r.vh.Hostname] == nil {
+			g.count++
+		}
+		hosts[c.r.vh.Hostname] = c.r
+	}
+	for _, k := range d.removed {
+		g.count--
+		delete(g.hosts[k.Listener], k.Hostname)
+		if len(g.hosts[k.Listener]) == 0 {
+			delete(g.hosts, k.Listener)
+		}
+	}
+}
+
+// resource returns the current resource of name, if any; it needs Server.mu held.
+func (g *gatewayState) resource(name string) (encoded, bool) {
+	if name == baseName {
+		if g.base == nil {
+			return encoded{}, false
+		}
+		return g.base.enc, true
+	}
+	k, ok := parseHostName(name)
+	if !ok {
+		return encoded{}, false
+	}
+	r := g.hosts[k.Listener][k.Hostname]
+	if r == nil {
+		return encoded{}, false
+	}
+	return r.enc, true
+}
+
+// names calls f with the name of every current resource; it needs Server.mu held.
+func (g *gatewayState) names(f func(name string, enc encoded)) {
+	if g.base != nil {
+		f(baseName, g.base.enc)
+	}
+	for l, hosts := range g.hosts {
+		for h, r := range hosts {
+			f(hostName(l, h), r.enc)
+		}
+	}
 }
 
 // RemoveGateway forgets gateway's config and status. Connected proxies stay connected, keep what
@@ -204,13 +388,24 @@ func (s *Server) SetConfig(gateway string, cfg *ir.Config) uint64 {
 func (s *Server) RemoveGateway(gateway string) {
 	s.mu.Lock()
 	g, ok := s.gateways[gateway]
-	if ok {
-		g.cfg, g.res, g.key = nil, nil, nil
-		if len(g.subs) == 0 {
-			delete(s.gateways, gateway)
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	g.set.Lock()
+	defer g.set.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g.current, g.base, g.hosts, g.count = 0, nil, nil, 0
+	for sub := range g.subs {
+		// The next config is compared with what the proxy holds, not with this one.
+		for name := range sub.known {
+			sub.dirty[name] = struct{}{}
 		}
 	}
-	s.mu.Unlock()
+	if len(g.subs) == 0 && s.gateways[gateway] == g {
+		delete(s.gateways, gateway)
+	}
 }
 
 // Status returns the delivery state of gateway.
@@ -222,9 +417,7 @@ func (s *Server) Status(gateway string) GatewayStatus {
 	if !ok {
 		return st
 	}
-	if g.cfg != nil {
-		st.Version = g.cfg.Version
-	}
+	st.Version = g.current
 	for sub := range g.subs {
 		st.Replicas = append(st.Replicas, ReplicaStatus{Node: sub.node, Acked: sub.acked, Nacked: sub.nacked, NackReason: sub.reason})
 	}
@@ -246,25 +439,11 @@ func (s *Server) gatewayLocked(gateway string) *gatewayState {
 	return g
 }
 
-// installLocked makes cfg, stamped with g.version, the current config and wakes the subscribers.
-func (s *Server) installLocked(g *gatewayState, cfg *ir.Config, key []byte) (uint64, error) {
-	cfg.Version = g.version
-	res, err := encodeConfig(key, cfg.Version)
-	if err != nil {
-		return 0, err
-	}
-	g.cfg, g.res, g.key = cfg, res, key
-	for sub := range g.subs {
-		wake(sub.notify)
-	}
-	return cfg.Version, nil
-}
-
-// subscribe registers a stream of node for gateway whose proxy reports it applied version applied,
-// under a nonce from the instance in lastNonce. It reports whether the proxy already holds the
-// current config.
-func (s *Server) subscribe(gateway, node string, applied uint64, lastNonce string) (*subscription, bool) {
-	sub := &subscription{gateway: gateway, node: node, notify: make(chan struct{}, 1), evicted: make(chan struct{})}
+// subscribe registers a stream of node for gateway whose proxy holds the resources known (by name,
+// with their versions) at config version applied.
+func (s *Server) subscribe(gateway, node string, applied uint64, known map[string]string) *subscription {
+	sub := &subscription{gateway: gateway, node: node, notify: make(chan struct{}, 1), evicted: make(chan struct{}),
+		known: known, dirty: map[string]struct{}{}, sent: applied}
 	s.mu.Lock()
 	g := s.gatewayLocked(gateway)
 	for old := range g.subs {
@@ -276,30 +455,38 @@ func (s *Server) subscribe(gateway, node string, applied uint64, lastNonce strin
 		}
 	}
 	g.subs[sub] = struct{}{}
-	current := false
+	for name := range known {
+		sub.dirty[name] = struct{}{}
+	}
+	same := len(known) > 0
+	n := 0
+	g.names(func(name string, enc encoded) {
+		sub.dirty[name] = struct{}{}
+		same = same && known[name] == enc.version
+		n++
+	})
+	same = same && n == len(known)
 	switch {
-	case applied > g.version:
+	case applied > g.version || applied == g.version && applied != 0 && !same:
 		// The proxy saw versions from an earlier operator instance: continue above them and restamp
 		// the current config so that every proxy sees a newer version.
 		g.version = applied
-		if g.cfg != nil {
+		if g.current != 0 {
 			g.version++
-			c := *g.cfg
-			if _, err := s.installLocked(g, &c, g.key); err != nil {
-				s.log.Error(err, "Cannot encode config", "gateway", gateway)
+			g.current = g.version
+			for other := range g.subs {
+				wake(other.notify)
 			}
 		}
-	case g.cfg != nil && applied == g.cfg.Version && strings.HasPrefix(lastNonce, s.epoch+"-"):
-		// Same server instance, same version: the proxy holds exactly this config.
+	case g.current != 0 && applied == g.current && same:
+		// The proxy holds exactly the current config.
 		sub.acked = applied
-		current = true
+		clear(sub.dirty)
 	}
-	if g.cfg != nil && !current {
-		wake(sub.notify)
-	}
+	wake(sub.notify)
 	s.mu.Unlock()
 	s.changed(gateway)
-	return sub, current
+	return sub
 }
 
 func (s *Server) unsubscribe(sub *subscription) {
@@ -307,7 +494,7 @@ func (s *Server) unsubscribe(sub *subscription) {
 	g, ok := s.gateways[sub.gateway]
 	if ok {
 		delete(g.subs, sub)
-		if len(g.subs) == 0 && g.cfg == nil {
+		if len(g.subs) == 0 && g.current == 0 {
 			delete(s.gateways, sub.gateway)
 		}
 	}
@@ -315,30 +502,67 @@ func (s *Server) unsubscribe(sub *subscription) {
 	s.changed(sub.gateway)
 }
 
-// current returns the config to send to sub.
-func (s *Server) current(sub *subscription) (*anypb.Any, uint64) {
+// next returns the response to send to sub, if one is due: the current config is newer than what
+// was last sent, and the proxy answered that.
+func (s *Server) next(sub *subscription) *discoveryv3.DeltaDiscoveryResponse {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, ok := s.gateways[sub.gateway]
-	if !ok || g.cfg == nil {
-		return nil, 0
+	if !ok || g.current == 0 || g.current == sub.sent || sub.pending != nil {
+		return nil
 	}
-	return g.res, g.cfg.Version
+	sub.seq++
+	p := &pendingResponse{nonce: strconv.FormatUint(sub.seq, 10), version: g.current, changes: make(map[string]string, len(sub.dirty))}
+	resp := &discoveryv3.DeltaDiscoveryResponse{SystemVersionInfo: formatVersion(g.current), TypeUrl: TypeURL, Nonce: p.nonce}
+	for name := range sub.dirty {
+		have, held := sub.known[name]
+		enc, ok := g.resource(name)
+		switch {
+		case ok && (!held || have != enc.version):
+			resp.Resources = append(resp.Resources, enc.resource(name))
+			p.changes[name] = enc.version
+		case !ok && held:
+			resp.RemovedResources = append(resp.RemovedResources, name)
+			p.changes[name] = ""
+		}
+	}
+	clear(sub.dirty)
+	sub.pending, sub.sent = p, g.current
+	return resp
 }
 
-// record stores a replica's ACK or NACK of version.
-func (s *Server) record(sub *subscription, version uint64, nack string, isNack bool) {
+// answer records the proxy's ACK, or its NACK with reason, of the pending response with nonce;
+// answers to anything else are ignored.
+func (s *Server) answer(sub *subscription, nonce, nack string, isNack bool) (version uint64, ok bool) {
 	s.mu.Lock()
+	p := sub.pending
+	if p == nil || p.nonce != nonce {
+		s.mu.Unlock()
+		return 0, false
+	}
+	sub.pending = nil
 	if isNack {
-		sub.nacked, sub.reason = version, nack
-	} else if version > sub.acked {
-		sub.acked = version
+		sub.nacked, sub.reason = p.version, nack
+		// The proxy keeps what it had: compare these again for the next version.
+		for name := range p.changes {
+			sub.dirty[name] = struct{}{}
+		}
+	} else {
+		for name, v := range p.changes {
+			if v == "" {
+				delete(sub.known, name)
+			} else {
+				sub.known[name] = v
+			}
+		}
+		sub.acked = max(sub.acked, p.version)
 	}
 	if sub.acked >= sub.nacked {
 		sub.nacked, sub.reason = 0, ""
 	}
 	s.mu.Unlock()
 	s.changed(sub.gateway)
+	return p.version, true
 }
 
 func (s *Server) changed(gateway string) {
@@ -360,9 +584,9 @@ type ads struct {
 	s *Server
 }
 
-// StreamAggregatedResources serves one proxy stream: the first request subscribes, later requests
+// DeltaAggregatedResources serves one proxy stream: the first request subscribes, later requests
 // ACK or NACK the responses.
-func (a ads) StreamAggregatedResources(stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+func (a ads) DeltaAggregatedResources(stream discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
 	s := a.s
 	ctx := stream.Context()
 	allowed, err := peerGateways(ctx)
@@ -385,16 +609,23 @@ func (a ads) StreamAggregatedResources(stream discoveryv3.AggregatedDiscoverySer
 		s.log.Info("Refused subscription: certificate does not name the gateway", "gateway", gateway, "node", node)
 		return status.Errorf(codes.PermissionDenied, "client certificate does not allow gateway %q", gateway)
 	}
-	applied, err := parseVersion(req.GetVersionInfo())
-	if err != nil {
-		return status.Error(codes.InvalidArgument, err.Error())
+	known := make(map[string]string, len(req.GetInitialResourceVersions()))
+	var applied uint64
+	for name, v := range req.GetInitialResourceVersions() {
+		if name == gateway {
+			if applied, err = parseVersion(v); err != nil {
+				return status.Error(codes.InvalidArgument, err.Error())
+			}
+			continue
+		}
+		known[name] = v
 	}
 	log := s.log.WithValues("gateway", gateway, "node", node)
-	sub, current := s.subscribe(gateway, node, applied, req.GetResponseNonce())
+	sub := s.subscribe(gateway, node, applied, known)
 	defer s.unsubscribe(sub)
-	log.V(1).Info("Proxy subscribed", "applied", applied, "current", current)
+	log.V(1).Info("Proxy subscribed", "applied", applied, "resources", len(known))
 
-	reqs := make(chan *discoveryv3.DiscoveryRequest)
+	reqs := make(chan *discoveryv3.DeltaDiscoveryRequest)
 	recvErr := make(chan error, 1)
 	go func() {
 		for {
@@ -411,12 +642,14 @@ func (a ads) StreamAggregatedResources(stream discoveryv3.AggregatedDiscoverySer
 		}
 	}()
 
-	var nonce string
-	var seq, sent uint64
-	if current {
-		sent = applied
-	}
 	for {
+		if resp := s.next(sub); resp != nil {
+			if err := stream.Send(resp); err != nil {
+				return err
+			}
+			log.V(1).Info("Sent config", "version", resp.GetSystemVersionInfo(),
+				"resources", len(resp.GetResources()), "removed", len(resp.GetRemovedResources()))
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -428,50 +661,33 @@ func (a ads) StreamAggregatedResources(stream discoveryv3.AggregatedDiscoverySer
 			}
 			return err
 		case <-sub.notify:
-			res, v := s.current(sub)
-			if res == nil || v == sent {
-				continue
-			}
-			seq++
-			nonce = fmt.Sprintf("%s-%d", s.epoch, seq)
-			resp := &discoveryv3.DiscoveryResponse{
-				VersionInfo: formatVersion(v),
-				Resources:   []*anypb.Any{res},
-				TypeUrl:     TypeURL,
-				Nonce:       nonce,
-			}
-			if err := stream.Send(resp); err != nil {
-				return err
-			}
-			sent = v
-			log.V(1).Info("Sent config", "version", v)
 		case r := <-reqs:
-			if gw, err := subscribedGateway(r); err != nil || gw != gateway {
+			if r.GetTypeUrl() != TypeURL || len(r.GetResourceNamesSubscribe()) > 0 || len(r.GetResourceNamesUnsubscribe()) > 0 {
 				return status.Error(codes.InvalidArgument, "a stream subscribes to exactly one gateway, once")
 			}
-			if nonce == "" || r.GetResponseNonce() != nonce {
-				continue // stale: a newer response is on its way and will be answered
-			}
-			if d := r.GetErrorDetail(); d != nil {
-				log.Info("Proxy rejected config", "version", sent, "reason", d.GetMessage())
-				s.record(sub, sent, d.GetMessage(), true)
-			} else {
-				log.V(1).Info("Proxy applied config", "version", sent)
-				s.record(sub, sent, "", false)
+			d := r.GetErrorDetail()
+			v, ok := s.answer(sub, r.GetResponseNonce(), d.GetMessage(), d != nil)
+			switch {
+			case !ok:
+				// Not an answer to the pending response: ignore it.
+			case d != nil:
+				log.Info("Proxy rejected config", "version", v, "reason", d.GetMessage())
+			default:
+				log.V(1).Info("Proxy applied config", "version", v)
 			}
 		}
 	}
 }
 
 // subscribedGateway checks that req asks for our type and exactly one gateway, and returns it.
-func subscribedGateway(req *discoveryv3.DiscoveryRequest) (string, error) {
+func subscribedGateway(req *discoveryv3.DeltaDiscoveryRequest) (string, error) {
 	if req.GetTypeUrl() != TypeURL {
 		return "", fmt.Errorf("unsupported type %q, want %q", req.GetTypeUrl(), TypeURL)
 	}
-	if names := req.GetResourceNames(); len(names) != 1 || names[0] == "" {
-		return "", fmt.Errorf("want exactly one gateway in resource_names, got %q", names)
+	if names := req.GetResourceNamesSubscribe(); len(names) != 1 || names[0] == "" {
+		return "", fmt.Errorf("want exactly one gateway in resource_names_subscribe, got %q", names)
 	}
-	return req.GetResourceNames()[0], nil
+	return req.GetResourceNamesSubscribe()[0], nil
 }
 
 // peerGateways returns the gateways the verified client certificate of the stream allows.

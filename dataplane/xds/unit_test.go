@@ -2,7 +2,6 @@ package xds
 
 import (
 	"crypto/x509"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -95,26 +94,24 @@ func TestCAMarshalLoad(t *testing.T) {
 	}
 }
 
-func TestStampVersion(t *testing.T) {
-	for _, cfg := range []ir.Config{
-		{Gateway: `ns/"version":0`},
-		{Gateway: "ns/gw", Listeners: []ir.Listener{{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP}}},
+func TestHostName(t *testing.T) {
+	for _, k := range []ir.HostKey{
+		{Listener: "http-80", Hostname: "a.example.com"},
+		{Listener: "a/b", Hostname: "*.example.com"},
+		{Listener: "l", Hostname: "*"},
+		{},
 	} {
-		unversioned, err := json.Marshal(&cfg)
-		if err != nil {
-			t.Fatal(err)
+		got, ok := parseHostName(hostName(k.Listener, k.Hostname))
+		if !ok {
+			t.Errorf("parseHostName(hostName(%q)) failed", k)
 		}
-		got, err := stampVersion(unversioned, 42)
-		if err != nil {
-			t.Fatal(err)
+		if diff := cmp.Diff(k, got); diff != "" {
+			t.Errorf("parseHostName(hostName(%q)) (-want +got):\n%s", k, diff)
 		}
-		cfg.Version = 42
-		want, err := json.Marshal(&cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(string(want), string(got)); diff != "" {
-			t.Errorf("stampVersion(%s) (-want +got):\n%s", unversioned, diff)
+	}
+	for _, name := range []string{baseName, "host", "host/nolistener", "vhost/l/h"} {
+		if k, ok := parseHostName(name); ok {
+			t.Errorf("parseHostName(%q) = %q, want failure", name, k)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -97,20 +98,30 @@ func serve(t *testing.T, srv *Server, addr string) (string, func()) {
 	return lis.Addr().String(), stop
 }
 
-// proxy stands in for dataplane/proxy: it validates like Server.Apply and remembers what it serves.
+// proxy stands in for dataplane/proxy: it patches its config with each update, validates the
+// result like Server.Update and remembers what it serves.
 type proxy struct {
 	mu      sync.Mutex
 	current *ir.Config
 	applies int
+	updates []*ir.Update
 	gate    chan struct{} // when set, Apply waits for it to be closed
 }
 
-func (p *proxy) Apply(cfg *ir.Config) error {
+func (p *proxy) Apply(u *ir.Update) error {
 	p.mu.Lock()
 	gate := p.gate
+	cur := p.current
 	p.mu.Unlock()
 	if gate != nil {
 		<-gate
+	}
+	if cur != nil && u.Version <= cur.Version {
+		return fmt.Errorf("version %d after %d", u.Version, cur.Version)
+	}
+	cfg, err := cur.Patch(u)
+	if err != nil {
+		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
@@ -119,6 +130,7 @@ func (p *proxy) Apply(cfg *ir.Config) error {
 	defer p.mu.Unlock()
 	p.current = cfg
 	p.applies++
+	p.updates = append(p.updates, u)
 	return nil
 }
 
@@ -468,15 +480,15 @@ func TestAuthentication(t *testing.T) {
 
 // subscribeOnce subscribes to gwA and waits for the first config; nil means it arrived.
 func subscribeOnce(ctx context.Context, ads discoveryv3.AggregatedDiscoveryServiceClient) error {
-	stream, err := ads.StreamAggregatedResources(ctx)
+	stream, err := ads.DeltaAggregatedResources(ctx)
 	if err != nil {
 		return err
 	}
 	defer stream.CloseSend()
-	if err := stream.Send(&discoveryv3.DiscoveryRequest{
-		Node:          &corev3.Node{Id: "raw"},
-		TypeUrl:       TypeURL,
-		ResourceNames: []string{gwA},
+	if err := stream.Send(&discoveryv3.DeltaDiscoveryRequest{
+		Node:                   &corev3.Node{Id: "raw"},
+		TypeUrl:                TypeURL,
+		ResourceNamesSubscribe: []string{gwA},
 	}); err != nil {
 		_, err = stream.Recv() // the real error is on the receiving side
 		return err
@@ -517,11 +529,11 @@ func TestReconnectedNodeReplacesItsOldStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	stale, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(t.Context())
+	stale, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := stale.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "pod-1"}, TypeUrl: TypeURL, ResourceNames: []string{gwA}}); err != nil {
+	if err := stale.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: "pod-1"}, TypeUrl: TypeURL, ResourceNamesSubscribe: []string{gwA}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := stale.Recv(); err != nil {
@@ -566,5 +578,72 @@ func TestRemoveGateway(t *testing.T) {
 	srv.RemoveGateway(gwB) // unknown: nothing happens
 	if diff := cmp.Diff(GatewayStatus{}, srv.Status(gwB)); diff != "" {
 		t.Errorf("Status of an unknown gateway (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconnectSendsTheDifference reconnects a proxy after one of its hosts changed: it receives
+// that host only.
+func TestReconnectSendsTheDifference(t *testing.T) {
+	pk := newPKI(t)
+	srv := newServer(t, pk)
+	addr, _ := serve(t, srv, "127.0.0.1:0")
+	tlsCfg := pk.clientTLS(t, gwA)
+	p := &proxy{}
+	c := newClient(t, addr, tlsCfg, gwA, "pod-1", p)
+	stop := run(t, c)
+	v1 := hosts("a.example.com", "b.example.com", "c.example.com")
+	waitProgrammed(t, srv, gwA, srv.SetConfig(gwA, v1))
+	stop()
+	eventually(t, "disconnect", func() bool { return len(srv.Status(gwA).Replicas) == 0 })
+
+	v2 := withBackend(v1, 1, "other")
+	v := srv.SetConfig(gwA, v2)
+	run(t, c)
+	waitProgrammed(t, srv, gwA, v)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last := p.updates[len(p.updates)-1]
+	if last.Base != nil || len(last.Removed) != 0 || len(last.Hosts) != 1 || last.Hosts[0].Host.Hostname != "b.example.com" {
+		t.Errorf("update after reconnecting = %+v, want host b.example.com alone", last)
+	}
+	want := *v2
+	want.Gateway, want.Version = gwA, v
+	got := *p.current
+	got.Listeners = slices.Clone(got.Listeners)
+	got.Listeners[0].VirtualHosts = slices.SortedFunc(slices.Values(got.Listeners[0].VirtualHosts),
+		func(a, b ir.VirtualHost) int { return strings.Compare(a.Hostname, b.Hostname) })
+	if diff := cmp.Diff(&want, &got); diff != "" {
+		t.Errorf("proxy serves (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconnectWithManyHosts reconnects a proxy holding more hosts than fit gRPC's default
+// message size in its list of what it holds.
+func TestReconnectWithManyHosts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("80k hosts")
+	}
+	pk := newPKI(t)
+	srv := newServer(t, pk)
+	addr, _ := serve(t, srv, "127.0.0.1:0")
+	tlsCfg := pk.clientTLS(t, gwA)
+	p := &proxy{}
+	c := newClient(t, addr, tlsCfg, gwA, "pod-1", p)
+	stop := run(t, c)
+	names := make([]string, 80000)
+	for i := range names {
+		names[i] = fmt.Sprintf("h%d.example.com", i)
+	}
+	cfg := hosts(names...)
+	waitProgrammed(t, srv, gwA, srv.SetConfig(gwA, cfg))
+	stop()
+	eventually(t, "disconnect", func() bool { return len(srv.Status(gwA).Replicas) == 0 })
+	v := srv.SetConfig(gwA, withBackend(cfg, 7, "other"))
+	run(t, c)
+	waitProgrammed(t, srv, gwA, v)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if last := p.updates[len(p.updates)-1]; len(last.Hosts) != 1 || last.Base != nil {
+		t.Errorf("update after reconnecting has %d hosts and base %v, want 1 host", len(last.Hosts), last.Base != nil)
 	}
 }

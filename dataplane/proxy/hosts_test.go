@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"maps"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestHostMapClone patches clones of clones, folding recent names several times, and holds every
+// map to a plain map of what it should hold: a clone must never change the map it came from,
+// which may still be serving.
+func TestHostMapClone(t *testing.T) {
+	contents := func(m *hostMap[int]) map[string]int {
+		out := map[string]int{}
+		m.each(func(v int) { out[strconv.Itoa(v)] = v })
+		if n := m.len(); n != len(out) {
+			t.Fatalf("len() = %d, each gives %d", n, len(out))
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := newHostMap[int]()
+	want := map[string]int{}
+	for i := range 500 {
+		m.add("h"+strconv.Itoa(i)+".example.com", i)
+		want[strconv.Itoa(i)] = i
+	}
+	type version struct {
+		m    *hostMap[int]
+		want map[string]int
+	}
+	var history []version
+	next := 500
+	for step := range 300 {
+		c := m.clone()
+		cw := maps.Clone(want)
+		for range 1 + rng.IntN(3) {
+			i := rng.IntN(next)
+			name := "h" + strconv.Itoa(i) + ".example.com"
+			if _, ok := cw[strconv.Itoa(i)]; ok && rng.IntN(2) == 0 {
+				c.remove(name)
+				delete(cw, strconv.Itoa(i))
+				if _, ok := c.find(name); ok {
+					t.Fatalf("step %d: %s found after remove", step, name)
+				}
+				if _, ok := c.lookup(name); ok {
+					t.Fatalf("step %d: %s looked up after remove", step, name)
+				}
+				continue
+			}
+			if _, ok := cw[strconv.Itoa(i)]; ok {
+				continue
+			}
+			if !c.add(name, i) {
+				t.Fatalf("step %d: add %s refused", step, name)
+			}
+			cw[strconv.Itoa(i)] = i
+			if v, ok := c.lookup(name); !ok || v != i {
+				t.Fatalf("step %d: lookup(%s) = %d, %v", step, name, v, ok)
+			}
+		}
+		c.add("h"+strconv.Itoa(next)+".example.com", next)
+		cw[strconv.Itoa(next)] = next
+		next++
+		history = append(history, version{m, want})
+		m, want = c, cw
+		if diff := cmp.Diff(want, contents(m)); diff != "" {
+			t.Fatalf("step %d: clone holds (-want +got):\n%s", step, diff)
+		}
+	}
+	for i, h := range history {
+		if diff := cmp.Diff(h.want, contents(h.m)); diff != "" {
+			t.Fatalf("version %d changed after it was cloned (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+// BenchmarkHostLookup looks up an exact name in a map of 100k as compiled whole, and after patches
+// left recent names over the shared map (the extra probe a request pays between folds).
+func BenchmarkHostLookup(b *testing.B) {
+	m := newHostMap[int]()
+	for i := range 100000 {
+		m.add("r"+strconv.Itoa(i)+".example.com", i)
+	}
+	patched := m.clone()
+	for i := range foldAt(100000) - 1 {
+		patched.remove("r" + strconv.Itoa(i) + ".example.com")
+		patched.add("r"+strconv.Itoa(i)+".example.com", i)
+	}
+	for _, bm := range []struct {
+		name string
+		m    *hostMap[int]
+	}{{"whole", m}, {"patched", patched}} {
+		b.Run(bm.name, func(b *testing.B) {
+			for _, host := range []string{"r50000.example.com", "r7.example.com"} {
+				if _, ok := bm.m.lookup(host); !ok {
+					b.Fatal(host)
+				}
+			}
+			for b.Loop() {
+				bm.m.lookup("r50000.example.com")
+			}
+		})
+	}
+}

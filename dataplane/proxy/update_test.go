@@ -1,0 +1,411 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+// listenerSummary is what a compiled listener serves, in comparable form.
+type listenerSummary struct {
+	Port  uint32
+	Proto ir.Protocol
+	// Hosts map each hostname to its routes, as "name path -> endpoints".
+	Hosts map[string][]string
+}
+
+func summarize(t *table) map[string]listenerSummary {
+	out := map[string]listenerSummary{}
+	for _, lt := range t.listeners {
+		ls := listenerSummary{Port: lt.port, Proto: lt.proto}
+		if lt.hosts != nil {
+			ls.Hosts = map[string][]string{}
+			lt.hosts.each(func(v *vhost) {
+				for _, r := range v.routes {
+					var eps []string
+					for _, b := range r.backends.list {
+						eps = append(eps, b.eps...)
+					}
+					ls.Hosts[v.name] = append(ls.Hosts[v.name], fmt.Sprintf("%s %s -> %s", r.name, r.path, strings.Join(eps, ",")))
+				}
+			})
+		}
+		out[lt.name] = ls
+	}
+	return out
+}
+
+// checkRefs fails unless every series the metrics hold is referenced exactly as often as the table
+// in service refers to it.
+func checkRefs(t *testing.T, s *Server) {
+	t.Helper()
+	want := map[[2]string]int{}
+	for _, lt := range s.cur.Load().listeners {
+		for _, rs := range lt.stats(nil) {
+			want[[2]string{rs.listener, rs.route}]++
+		}
+	}
+	got := map[[2]string]int{}
+	s.metrics.mu.Lock()
+	for k, rs := range s.metrics.routes {
+		got[k] = rs.refs
+	}
+	s.metrics.mu.Unlock()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("series references (-table +metrics):\n%s", diff)
+	}
+}
+
+// hostPtrs returns the compiled hosts of listener l by name.
+func hostPtrs(s *Server, l string) map[string]*vhost {
+	out := map[string]*vhost{}
+	for _, lt := range s.cur.Load().listeners {
+		if lt.name == l && lt.hosts != nil {
+			lt.hosts.each(func(v *vhost) { out[v.name] = v })
+		}
+	}
+	return out
+}
+
+func host(name, path, ep string) ir.VirtualHost {
+	return ir.VirtualHost{Hostname: name, Routes: []ir.Route{{Name: "r-" + name, Match: ir.Match{Path: prefix(path)},
+		Backends: []ir.Backend{{Name: "b", Weight: 1, Endpoints: []ir.Endpoint{{Address: ep, Port: 80}}}}}}}
+}
+
+func TestUpdate(t *testing.T) {
+	port, tcpPort := freePort(t, false), freePort(t, false)
+	initial := func() *ir.Config {
+		return &ir.Config{Gateway: "ns/gw", Version: 1, Listeners: []ir.Listener{{Name: "http", Port: port, Protocol: ir.ProtocolHTTP,
+			VirtualHosts: []ir.VirtualHost{
+				host("a.example.com", "/", "10.0.0.1"),
+				host("b.example.com", "/", "10.0.0.2"),
+				{Hostname: "*.example.com", SingleLabelWildcard: true, Routes: host("w", "/", "10.0.0.3").Routes},
+				host("*", "/", "10.0.0.4"),
+			}}}}
+	}
+	withTCP := ir.BaseOf(initial())
+	withTCP.Listeners = append(withTCP.Listeners, ir.Listener{Name: "tcp", Port: tcpPort, Protocol: ir.ProtocolTCP,
+		L4: &ir.L4Route{Name: "l4", Backends: []ir.Backend{{Name: "t", Weight: 1}}}})
+	withHTTP2 := ir.BaseOf(initial())
+	withHTTP2.Listeners = append(withHTTP2.Listeners, ir.Listener{Name: "http2", Port: tcpPort, Protocol: ir.ProtocolHTTP})
+	tests := []struct {
+		name    string
+		updates []ir.Update // versions are set by the test
+	}{
+		{name: "add a host", updates: []ir.Update{{Hosts: []ir.ListenerHost{{Listener: "http", Host: host("c.example.com", "/", "10.0.0.5")}}}}},
+		{name: "replace a host", updates: []ir.Update{{Hosts: []ir.ListenerHost{{Listener: "http", Host: host("a.example.com", "/v2", "10.0.0.9")}}}}},
+		{name: "remove a host", updates: []ir.Update{{Removed: []ir.HostKey{{Listener: "http", Hostname: "b.example.com"}}}}},
+		{name: "replace the catch-all and a single-label wildcard", updates: []ir.Update{{Hosts: []ir.ListenerHost{
+			{Listener: "http", Host: host("*", "/x", "10.0.0.8")},
+			{Listener: "http", Host: ir.VirtualHost{Hostname: "*.example.com", Routes: host("w", "/y", "10.0.0.7").Routes}},
+		}}}},
+		{name: "remove and add back", updates: []ir.Update{
+			{Removed: []ir.HostKey{{Listener: "http", Hostname: "a.example.com"}, {Listener: "http", Hostname: "*"}}},
+			{Hosts: []ir.ListenerHost{{Listener: "http", Host: host("a.example.com", "/", "10.0.0.1")}}},
+		}},
+		{name: "only the version", updates: []ir.Update{{}}},
+		{name: "a new listener keeps the hosts of the others", updates: []ir.Update{{Base: withTCP}}},
+		{name: "a new listener with hosts, then without it", updates: []ir.Update{
+			{Base: withHTTP2, Hosts: []ir.ListenerHost{{Listener: "http2", Host: host("a.example.com", "/", "10.0.1.1")}}},
+			{Base: ir.BaseOf(initial()), Removed: []ir.HostKey{{Listener: "http2", Hostname: "a.example.com"}}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := initial()
+			s := newProxy(t, cfg)
+			ref := newProxy(t, nil)
+			for i, u := range tt.updates {
+				u.Gateway, u.Version = cfg.Gateway, cfg.Version+1
+				before := hostPtrs(s, "http")
+				if err := s.Update(&u); err != nil {
+					t.Fatalf("update %d: %v", i, err)
+				}
+				next, err := cfg.Patch(&u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg = next
+				want, err := ref.compile(cfg, certCache{}, tlsTransports{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(summarize(want), summarize(s.cur.Load())); diff != "" {
+					t.Errorf("update %d: table (-whole compile +patched):\n%s", i, diff)
+				}
+				if s.Version() != cfg.Version {
+					t.Errorf("update %d: version %d, want %d", i, s.Version(), cfg.Version)
+				}
+				// Hosts the update does not name are the same compiled hosts.
+				changed := map[string]bool{}
+				for _, h := range u.Hosts {
+					changed[h.Host.Hostname] = h.Listener == "http"
+				}
+				for _, k := range u.Removed {
+					changed[k.Hostname] = k.Listener == "http"
+				}
+				after := hostPtrs(s, "http")
+				for name, v := range before {
+					if changed[name] {
+						if after[name] == v {
+							t.Errorf("update %d: host %q not compiled again", i, name)
+						}
+						continue
+					}
+					if after[name] != v {
+						t.Errorf("update %d: host %q compiled again", i, name)
+					}
+				}
+				checkRefs(t, s)
+			}
+		})
+	}
+}
+
+func TestUpdateRejectsAndKeepsServing(t *testing.T) {
+	a := newEcho(t, "a", false)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	good := func(name string) ir.VirtualHost {
+		return ir.VirtualHost{Hostname: name, Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{a.backend(1)}}}}
+	}
+	cfg, port := httpConfig(t, good("a.example.com"), good("b.example.com"))
+	asTCP := ir.BaseOf(cfg)
+	asTCP.Listeners[0].Protocol = ir.ProtocolTCP
+	tests := []struct {
+		name string
+		u    ir.Update
+		want string
+	}{
+		{name: "invalid host", u: ir.Update{Hosts: []ir.ListenerHost{{Listener: "http", Host: ir.VirtualHost{Hostname: "c.example.com",
+			Routes: []ir.Route{{Name: "bad", Match: ir.Match{Path: regex("(")}}}}}}}, want: `listener "http" host "c.example.com" route "bad" path`},
+		{name: "duplicate host", u: ir.Update{Hosts: []ir.ListenerHost{{Listener: "http", Host: good("A.example.com")}}},
+			want: `listener "http" host "A.example.com": duplicate host`},
+		{name: "removes a host it does not have", u: ir.Update{Removed: []ir.HostKey{{Listener: "http", Hostname: "z.example.com"}}},
+			want: "which it does not have"},
+		{name: "hosts for an unknown listener", u: ir.Update{Hosts: []ir.ListenerHost{{Listener: "other", Host: good("c.example.com")}}},
+			want: "a listener the config does not have"},
+		{name: "listener removed with hosts left", u: ir.Update{Base: &ir.Config{Gateway: cfg.Gateway},
+			Removed: []ir.HostKey{{Listener: "http", Hostname: "a.example.com"}}}, want: "removed with hosts left"},
+		{name: "hosts on a TCP listener", u: ir.Update{Base: asTCP}, want: "TCP listener holds HTTP routes"},
+		{name: "invalid base", u: ir.Update{Base: &ir.Config{Listeners: []ir.Listener{{Name: "x", Port: 80, Protocol: "SCTP"}}}},
+			want: "SCTP"},
+		{name: "port that cannot be bound", u: ir.Update{Base: func() *ir.Config {
+			b := ir.BaseOf(cfg)
+			b.Listeners = append(b.Listeners, ir.Listener{Name: "busy", Port: uint32(busy.Addr().(*net.TCPAddr).Port), Protocol: ir.ProtocolTCP})
+			return b
+		}()}, want: "address already in use"},
+	}
+	s := newProxy(t, cfg)
+	served := s.cur.Load()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.u.Gateway, tt.u.Version = cfg.Gateway, 2
+			err := s.Update(&tt.u)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Update = %v, want an error containing %q", err, tt.want)
+			}
+			if s.cur.Load() != served {
+				t.Error("the table in service changed")
+			}
+			checkRefs(t, s)
+		})
+	}
+	for _, h := range []string{"a.example.com", "b.example.com"} {
+		if r := get(t, testClient(), baseURL(port)+"/", h); r.code != http.StatusOK || r.echo.Backend != "a" {
+			t.Errorf("%s after rejected updates: %+v", h, r)
+		}
+	}
+}
+
+func TestFirstUpdate(t *testing.T) {
+	a := newEcho(t, "a", false)
+	s := newProxy(t, nil)
+	port := freePort(t, false)
+	if err := s.Update(&ir.Update{Gateway: "ns/gw", Version: 1,
+		Hosts: []ir.ListenerHost{{Listener: "http", Host: host("a.example.com", "/", "10.0.0.1")}}}); err == nil {
+		t.Error("a first update without a base was accepted")
+	}
+	base := &ir.Config{Gateway: "ns/gw", Listeners: []ir.Listener{{Name: "http", Port: port, Protocol: ir.ProtocolHTTP}}}
+	if err := s.Update(&ir.Update{Gateway: "ns/gw", Version: 1, Base: base, Hosts: []ir.ListenerHost{{Listener: "http",
+		Host: ir.VirtualHost{Hostname: "a.example.com", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{a.backend(1)}}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, testClient(), baseURL(port)+"/", "a.example.com"); r.echo.Backend != "a" {
+		t.Errorf("after the first update: %+v", r)
+	}
+	if r := get(t, testClient(), baseURL(port)+"/", "b.example.com"); r.code != http.StatusNotFound {
+		t.Errorf("unknown host: %+v", r)
+	}
+}
+
+// TestUpdateSeries follows the series of a route two hosts share: they go with the last host.
+func TestUpdateSeries(t *testing.T) {
+	shared := func(name string) ir.VirtualHost {
+		return ir.VirtualHost{Hostname: name, Routes: []ir.Route{{Name: "shared", Backends: []ir.Backend{{Name: "b", Weight: 1}}}}}
+	}
+	cfg, _ := httpConfig(t, shared("a.example.com"), shared("b.example.com"))
+	s := newProxy(t, cfg)
+	series := func() []string {
+		s.metrics.mu.Lock()
+		defer s.metrics.mu.Unlock()
+		var out []string
+		for k, rs := range s.metrics.routes {
+			out = append(out, fmt.Sprintf("%s/%s=%d", k[0], k[1], rs.refs))
+		}
+		slices.Sort(out)
+		return out
+	}
+	steps := []struct {
+		u    ir.Update
+		want []string
+	}{
+		{u: ir.Update{Removed: []ir.HostKey{{Listener: "http", Hostname: "a.example.com"}}}, want: []string{"http/=1", "http/shared=1"}},
+		{u: ir.Update{Hosts: []ir.ListenerHost{{Listener: "http", Host: ir.VirtualHost{Hostname: "b.example.com",
+			Routes: []ir.Route{{Name: "other", Backends: []ir.Backend{{Name: "b", Weight: 1}}}}}}}}, want: []string{"http/=1", "http/other=1"}},
+	}
+	for i, st := range steps {
+		st.u.Gateway, st.u.Version = cfg.Gateway, uint64(i)+2
+		if err := s.Update(&st.u); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(st.want, series()); diff != "" {
+			t.Errorf("step %d: series (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+// TestUpdateClientCertificate changes the certificate presented to TLS backends: the hosts with
+// TLS backends are compiled again, the others kept.
+func TestUpdateClientCertificate(t *testing.T) {
+	tlsHost := ir.VirtualHost{Hostname: "tls.example.com", Routes: []ir.Route{{Name: "t",
+		Backends: []ir.Backend{{Name: "t", Weight: 1, AppProtocol: ir.AppTLS, Endpoints: []ir.Endpoint{{Address: "10.0.0.1", Port: 443}}}}}}}
+	cfg, _ := httpConfig(t, tlsHost, host("plain.example.com", "/", "10.0.0.2"))
+	s := newProxy(t, cfg)
+	before := hostPtrs(s, "http")
+	cert, _ := selfSigned(t, "client")
+	base := ir.BaseOf(cfg)
+	base.BackendClientCertificate = &cert
+	if err := s.Update(&ir.Update{Gateway: cfg.Gateway, Version: 2, Base: base}); err != nil {
+		t.Fatal(err)
+	}
+	after := hostPtrs(s, "http")
+	if after["plain.example.com"] != before["plain.example.com"] {
+		t.Error("host without TLS backends compiled again")
+	}
+	v := after["tls.example.com"]
+	if v == before["tls.example.com"] {
+		t.Fatal("host with a TLS backend not compiled again")
+	}
+	tr, ok := v.routes[0].backends.list[0].rt.(*http.Transport)
+	if !ok || len(tr.TLSClientConfig.Certificates) != 1 {
+		t.Errorf("TLS backend does not present the client certificate: %#v", v.routes[0].backends.list[0].rt)
+	}
+	if !slices.Equal(slices.Sorted(maps.Keys(after)), []string{"plain.example.com", "tls.example.com"}) {
+		t.Errorf("hosts after the update: %v", slices.Sorted(maps.Keys(after)))
+	}
+	checkRefs(t, s)
+}
+
+// TestUpdateUnderLoad patches a table of many hosts, one host at a time and now and then a
+// listener, while clients send requests to the hosts being patched: none may fail.
+func TestUpdateUnderLoad(t *testing.T) {
+	n := 100000
+	if testing.Short() {
+		n = 1000
+	}
+	a, b := newEcho(t, "a", false), newEcho(t, "b", false)
+	port, extra := freePort(t, false), freePort(t, false)
+	mk := func(i int, be ir.Backend) ir.VirtualHost {
+		return ir.VirtualHost{Hostname: "r" + strconv.Itoa(i) + ".example.com", Routes: []ir.Route{{Name: "r" + strconv.Itoa(i),
+			Match: ir.Match{Path: prefix("/")}, Backends: []ir.Backend{be}}}}
+	}
+	vhosts := make([]ir.VirtualHost, n)
+	for i := range vhosts {
+		vhosts[i] = mk(i, a.backend(1))
+	}
+	cfg := &ir.Config{Gateway: "ns/gw", Version: 1, Listeners: []ir.Listener{{Name: "http", Port: port, Protocol: ir.ProtocolHTTP, VirtualHosts: vhosts}}}
+	s := newProxy(t, cfg)
+	withExtra := ir.BaseOf(cfg)
+	withExtra.Listeners = append(withExtra.Listeners, ir.Listener{Name: "extra", Port: extra, Protocol: ir.ProtocolHTTP})
+	const updates = 60
+	var ok, failed atomic.Int64
+	var firstErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+			defer c.CloseIdleConnections()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("GET", baseURL(port)+"/", nil)
+				req.Host = "r" + strconv.Itoa((i*4+w)%updates) + ".example.com"
+				res, err := c.Do(req)
+				if err == nil {
+					_, err = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if err == nil && res.StatusCode != 200 {
+						err = errStatus(res.StatusCode)
+					}
+				}
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				ok.Add(1)
+			}
+		})
+	}
+	start := time.Now()
+	for v := 2; v < 2+updates; v++ {
+		u := &ir.Update{Gateway: cfg.Gateway, Version: uint64(v), Hosts: []ir.ListenerHost{{Listener: "http", Host: mk(v-2, b.backend(1))}}}
+		switch v % 10 {
+		case 0:
+			u.Base = withExtra
+		case 5:
+			u.Base = ir.BaseOf(cfg)
+		}
+		if err := s.Update(u); err != nil {
+			t.Fatalf("update %d: %v", v, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	took := time.Since(start)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d updates of a table of %d hosts in %v, %d requests meanwhile", updates, n, took, ok.Load())
+	if failed.Load() != 0 {
+		t.Errorf("%d of %d requests failed during updates; first: %v", failed.Load(), ok.Load()+failed.Load(), firstErr.Load())
+	}
+	for i := range updates {
+		if r := get(t, testClient(), baseURL(port)+"/", "r"+strconv.Itoa(i)+".example.com"); r.echo.Backend != "b" {
+			t.Errorf("host %d after its update went to %q", i, r.echo.Backend)
+		}
+	}
+	if r := get(t, testClient(), baseURL(port)+"/", "r"+strconv.Itoa(updates)+".example.com"); r.echo.Backend != "a" {
+		t.Errorf("host not updated went to %q", r.echo.Backend)
+	}
+	checkRefs(t, s)
+}
