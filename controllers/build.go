@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -80,9 +81,32 @@ func buildSnapshot(ctx context.Context, sources []Source) (*snapshot.Snapshot, e
 	return s.Sort(), nil
 }
 
+// storeLister reads a kind's cached objects themselves (fleet.StoreReader); ok is false when it
+// cannot, and the kind is listed instead.
+type storeLister interface {
+	ListStore(ctx context.Context, obj client.Object) (objs []any, ok bool, err error)
+}
+
 // readInto lists one kind from a source and appends its items, tagged with the cluster, to dst.
+// Translation only reads, and the snapshot lives for one pass: the cache's objects need no copy.
 func readInto[L client.ObjectList, T any](ctx context.Context, src Source, list L, dst *[]snapshot.Object[T], items func(L) []T) error {
-	// Translation only reads, and the snapshot lives for one pass: the cache's objects need no copy.
+	if sl, ok := src.Reader.(storeLister); ok {
+		if obj, ok := any(new(T)).(client.Object); ok {
+			objs, ok, err := sl.ListStore(ctx, obj)
+			if err != nil {
+				return fmt.Errorf("listing %T in cluster %s: %w", obj, src.Cluster, err)
+			}
+			if ok {
+				*dst = slices.Grow(*dst, len(objs))
+				for _, o := range objs {
+					if t, ok := o.(*T); ok {
+						*dst = append(*dst, snapshot.Object[T]{Cluster: src.Cluster, Obj: t})
+					}
+				}
+				return nil
+			}
+		}
+	}
 	if err := src.Reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing %T in cluster %s: %w", list, src.Cluster, err)
 	}

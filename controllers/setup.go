@@ -80,7 +80,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("adding status writer: %w", err)
 	}
 	legacy := servesLegacyReferencePolicy(mgr)
-	hub := []Source{{Cluster: snapshot.HubCluster, Reader: mgr.GetClient(), LegacyReferencePolicy: legacy, Weight: snapshot.DefaultClusterWeight}}
+	hubReader := fleet.StoreReader{Reader: mgr.GetClient(), Cache: mgr.GetCache()}
+	hub := []Source{{Cluster: snapshot.HubCluster, Reader: hubReader, LegacyReferencePolicy: legacy, Weight: snapshot.DefaultClusterWeight}}
 	sources := func() []Source { return hub }
 	watchHub := true
 	events := []<-chan event.GenericEvent{o.Events}
@@ -118,7 +119,7 @@ func servesLegacyReferencePolicy(mgr ctrl.Manager) bool {
 func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events chan<- event.GenericEvent, legacy bool) (func() []Source, error) {
 	var hub *fleet.Member
 	if o.Fleet.HubIsMember {
-		hub = &fleet.Member{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("fleetgate")}
+		hub = &fleet.Member{Reader: fleet.StoreReader{Reader: mgr.GetClient(), Cache: mgr.GetCache()}, Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("fleetgate")}
 	} else {
 		writer.RemoveTarget(snapshot.HubCluster)
 	}

@@ -228,7 +228,8 @@ func (f *Fleet) connect(ctx context.Context, name, hash string, weight int32, cf
 	}
 	mctx, cancel := context.WithCancel(context.Background())
 	m := &member{name: name, hash: hash, weight: weight, cl: cl, writer: writer, cancel: cancel, healthy: true,
-		reader: partialReader{Reader: cl.GetCache(), scheme: f.o.Scheme, missing: missing}, missing: missing, notify: notify}
+		reader:  partialReader{Reader: cl.GetCache(), store: StoreReader{Reader: cl.GetCache(), Cache: cl.GetCache()}, scheme: f.o.Scheme, missing: missing},
+		missing: missing, notify: notify}
 	f.mu.Lock()
 	if f.stopped {
 		f.mu.Unlock()
@@ -327,6 +328,7 @@ func (f *Fleet) setWeight(name string, w int32) bool {
 // CRDs) as empty, so that one missing CRD does not hide the member's other objects.
 type partialReader struct {
 	client.Reader
+	store   StoreReader
 	scheme  *runtime.Scheme
 	missing *missingKinds
 }
@@ -368,4 +370,36 @@ func (f *Fleet) pokeStatus(name string) {
 	case f.health <- event.GenericEvent{Object: obj}:
 	default: // the reconciler is far behind; its periodic requeue catches up
 	}
+}
+
+// StoreReader is a client.Reader that also lists a kind straight from its informer's store: the
+// cached objects themselves, neither copied nor converted into a typed list. A pass over
+// thousands of routes reads them all; the pipeline only reads what it gets.
+type StoreReader struct {
+	client.Reader
+	Cache cache.Cache
+}
+
+// ListStore returns every cached object of obj's kind; ok is false when the cache cannot tell
+// (the caller lists through the Reader instead).
+func (r StoreReader) ListStore(ctx context.Context, obj client.Object) (objs []any, ok bool, err error) {
+	inf, err := r.Cache.GetInformer(ctx, obj)
+	if err != nil {
+		return nil, false, fmt.Errorf("informer for %T: %w", obj, err)
+	}
+	s, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return nil, false, nil
+	}
+	return s.GetIndexer().List(), true, nil
+}
+
+// ListStore is StoreReader.ListStore for a member, whose kinds it does not serve read as empty.
+func (p partialReader) ListStore(ctx context.Context, obj client.Object) ([]any, bool, error) {
+	if p.missing.any() {
+		if gvk, err := apiutil.GVKForObject(obj, p.scheme); err == nil && p.missing.missing(gvk.GroupVersion().WithKind(gvk.Kind+"List")) {
+			return nil, true, nil
+		}
+	}
+	return p.store.ListStore(ctx, obj)
 }
