@@ -73,7 +73,7 @@ func (t *translator) buildConfig(u *unit) ir.Config {
 		})
 		switch proto {
 		case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
-			il.VirtualHosts = virtualHosts(g)
+			il.VirtualHosts = t.virtualHosts(u.key, g)
 		case gwv1.TLSProtocolType:
 			il.SNIRoutes = sniRoutes(g)
 		case gwv1.TCPProtocolType, gwv1.UDPProtocolType:
@@ -100,17 +100,18 @@ func firstOr(hs []string) string {
 	return hs[0]
 }
 
-func virtualHosts(g portGroup) []ir.VirtualHost {
-	byHost := map[string][]compiledMatch{}
+func (t *translator) virtualHosts(unit string, g portGroup) []ir.VirtualHost {
+	// Pointers into the routes' matches: a route reused from an earlier pass keeps them, which
+	// lets hostRoutes reuse that pass's route list of a host whose matches are all the same.
+	byHost := map[string][]*compiledMatch{}
 	for _, l := range g.ls {
 		for _, a := range l.hosts {
 			for _, h := range a.hostnames {
 				if g.owner(h) != l {
 					continue
 				}
-				for _, m := range a.route.matches {
-					m.ir.Filters.Redirect = redirectPort(m.ir.Filters.Redirect, l.spec.Port)
-					byHost[h] = append(byHost[h], m)
+				for i := range a.route.matches {
+					byHost[h] = append(byHost[h], &a.route.matches[i])
 				}
 			}
 		}
@@ -118,7 +119,7 @@ func virtualHosts(g portGroup) []ir.VirtualHost {
 	hosts := make([]string, 0, len(byHost))
 	for h, ms := range byHost {
 		hosts = append(hosts, h)
-		slices.SortStableFunc(ms, func(a, b compiledMatch) int { return comparePrecedence(a.prec, b.prec) })
+		slices.SortStableFunc(ms, func(a, b *compiledMatch) int { return comparePrecedence(a.prec, b.prec) })
 	}
 	sortBySpecificity(hosts)
 	// Only wildcards and "" match a hostname other than themselves; compareSpecificity sorts them
@@ -131,24 +132,49 @@ func virtualHosts(g portGroup) []ir.VirtualHost {
 	for _, h := range hosts {
 		owners[h] = g.owner(h)
 	}
-	var out []ir.VirtualHost
+	out := make([]ir.VirtualHost, 0, len(hosts))
+	var ms []*compiledMatch
 	for i, h := range hosts {
-		vh := ir.VirtualHost{Hostname: cmp.Or(h, "*")}
-		for _, m := range byHost[h] {
-			vh.Routes = append(vh.Routes, m.ir)
-		}
+		ms = append(ms[:0], byHost[h]...)
 		// A request for h also matches routes of less specific hostnames of the same listener;
 		// they come after h's own routes, since the spec ranks the more specific hostname first.
 		for _, h2 := range hosts[max(i+1, wild):] {
 			if hostMatches(h2, h) && owners[h2] == owners[h] {
-				for _, m := range byHost[h2] {
-					vh.Routes = append(vh.Routes, m.ir)
-				}
+				ms = append(ms, byHost[h2]...)
 			}
 		}
-		out = append(out, vh)
+		out = append(out, ir.VirtualHost{Hostname: cmp.Or(h, "*"), Routes: t.hostRoutes(hostKey{unit, g.port, h}, ms)})
 	}
 	return out
+}
+
+// hostKey names one virtual host of one gateway.
+type hostKey struct {
+	unit string
+	port int32
+	host string
+}
+
+// hostRoutes returns the routes of one virtual host made of ms, in order: those of the last pass
+// when they were made of the very same matches (Cache), which spares building them again and
+// lets the config server see at a glance that the host did not change.
+func (t *translator) hostRoutes(k hostKey, ms []*compiledMatch) []ir.Route {
+	if t.hosts != nil {
+		if e := t.hosts.entries[k]; e != nil && slices.Equal(e.matches, ms) {
+			e.pass = t.hosts.pass
+			t.hosts.hits++
+			return e.routes
+		}
+	}
+	routes := make([]ir.Route, len(ms))
+	for i, m := range ms {
+		routes[i] = m.ir
+		routes[i].Filters.Redirect = redirectPort(m.ir.Filters.Redirect, k.port)
+	}
+	if t.hosts != nil {
+		t.hosts.entries[k] = &hostEntry{matches: slices.Clone(ms), routes: routes, pass: t.hosts.pass}
+	}
+	return routes
 }
 
 func sniRoutes(g portGroup) []ir.SNIRoute {

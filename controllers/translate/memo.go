@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
 // Cache remembers compiled routes between translations, so that a pass after one route changed
@@ -26,7 +27,8 @@ type Cache struct {
 	weight map[string]int32
 	routes map[routeKey]*cachedRoute
 	// pass numbers the passes; entries not used by the latest are dropped after it.
-	pass uint64
+	pass  uint64
+	hosts hostMemo
 	// hits counts the routes reused by the last Translate and uncached those compiled but not kept
 	// (they use BackendTLSPolicies), for tests.
 	hits, uncached int
@@ -46,6 +48,21 @@ type cachedRoute struct {
 	r route
 }
 
+// hostMemo remembers the route list of every virtual host of the last pass, with the matches it
+// was made of (translator.hostRoutes).
+type hostMemo struct {
+	pass    uint64
+	entries map[hostKey]*hostEntry
+	// hits counts the hosts reused by the last pass, for tests.
+	hits int
+}
+
+type hostEntry struct {
+	matches []*compiledMatch
+	routes  []ir.Route
+	pass    uint64
+}
+
 // version identifies one object's state.
 type version struct {
 	cluster         string
@@ -56,10 +73,11 @@ type version struct {
 // NewCache returns an empty cache.
 func NewCache() *Cache { return &Cache{} }
 
-// Translate is Translate with compiled routes reused from earlier calls.
+// Translate is Translate with compiled routes and virtual hosts reused from earlier calls.
 func (c *Cache) Translate(s *snapshot.Snapshot) *Result { return c.Begin(s).Finish() }
 
-// Begin starts a Pass with compiled routes reused from earlier calls.
+// Begin starts a Pass with compiled routes reused from earlier calls; its Finish reuses virtual
+// hosts, and must come before the next Begin.
 func (c *Cache) Begin(s *snapshot.Snapshot) *Pass {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -107,6 +125,16 @@ func (c *Cache) Begin(s *snapshot.Snapshot) *Pass {
 	if used < len(c.routes) {
 		// Deleted routes, and old versions of changed ones under another pass number.
 		maps.DeleteFunc(c.routes, func(_ routeKey, e *cachedRoute) bool { return e.pass != c.pass })
+	}
+	if c.hosts.entries == nil {
+		c.hosts.entries = map[hostKey]*hostEntry{}
+	}
+	c.hosts.pass, c.hosts.hits = c.pass, 0
+	p.t.hosts = &c.hosts
+	p.lock = &c.mu
+	p.done = func() {
+		// Hosts gone, and those whose matches changed: their old matches are kept alive only here.
+		maps.DeleteFunc(c.hosts.entries, func(_ hostKey, e *hostEntry) bool { return e.pass != c.hosts.pass })
 	}
 	return p
 }

@@ -87,7 +87,7 @@ func TestCacheMatchesTranslate(t *testing.T) {
 	for i := len(ins) - 1; i >= 0; i-- {
 		order = append(order, ins[i])
 	}
-	reused := 0
+	reused, hostsReused := 0, 0
 	for _, in := range order {
 		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
 		s := loadVersioned(t, in, fx)
@@ -109,8 +109,12 @@ func TestCacheMatchesTranslate(t *testing.T) {
 			t.Errorf("%s: second pass reused %d of %d routes (%d not cacheable)", name, c.hits, routes, c.uncached)
 		}
 		reused += c.hits
+		hostsReused += c.hosts.hits
 	}
 	if reused == 0 {
 		t.Fatal("the cache never reused a route")
+	}
+	if hostsReused == 0 {
+		t.Fatal("the cache never reused a virtual host")
 	}
 }

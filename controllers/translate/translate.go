@@ -2,6 +2,7 @@ package translate
 
 import (
 	"slices"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -31,8 +32,10 @@ type Result struct {
 
 // translator holds the state of one Translate call.
 type translator struct {
-	// memo, when set, stands between route objects and their compilation (Cache).
+	// memo, when set, stands between route objects and their compilation, and hosts between
+	// matches and the route lists of virtual hosts (Cache).
 	memo      memoFunc
+	hosts     *hostMemo
 	snap      *snapshot.Snapshot
 	idx       *index
 	res       *Result
@@ -64,6 +67,9 @@ type memoFunc func(kind, cluster string, m metav1.Object, compile func() *route)
 type Pass struct {
 	t      *translator
 	routes []*route
+	// lock, when set, is held while Finish runs, and done is called at its end (Cache).
+	lock sync.Locker
+	done func()
 }
 
 func begin(s *snapshot.Snapshot, memo memoFunc) *Pass {
@@ -102,6 +108,10 @@ func (p *Pass) Early() *Result { return p.t.res }
 // Finish builds the configs, load-balancer models and Gateway, ListenerSet, Ingress and Service
 // statuses, and returns the whole result. It may be called once.
 func (p *Pass) Finish() *Result {
+	if p.lock != nil {
+		p.lock.Lock()
+		defer p.lock.Unlock()
+	}
 	t := p.t
 	ingUnits, ingresses := t.compileIngresses(p.routes)
 	for _, u := range t.units {
@@ -121,6 +131,9 @@ func (p *Pass) Finish() *Result {
 	slices.SortFunc(t.res.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortFunc(t.res.ListenerSets, func(a, b ListenerSetStatus) int { return a.Ref.compare(b.Ref) })
 	t.sortExtras()
+	if p.done != nil {
+		p.done()
+	}
 	return t.res
 }
 
