@@ -15,29 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/dataplane/ir/irtest"
 	"github.com/fleetgate/fleetgate/dataplane/proxy"
 	"github.com/fleetgate/fleetgate/dataplane/xds"
 )
-
-// fleetConfig is the fleet convergence benchmark's gateway: n hostnames rN.example.com, each with
-// one route to one backend.
-func fleetConfig(n int) *ir.Config {
-	vhosts := make([]ir.VirtualHost, n)
-	for i := range vhosts {
-		vhosts[i] = fleetHost(i, "/")
-	}
-	return &ir.Config{Listeners: []ir.Listener{{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: vhosts}}}
-}
-
-func fleetHost(i int, path string) ir.VirtualHost {
-	name := "r" + strconv.Itoa(i)
-	return ir.VirtualHost{Hostname: name + ".example.com", Routes: []ir.Route{{
-		Name:  "HTTPRoute/bench/" + name + "/0/0",
-		Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: path}},
-		Backends: []ir.Backend{{Name: "member-a/bench/echo:9080", Weight: 1,
-			Endpoints: []ir.Endpoint{{Address: "198.18.0.51", Port: 9080, Cluster: "member-a"}}}},
-	}}}
-}
 
 // BenchmarkOneHostChange times one virtual host changing in a gateway of n, end to end: the
 // operator publishes (SetConfig), the proxy receives, decodes and applies it over a real mTLS
@@ -123,15 +104,6 @@ func newRig(tb testing.TB) *rig {
 	return &rig{srv: srv, px: px, wait: wait}
 }
 
-// withHost returns a copy of cfg, as translation would make it, whose host i is vh.
-func withHost(cfg *ir.Config, i int, vh ir.VirtualHost) *ir.Config {
-	next := *cfg
-	next.Listeners = []ir.Listener{cfg.Listeners[0]}
-	next.Listeners[0].VirtualHosts = append([]ir.VirtualHost(nil), cfg.Listeners[0].VirtualHosts...)
-	next.Listeners[0].VirtualHosts[i] = vh
-	return &next
-}
-
 // TestOneHostChange delivers a change of one host of many through the config server and a real
 // proxy, and sends a request to it.
 func TestOneHostChange(t *testing.T) {
@@ -141,11 +113,11 @@ func TestOneHostChange(t *testing.T) {
 	defer backend.Close()
 	addr := backend.Listener.Addr().(*net.TCPAddr)
 	r := newRig(t)
-	cfg := fleetConfig(1000)
+	cfg := irtest.FleetConfig(1000)
 	r.wait(t, r.srv.SetConfig(rigGateway, cfg))
-	vh := fleetHost(7, "/v2")
+	vh := irtest.FleetHost(7, "/v2")
 	vh.Routes[0].Backends[0].Endpoints = []ir.Endpoint{{Address: addr.IP.String(), Port: uint32(addr.Port)}}
-	r.wait(t, r.srv.SetConfig(rigGateway, withHost(cfg, 7, vh)))
+	r.wait(t, r.srv.SetConfig(rigGateway, irtest.WithHost(cfg, 7, vh)))
 
 	url := "http://" + r.px.Addr(80, false).String()
 	for _, tt := range []struct {
@@ -171,13 +143,13 @@ func TestOneHostChange(t *testing.T) {
 
 func benchOneHostChange(b *testing.B, n int) {
 	r := newRig(b)
-	cfg := fleetConfig(n)
+	cfg := irtest.FleetConfig(n)
 	r.wait(b, r.srv.SetConfig(rigGateway, cfg))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
-		cfg = withHost(cfg, i%n, fleetHost(i%n, fmt.Sprintf("/v%d", i)))
+		cfg = irtest.WithHost(cfg, i%n, irtest.FleetHost(i%n, fmt.Sprintf("/v%d", i)))
 		b.StartTimer()
 		r.wait(b, r.srv.SetConfig(rigGateway, cfg))
 	}

@@ -8,17 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/dataplane/ir/irtest"
 )
-
-func fleetHost(i int, path string) ir.VirtualHost {
-	name := "r" + strconv.Itoa(i)
-	return ir.VirtualHost{Hostname: name + ".example.com", Routes: []ir.Route{{
-		Name:  "HTTPRoute/bench/" + name + "/0/0",
-		Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: path}},
-		Backends: []ir.Backend{{Name: "member-a/bench/echo:9080", Weight: 1,
-			Endpoints: []ir.Endpoint{{Address: "198.18.0.51", Port: 9080, Cluster: "member-a"}}}},
-	}}}
-}
 
 // BenchmarkApplyOneHost is the proxy's side of a one-host change in a table of n once decoded:
 // validating, compiling and swapping (Update).
@@ -30,11 +21,8 @@ func BenchmarkApplyOneHost(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Shutdown(b.Context()) //nolint:errcheck // bench
-			vhosts := make([]ir.VirtualHost, n)
-			for i := range vhosts {
-				vhosts[i] = fleetHost(i, "/")
-			}
-			cfg := &ir.Config{Gateway: "bench/fleet", Version: 1, Listeners: []ir.Listener{{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: vhosts}}}
+			cfg := irtest.FleetConfig(n)
+			cfg.Gateway, cfg.Version = "bench/fleet", 1
 			if err := s.Apply(cfg); err != nil {
 				b.Fatal(err)
 			}
@@ -43,7 +31,7 @@ func BenchmarkApplyOneHost(b *testing.B) {
 			for i := range b.N {
 				b.StopTimer()
 				u := &ir.Update{Gateway: cfg.Gateway, Version: uint64(i) + 2,
-					Hosts: []ir.ListenerHost{{Listener: "http-80", Host: fleetHost(i%n, fmt.Sprintf("/v%d", i))}}}
+					Hosts: []ir.ListenerHost{{Listener: "http-80", Host: irtest.FleetHost(i%n, fmt.Sprintf("/v%d", i))}}}
 				b.StartTimer()
 				if err := s.Update(u); err != nil {
 					b.Fatal(err)

@@ -10,35 +10,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/dataplane/ir/irtest"
 )
-
-// fleetConfig is the fleet convergence benchmark's gateway: n hostnames rN.example.com, each with
-// one route to one backend.
-func fleetConfig(n int) *ir.Config {
-	vhosts := make([]ir.VirtualHost, n)
-	for i := range vhosts {
-		vhosts[i] = fleetHost(i, "/")
-	}
-	return &ir.Config{Listeners: []ir.Listener{{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: vhosts}}}
-}
-
-func fleetHost(i int, path string) ir.VirtualHost {
-	name := "r" + strconv.Itoa(i)
-	return ir.VirtualHost{Hostname: name + ".example.com", Routes: []ir.Route{{
-		Name:  "HTTPRoute/bench/" + name + "/0/0",
-		Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: path}},
-		Backends: []ir.Backend{{Name: "member-a/bench/echo:9080", Weight: 1,
-			Endpoints: []ir.Endpoint{{Address: "198.18.0.51", Port: 9080, Cluster: "member-a"}}}},
-	}}}
-}
 
 // withHost returns a copy of cfg, as translation would make it, whose host i routes path.
 func withHost(cfg *ir.Config, i int, path string) *ir.Config {
-	next := *cfg
-	next.Listeners = []ir.Listener{cfg.Listeners[0]}
-	next.Listeners[0].VirtualHosts = append([]ir.VirtualHost(nil), cfg.Listeners[0].VirtualHosts...)
-	next.Listeners[0].VirtualHosts[i] = fleetHost(i, path)
-	return &next
+	return irtest.WithHost(cfg, i, irtest.FleetHost(i, path))
 }
 
 var benchSizes = []int{3000, 100000}
@@ -49,7 +26,7 @@ func BenchmarkPublishOneHost(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run("hosts="+strconv.Itoa(n), func(b *testing.B) {
 			srv := NewServer(ServerOptions{Logger: logr.Discard()})
-			cfg := fleetConfig(n)
+			cfg := irtest.FleetConfig(n)
 			srv.SetConfig("bench/fleet", cfg)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -69,7 +46,7 @@ func BenchmarkReceiveOneHost(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run("hosts="+strconv.Itoa(n), func(b *testing.B) {
 			srv := NewServer(ServerOptions{})
-			cfg := fleetConfig(n)
+			cfg := irtest.FleetConfig(n)
 			srv.SetConfig("bench/fleet", cfg)
 			sub := srv.subscribe("bench/fleet", "bench", 0, map[string]string{})
 			if _, ok := srv.answer(sub, srv.next(sub).GetNonce(), "", false); !ok {
