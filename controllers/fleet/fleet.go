@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -334,10 +333,8 @@ type partialReader struct {
 }
 
 func (p partialReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if p.missing.any() {
-		if gvk, err := apiutil.GVKForObject(list, p.scheme); err == nil && p.missing.missing(gvk) {
-			return nil
-		}
+	if p.missing.hides(list, p.scheme) {
+		return nil
 	}
 	return p.Reader.List(ctx, list, opts...)
 }
@@ -396,10 +393,8 @@ func (r StoreReader) ListStore(ctx context.Context, obj client.Object) (objs []a
 
 // ListStore is StoreReader.ListStore for a member, whose kinds it does not serve read as empty.
 func (p partialReader) ListStore(ctx context.Context, obj client.Object) ([]any, bool, error) {
-	if p.missing.any() {
-		if gvk, err := apiutil.GVKForObject(obj, p.scheme); err == nil && p.missing.missing(gvk.GroupVersion().WithKind(gvk.Kind+"List")) {
-			return nil, true, nil
-		}
+	if p.missing.hides(obj, p.scheme) {
+		return nil, true, nil
 	}
 	return p.store.ListStore(ctx, obj)
 }

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,24 +20,32 @@ import (
 // until the member serves them (a CRD installed later) and their informer has synced.
 type missingKinds struct {
 	mu sync.RWMutex
-	// lists holds the List kinds partialReader answers empty.
-	lists map[schema.GroupVersionKind]bool
+	// kinds holds the kinds partialReader reads as empty.
+	kinds map[schema.GroupVersionKind]bool
 	// pending are the objects of kinds no informer was started for yet.
 	pending []client.Object
 	// checked is when pending was last tried.
 	checked time.Time
 }
 
-func (k *missingKinds) any() bool {
+// hides tells whether obj, an object or a list, is of a kind the member is not read for.
+func (k *missingKinds) hides(obj runtime.Object, scheme *runtime.Scheme) bool {
+	k.mu.RLock()
+	none := len(k.kinds) == 0
+	k.mu.RUnlock()
+	if none {
+		return false // the usual case, without looking up obj's kind
+	}
+	gvk, err := apiutil.GVKForObject(obj, scheme)
+	if err != nil {
+		return false
+	}
+	if meta.IsListType(obj) {
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	}
 	k.mu.RLock()
 	defer k.mu.RUnlock()
-	return len(k.lists) > 0
-}
-
-func (k *missingKinds) missing(gvk schema.GroupVersionKind) bool {
-	k.mu.RLock()
-	defer k.mu.RUnlock()
-	return k.lists[gvk]
+	return k.kinds[gvk]
 }
 
 func (k *missingKinds) add(obj client.Object, scheme *runtime.Scheme) {
@@ -46,10 +55,10 @@ func (k *missingKinds) add(obj client.Object, scheme *runtime.Scheme) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.lists == nil {
-		k.lists = map[schema.GroupVersionKind]bool{}
+	if k.kinds == nil {
+		k.kinds = map[schema.GroupVersionKind]bool{}
 	}
-	k.lists[gvk.GroupVersion().WithKind(gvk.Kind+"List")] = true
+	k.kinds[gvk] = true
 	k.pending = append(k.pending, obj)
 }
 
@@ -78,7 +87,7 @@ func (k *missingKinds) started(obj client.Object) {
 func (k *missingKinds) served(gvk schema.GroupVersionKind) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	delete(k.lists, gvk.GroupVersion().WithKind(gvk.Kind+"List"))
+	delete(k.kinds, gvk)
 }
 
 // kindRecheck is how often a member is asked again for the kinds it did not serve: each try is a
