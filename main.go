@@ -34,6 +34,7 @@ import (
 	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/dataplane/agent"
+	"github.com/fleetgate/fleetgate/dataplane/sysmon"
 	"github.com/fleetgate/fleetgate/dataplane/xds"
 	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/incluster"
@@ -62,6 +63,9 @@ type options struct {
 func main() {
 	// `fleetgate dataplane` is the proxy process, so one image serves both roles.
 	if len(os.Args) > 1 && os.Args[1] == "dataplane" {
+		if err := sysmon.Reexec(); err != nil {
+			fmt.Fprintln(os.Stderr, "fleetgate dataplane:", err)
+		}
 		os.Exit(runDataplane(os.Args[2:]))
 	}
 	var o options

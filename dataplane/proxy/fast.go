@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,11 +140,6 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 		fc.setReadDeadline(c, time.Now(), timeout)
 		if p.raw.isDraining() {
 			return
-		}
-		if br.Buffered() == 0 {
-			// As after sending upstream (exchangeFast): the client's next request is some
-			// microseconds away; letting runnable goroutines go first saves an EAGAIN read and a park.
-			runtime.Gosched()
 		}
 		if _, err := br.Peek(1); err != nil {
 			return

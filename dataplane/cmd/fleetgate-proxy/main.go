@@ -26,9 +26,13 @@ import (
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/dataplane/pace"
 	"github.com/fleetgate/fleetgate/dataplane/proxy"
+	"github.com/fleetgate/fleetgate/dataplane/sysmon"
 )
 
 func main() {
+	if err := sysmon.Reexec(); err != nil {
+		fmt.Fprintln(os.Stderr, "fleetgate-proxy:", err)
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "fleetgate-proxy:", err)
 		os.Exit(1)
