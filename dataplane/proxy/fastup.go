@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -309,7 +308,7 @@ outer:
 			}
 		}
 		for _, c := range conn {
-			if strings.EqualFold(strings.TrimSpace(c), k) {
+			if hasToken(c, k) {
 				continue outer
 			}
 		}

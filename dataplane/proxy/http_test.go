@@ -104,6 +104,19 @@ func testHTTPRoutingAndFilters(t *testing.T, opts Options) {
 			t.Errorf("backend saw Host %q", r.echo.Host)
 		}
 	})
+	t.Run("hop-by-hop request headers", func(t *testing.T) {
+		// Connection names further hop-by-hop headers as a comma-separated list (RFC 9110 §7.6.1).
+		r := get(t, c, u+"/", "app.example.com", "Connection", "keep-alive, X-Hop", "Connection", "x-hop2",
+			"X-Hop", "1", "X-Hop2", "2", "Keep-Alive", "timeout=5", "Proxy-Authorization", "secret", "X-Kept", "3")
+		got := map[string][]string{}
+		for _, k := range []string{"Connection", "X-Hop", "X-Hop2", "Keep-Alive", "Proxy-Authorization", "X-Kept"} {
+			got[k] = r.echo.Headers[k]
+		}
+		want := map[string][]string{"Connection": nil, "X-Hop": nil, "X-Hop2": nil, "Keep-Alive": nil, "Proxy-Authorization": nil, "X-Kept": {"3"}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("headers at the backend (-want +got):\n%s", diff)
+		}
+	})
 	t.Run("header modifiers", func(t *testing.T) {
 		r := get(t, c, u+"/hdr", "app.example.com", "x-set", "old", "x-add", "a1", "x-remove", "gone")
 		got := map[string][]string{
