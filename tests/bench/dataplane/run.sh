@@ -97,7 +97,7 @@ stop() { kill "$1"; wait "$1" 2>/dev/null || true; }
 # The machine is shared and its load drifts over minutes, so no proxy is measured in one stretch:
 # every measurement is repeated REPS times in rounds, each round starting each proxy afresh and
 # taking them in a rotated order, and the report gives medians (and the spread).
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 PROXIES="fleetgate nginx haproxy"
 if command -v caddy >/dev/null; then
 	PROXIES="$PROXIES caddy"
