@@ -247,7 +247,7 @@ func loadCA(ctx context.Context, mgr ctrl.Manager, o options) (*xds.CA, error) {
 		if err == nil {
 			ca, err := xds.LoadCA(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
 			if err != nil {
-				return nil, fmt.Errorf("Secret %s holds no usable CA: %w", key, err)
+				return nil, fmt.Errorf("the CA Secret %s holds no usable CA: %w", key, err)
 			}
 			return ca, nil
 		}

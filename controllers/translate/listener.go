@@ -151,7 +151,7 @@ func (t *translator) validateListener(l *listener) {
 }
 
 func (t *translator) listenerKinds(l *listener, supported []string) {
-	var ar *gwv1.AllowedRoutes = l.spec.AllowedRoutes
+	ar := l.spec.AllowedRoutes
 	if ar == nil || len(ar.Kinds) == 0 {
 		for _, k := range supported {
 			l.kinds = append(l.kinds, gwv1.RouteGroupKind{Group: &routeGroup, Kind: gwv1.Kind(k)})

@@ -84,10 +84,7 @@ func (t *translator) attachListenerSets() {
 				continue
 			}
 			for _, e := range s.ls().Spec.Listeners {
-				l := newListener(u, nil, gwv1.Listener{
-					Name: e.Name, Hostname: e.Hostname, Port: e.Port, Protocol: e.Protocol,
-					TLS: e.TLS, AllowedRoutes: e.AllowedRoutes,
-				})
+				l := newListener(u, nil, gwv1.Listener(e))
 				l.set = s
 				t.validateListener(l)
 				conflictWithEarlier(u.listeners, l)
@@ -206,9 +203,7 @@ func (t *translator) listenerSetStatuses(u *unit) {
 					c.Reason, c.Message = l.conflictReason, l.conflictMsg
 				}
 			}
-			st.Listeners = append(st.Listeners, gwv1.ListenerEntryStatus{
-				Name: ls.Name, SupportedKinds: ls.SupportedKinds, AttachedRoutes: ls.AttachedRoutes, Conditions: ls.Conditions,
-			})
+			st.Listeners = append(st.Listeners, gwv1.ListenerEntryStatus(ls))
 			if !l.programmable() {
 				bad = append(bad, string(l.spec.Name))
 			}

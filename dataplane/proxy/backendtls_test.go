@@ -96,7 +96,7 @@ func tlsEcho(t *testing.T, cert ir.Certificate, clientCAs *testCA) *httptest.Ser
 		if len(r.TLS.PeerCertificates) > 0 {
 			w.Header().Set("X-Client-CN", r.TLS.PeerCertificates[0].Subject.CommonName)
 		}
-		io.WriteString(w, "ok")
+		_, _ = io.WriteString(w, "ok")
 	}))
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{keyPair(t, cert)}}
 	if clientCAs != nil {

@@ -110,7 +110,7 @@ func (s *compiler) patch(old *table, base *ir.Config, u *ir.Update, certs certCa
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
-	clientCert := u.Base != nil && !reflect.DeepEqual(u.Base.BackendClientCertificate, s.Server.base.BackendClientCertificate)
+	clientCert := u.Base != nil && !reflect.DeepEqual(u.Base.BackendClientCertificate, s.base.BackendClientCertificate)
 	t = &table{version: u.Version, listeners: old.listeners}
 	if u.Base == nil && len(changes) == 0 {
 		return t, nil, nil // a new version of the same config

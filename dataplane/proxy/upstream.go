@@ -15,10 +15,7 @@ import (
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
-var (
-	errNoBackend  = errors.New("no valid backend")
-	errNoEndpoint = errors.New("backend has no ready endpoints")
-)
+var errNoEndpoint = errors.New("backend has no ready endpoints")
 
 // backendSet picks among weighted backends. Backends may be shared between routes; their series
 // are per route, so they live here.

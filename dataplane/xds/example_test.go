@@ -30,7 +30,7 @@ func Example() {
 		}
 	}})
 	lis, _ := net.Listen("tcp", "127.0.0.1:0")
-	go srv.Serve(ctx, lis)
+	go func() { _ = srv.Serve(ctx, lis) }()
 
 	// Proxy: a client certificate naming its gateway (shipped in a Secret), and the Client.
 	const gateway = "cluster-1/default/web"
@@ -40,7 +40,7 @@ func Example() {
 		Address: lis.Addr().String(), TLS: clientTLS, Gateway: gateway, Node: "web-7d9f-abcde",
 		Apply: func(u *ir.Update) error { return u.Base.Validate() }, Logger: logr.Discard(),
 	})
-	go client.Run(ctx)
+	go func() { _ = client.Run(ctx) }()
 
 	// Controller: set the config, then set Programmed from the status on every OnChange.
 	v := srv.SetConfig(gateway, &ir.Config{Listeners: []ir.Listener{{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP}}})

@@ -185,8 +185,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	select {
 	case <-ctx.Done():
 		gs.Stop()
-		<-errc
-		return nil
+		return <-errc // nil once stopped
 	case err := <-errc:
 		return fmt.Errorf("serve xds: %w", err)
 	}

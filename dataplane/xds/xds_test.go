@@ -484,7 +484,7 @@ func subscribeOnce(ctx context.Context, ads discoveryv3.AggregatedDiscoveryServi
 	if err != nil {
 		return err
 	}
-	defer stream.CloseSend()
+	defer func() { _ = stream.CloseSend() }()
 	if err := stream.Send(&discoveryv3.DeltaDiscoveryRequest{
 		Node:                   &corev3.Node{Id: "raw"},
 		TypeUrl:                TypeURL,

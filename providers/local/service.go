@@ -104,7 +104,7 @@ func ensureService(ctx context.Context, c client.Client, want *corev1.Service, a
 	case err != nil:
 		return fmt.Errorf("reading Service %s/%s: %w", want.Namespace, want.Name, err)
 	case got.Labels[providers.LabelManagedBy] != providers.ManagedBy:
-		return fmt.Errorf("Service %s/%s exists and is not fleetgate's", want.Namespace, want.Name)
+		return fmt.Errorf("a Service %s/%s exists and is not fleetgate's", want.Namespace, want.Name)
 	case !sameService(got, want):
 		// A merge patch without a resourceVersion: a lagging reader costs no conflict.
 		orig := got.DeepCopy()

@@ -79,9 +79,7 @@ func TestConformance(t *testing.T) {
 	if mode == "probe" {
 		// Discovery only: every gateway feature, claimed or not, to find what could be claimed next.
 		opts.EnableAllSupportedFeatures = true
-		for _, f := range features.SetsToNamesSet(features.MeshCoreFeatures, features.MeshExtendedFeatures).UnsortedList() {
-			opts.ExemptFeatures = append(opts.ExemptFeatures, f)
-		}
+		opts.ExemptFeatures = append(opts.ExemptFeatures, features.SetsToNamesSet(features.MeshCoreFeatures, features.MeshExtendedFeatures).UnsortedList()...)
 	}
 	if full {
 		opts.ConformanceProfiles = []suite.ConformanceProfileName{

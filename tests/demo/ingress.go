@@ -47,7 +47,7 @@ func applyIngress(ctx context.Context, c client.Client) (string, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("Ingress default/echo got no status.loadBalancer address: %w", ctx.Err())
+			return "", fmt.Errorf("no status.loadBalancer address on Ingress default/echo: %w", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -184,7 +184,7 @@ func waitProgrammed(ctx context.Context, c client.Client) (string, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("Gateway default/demo was not Programmed: %w", ctx.Err())
+			return "", fmt.Errorf("the Gateway default/demo was not Programmed: %w", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -20,7 +20,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -48,13 +47,12 @@ func must(t testing.TB, err error) {
 
 // fleet is the hub (operator) and two members.
 type fleet struct {
-	t          *testing.T
-	hub, a, b  *testbed.Cluster
-	all        []*testbed.Cluster
-	op         *testbed.Operator
-	binary     string
-	stateDir   string
-	operatorUp time.Time
+	t         *testing.T
+	hub, a, b *testbed.Cluster
+	all       []*testbed.Cluster
+	op        *testbed.Operator
+	binary    string
+	stateDir  string
 }
 
 // newFleet starts the three API servers and the operator, registers member-a with its admin
@@ -288,16 +286,4 @@ func (p *prober) spread(host string, n, c int) map[string]int {
 	}
 	wg.Wait()
 	return counts
-}
-
-// update re-reads obj, applies mutate and writes it, retrying conflicts with the status writer.
-func update(t testing.TB, c client.Client, obj client.Object, mutate func()) {
-	t.Helper()
-	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		mutate()
-		return c.Update(t.Context(), obj)
-	}))
 }

@@ -78,7 +78,7 @@ func (o *Operator) Stop() error {
 	select {
 	case err := <-o.done:
 		var exit *exec.ExitError
-		if err != nil && !(errors.As(err, &exit) && !exit.Exited()) {
+		if err != nil && (!errors.As(err, &exit) || exit.Exited()) {
 			return fmt.Errorf("operator exited: %w", err)
 		}
 		return nil
@@ -91,5 +91,5 @@ func (o *Operator) Stop() error {
 // Kill ends the operator at once, as a crash would.
 func (o *Operator) Kill() {
 	_ = o.cmd.Process.Kill()
-	<-o.done
+	<-o.done //nolint:errcheck // the error is the kill's own
 }
