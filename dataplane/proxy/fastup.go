@@ -132,7 +132,11 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, fc *fastCo
 	// A pooled connection may have been closed by the backend meanwhile; a request without a body
 	// is retried once on a fresh connection when the reused one fails before answering.
 	for try := 0; ; try++ {
-		uc := s.fastPool.get(ep)
+		// The retry dials: the pool may hold more connections the backend has closed meanwhile.
+		var uc *upConn
+		if try == 0 {
+			uc = s.fastPool.get(ep)
+		}
 		reused := uc != nil
 		if uc == nil {
 			var err error
