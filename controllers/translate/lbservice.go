@@ -27,8 +27,10 @@ import (
 //   the Service unserved (fail closed) and is reported.
 // - externalTrafficPolicy: the proxy dials endpoints directly, with no node hop, so Cluster and
 //   Local behave the same; the client address is what source ranges are checked against.
-// - sessionAffinity ClientIP is not honoured by the proxy yet: UDP keeps a client on one endpoint
-//   while its session lives, TCP connections are spread. It is reported as a Normal notice.
+// - sessionAffinity ClientIP: the in-cluster proxy keeps each client IP on one endpoint
+//   (ir.L4Route.ClientIPAffinity, rendezvous hashing: a client moves only when its endpoint goes
+//   away; timeoutSeconds is not applied). The cloud providers do not set stickiness on their
+//   target groups yet, which is reported as a Normal notice.
 // - SCTP ports are not served and are reported.
 // - status.loadBalancer.ingress gets the provider's addresses with the ports, ipMode Proxy for the
 //   in-cluster proxy (it terminates connections), once the proxies ACKed.
@@ -66,7 +68,8 @@ func (t *translator) translateLBServices() {
 			t.notice(ref, corev1.EventTypeWarning, "InvalidSourceRanges", "the Service is not exposed: %v", err)
 			continue
 		}
-		if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		affinity := svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP
+		if affinity && provider != v1alpha1.ProviderInCluster {
 			t.notice(ref, corev1.EventTypeNormal, "SessionAffinityIgnored",
 				"sessionAffinity ClientIP is not honoured by the %s load balancer; connections are spread over the endpoints", provider)
 		}
@@ -97,7 +100,7 @@ func (t *translator) translateLBServices() {
 				L4: &ir.L4Route{Name: kindService + "/" + svc.Namespace + "/" + svc.Name + ":" + port, Backends: []ir.Backend{{
 					Name: o.Cluster + "/" + svc.Namespace + "/" + svc.Name + ":" + port, Weight: 1,
 					Endpoints: t.endpoints(o.Cluster, svc.Namespace, svc.Name, sp.Name, proto),
-				}}},
+				}}, ClientIPAffinity: affinity},
 			})
 			st.Ports = append(st.Ports, corev1.PortStatus{Port: sp.Port, Protocol: proto})
 		}

@@ -290,4 +290,8 @@ type SNIRoute struct {
 type L4Route struct {
 	Name     string    `json:"name"`
 	Backends []Backend `json:"backends,omitempty"`
+	// ClientIPAffinity keeps each client address on one backend endpoint (a Service's
+	// sessionAffinity ClientIP). The endpoint is chosen by weighted rendezvous hashing of the
+	// client IP, so a client moves only when its endpoint goes away.
+	ClientIPAffinity bool `json:"clientIPAffinity,omitempty"`
 }

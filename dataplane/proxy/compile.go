@@ -50,6 +50,7 @@ type l4Route struct {
 	name     string
 	backends backendSet
 	stats    *routeStats
+	affinity bool // ir.L4Route.ClientIPAffinity
 }
 
 type mirror struct {
@@ -195,7 +196,7 @@ func (s *compiler) compileListenerBase(l *ir.Listener, certs certCache) (*listen
 		}
 	case ir.ProtocolTCP, ir.ProtocolUDP:
 		if l.L4 != nil {
-			lt.l4 = &l4Route{name: l.L4.Name, stats: own(s.routeStats(l.Name, l.L4.Name))}
+			lt.l4 = &l4Route{name: l.L4.Name, stats: own(s.routeStats(l.Name, l.L4.Name)), affinity: l.L4.ClientIPAffinity}
 			lt.l4.backends = s.compileBackends(l.L4.Backends, lt.l4.stats)
 		}
 	}

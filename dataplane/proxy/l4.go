@@ -42,7 +42,7 @@ func (s *Server) serveTLSConn(c net.Conn, lt *listenerTable) {
 		}
 		pc = tc
 	}
-	s.forward(pc, lt, sr.name, &sr.backends, sr.stats)
+	s.forward(pc, lt, sr.name, &sr.backends, sr.stats, "")
 }
 
 func (s *Server) serveTCPConn(c net.Conn, lt *listenerTable, r *l4Route) {
@@ -51,20 +51,27 @@ func (s *Server) serveTCPConn(c net.Conn, lt *listenerTable, r *l4Route) {
 		lt.notFound.conn()
 		return
 	}
-	s.forward(c, lt, r.name, &r.backends, r.stats)
+	client := ""
+	if r.affinity {
+		if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
+			client = ap.Addr().Unmap().String()
+		}
+	}
+	s.forward(c, lt, r.name, &r.backends, r.stats, client)
 }
 
 // forward connects c to an endpoint of a weighted backend and copies both ways until both sides
-// are done, passing half-closes through.
-func (s *Server) forward(c net.Conn, lt *listenerTable, route string, bs *backendSet, rs *routeStats) {
+// are done, passing half-closes through. A client address keeps it on one endpoint (affinity);
+// "" picks at random by weight.
+func (s *Server) forward(c net.Conn, lt *listenerTable, route string, bs *backendSet, rs *routeStats, client string) {
 	start := time.Now()
-	be, st := bs.pick()
+	be, st := bs.pickFor(client)
 	if be == nil || be.invalid {
 		rs.local.conn()
 		return
 	}
 	st.conn()
-	ep, ok := be.endpoint()
+	ep, ok := be.endpointFor(client)
 	if !ok {
 		return
 	}
@@ -174,12 +181,16 @@ func (p *udpPort) session(from netip.AddrPort) *udpSession {
 	if p.closed || lt.l4 == nil || len(p.sessions) >= maxUDPSessions {
 		return nil
 	}
-	be, st := lt.l4.backends.pick()
+	client := ""
+	if lt.l4.affinity {
+		client = from.Addr().Unmap().String()
+	}
+	be, st := lt.l4.backends.pickFor(client)
 	if be == nil || be.invalid {
 		lt.l4.stats.local.conn()
 		return nil
 	}
-	ep, ok := be.endpoint()
+	ep, ok := be.endpointFor(client)
 	if !ok {
 		return nil
 	}

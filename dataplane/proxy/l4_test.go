@@ -176,3 +176,105 @@ func TestTLSPassthroughAndTerminate(t *testing.T) {
 		t.Error("unrouted SNI got a handshake")
 	}
 }
+
+// TestClientIPAffinity: with ClientIPAffinity every connection (TCP) or session (UDP) of a client
+// address reaches the same endpoint, whatever its source port; different clients spread over the
+// endpoints; without it one client's connections spread too.
+func TestClientIPAffinity(t *testing.T) {
+	var tcpEps, udpEps []net.Addr
+	for i := range 4 {
+		tcpEps = append(tcpEps, tcpEcho(t, "e"+strconv.Itoa(i), nil))
+		udpEps = append(udpEps, udpEcho(t, "u"+strconv.Itoa(i)))
+	}
+	sticky, spread, udpPortN := freePort(t, false), freePort(t, false), freePort(t, true)
+	cfg := &ir.Config{Version: 1, Listeners: []ir.Listener{
+		{Name: "sticky", Port: sticky, Protocol: ir.ProtocolTCP, L4: &ir.L4Route{Name: "Service/ns/s:1",
+			Backends: []ir.Backend{irBackend("s", 1, tcpEps...)}, ClientIPAffinity: true}},
+		{Name: "spread", Port: spread, Protocol: ir.ProtocolTCP, L4: &ir.L4Route{Name: "Service/ns/s:2",
+			Backends: []ir.Backend{irBackend("s", 1, tcpEps...)}}},
+		{Name: "udp", Port: udpPortN, Protocol: ir.ProtocolUDP, L4: &ir.L4Route{Name: "Service/ns/s:3",
+			Backends: []ir.Backend{irBackend("u", 1, udpEps...)}, ClientIPAffinity: true}},
+	}}
+	newProxy(t, cfg)
+
+	tcpFrom := func(client string, port uint32) string {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(client)}, Timeout: 5 * time.Second}
+		c, err := d.Dial("tcp", "127.0.0.1:"+strconv.Itoa(int(port)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return strings.SplitN(lineRoundTrip(t, c, "hi"), ":", 2)[0]
+	}
+	udpFrom := func(client string) string {
+		c, err := net.DialUDP("udp", &net.UDPAddr{IP: net.ParseIP(client)}, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(udpPortN)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("hi")); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 64)
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.SplitN(string(buf[:n]), ":", 2)[0]
+	}
+
+	clients := map[string]bool{}
+	for i := 2; i < 10; i++ {
+		client := "127.0.0." + strconv.Itoa(i)
+		tcp, udp := map[string]int{}, map[string]int{}
+		for range 8 {
+			tcp[tcpFrom(client, sticky)]++
+			udp[udpFrom(client)]++ // a new socket, so a new source port and session each time
+		}
+		if len(tcp) != 1 || len(udp) != 1 {
+			t.Errorf("client %s reached several endpoints: tcp %v, udp %v", client, tcp, udp)
+		}
+		for ep := range tcp {
+			clients[ep] = true
+		}
+	}
+	if len(clients) < 2 {
+		t.Errorf("8 clients all reached %v: affinity does not spread clients", clients)
+	}
+	seen := map[string]int{}
+	for range 24 {
+		seen[tcpFrom("127.0.0.2", spread)]++
+	}
+	if len(seen) < 2 {
+		t.Errorf("without affinity one client's 24 connections all reached %v", seen)
+	}
+}
+
+// TestPickHashed: keys spread in proportion to the weights, and taking an entry away moves only the
+// keys it had.
+func TestPickHashed(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	name := func(i int) string { return names[i] }
+	cum := []uint64{1, 4, 8} // weights 1, 3, 4
+	const keys = 20000
+	counts := make([]int, 3)
+	before := make([]int, keys)
+	for k := range keys {
+		before[k] = pickHashed("10.0."+strconv.Itoa(k/250)+"."+strconv.Itoa(k%250), cum, name)
+		counts[before[k]]++
+	}
+	for i, w := range []float64{1, 3, 4} {
+		if share := float64(counts[i]) / keys; share < w/8-0.02 || share > w/8+0.02 {
+			t.Errorf("entry %s got %.3f of the keys, want %.3f±0.02", names[i], share, w/8)
+		}
+	}
+	// Weight 0 for b: its keys move, nobody else's do.
+	cum = []uint64{1, 1, 5}
+	for k := range keys {
+		after := pickHashed("10.0."+strconv.Itoa(k/250)+"."+strconv.Itoa(k%250), cum, name)
+		if after == 1 || (before[k] != 1 && after != before[k]) {
+			t.Fatalf("key %d moved from %s to %s", k, names[before[k]], names[after])
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -35,6 +36,61 @@ func (s *backendSet) pick() (*backend, *backendStats) {
 		i = pickCum(s.cum)
 	}
 	return s.list[i], s.stats[i]
+}
+
+// pickFor is pick, or for a client key (client IP affinity) the backend rendezvous hashing gives it.
+func (s *backendSet) pickFor(client string) (*backend, *backendStats) {
+	n := len(s.cum)
+	if client == "" || n < 2 || s.cum[n-1] == 0 {
+		return s.pick()
+	}
+	i := pickHashed(client, s.cum, func(i int) string { return s.list[i].name })
+	return s.list[i], s.stats[i]
+}
+
+// pickHashed chooses an index for key by weighted rendezvous hashing: each entry scores
+// -weight/ln(u), u uniform in (0,1) from a hash of key and the entry's name, and the best wins. So a
+// key keeps its entry while that entry stays, removing an entry moves only its own keys, and keys
+// spread in proportion to the weights. The hash is fixed (not seeded per process) so that every
+// proxy replica agrees.
+func pickHashed(key string, cum []uint64, name func(int) string) int {
+	best, bestScore := 0, math.Inf(-1)
+	var prev uint64
+	for i, c := range cum {
+		w := c - prev
+		prev = c
+		if w == 0 {
+			continue
+		}
+		u := (float64(mix64(fnv64(key, name(i)))>>11) + 0.5) / (1 << 53)
+		if score := -float64(w) / math.Log(u); score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best
+}
+
+// fnv64 is FNV-1a of a, a zero byte and b.
+func fnv64(a, b string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(a); i++ {
+		h = (h ^ uint64(a[i])) * 1099511628211
+	}
+	h *= 1099511628211 // the separator, a zero byte
+	for i := 0; i < len(b); i++ {
+		h = (h ^ uint64(b[i])) * 1099511628211
+	}
+	return h
+}
+
+// mix64 is MurmurHash3's finaliser: FNV alone leaves keys that differ in their last byte
+// correlated, which would skew rendezvous hashing.
+func mix64(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	return h ^ h>>33
 }
 
 // pickCum chooses an index with probability proportional to its weight.
@@ -70,6 +126,15 @@ func (b *backend) endpoint() (string, bool) {
 		return b.eps[0], true
 	}
 	return b.eps[pickCum(b.epCum)], true
+}
+
+// endpointFor is endpoint, or for a client key (client IP affinity) the endpoint rendezvous
+// hashing gives it.
+func (b *backend) endpointFor(client string) (string, bool) {
+	if client == "" || len(b.eps) < 2 {
+		return b.endpoint()
+	}
+	return b.eps[pickHashed(client, b.epCum, func(i int) string { return b.eps[i] })], true
 }
 
 // retryEndpoint picks the endpoint of a retry, avoiding those that already failed this request
