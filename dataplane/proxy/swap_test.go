@@ -58,15 +58,8 @@ func TestSwapUnderLoad(t *testing.T) {
 					return
 				default:
 				}
-				res, err := c.Get(baseURL(port) + paths[(i+w)%2])
-				if err == nil {
-					_, err = io.Copy(io.Discard, res.Body)
-					res.Body.Close()
-					if err == nil && res.StatusCode != 200 {
-						err = errStatus(res.StatusCode)
-					}
-				}
-				if err != nil {
+				req, _ := http.NewRequest("GET", baseURL(port)+paths[(i+w)%2], nil)
+				if err := getOK(c, req); err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err)
 					continue
@@ -106,6 +99,22 @@ func TestSwapUnderLoad(t *testing.T) {
 	if _, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(int(extra)), time.Second); err == nil {
 		t.Error("port of the removed listener still accepts")
 	}
+}
+
+// getOK does req and reads the whole answer; anything but a 200 is an error.
+func getOK(c *http.Client, req *http.Request) error {
+	res, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if _, err := io.Copy(io.Discard, res.Body); err != nil {
+		return err
+	}
+	if res.StatusCode != 200 {
+		return errStatus(res.StatusCode)
+	}
+	return nil
 }
 
 type errStatus int

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -361,15 +360,7 @@ func TestUpdateUnderLoad(t *testing.T) {
 				}
 				req, _ := http.NewRequest("GET", baseURL(port)+"/", nil)
 				req.Host = "r" + strconv.Itoa((i*4+w)%updates) + ".example.com"
-				res, err := c.Do(req)
-				if err == nil {
-					_, err = io.Copy(io.Discard, res.Body)
-					res.Body.Close()
-					if err == nil && res.StatusCode != 200 {
-						err = errStatus(res.StatusCode)
-					}
-				}
-				if err != nil {
+				if err := getOK(c, req); err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err)
 					continue
