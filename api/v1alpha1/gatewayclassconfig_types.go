@@ -54,6 +54,89 @@ type GatewayClassConfigSpec struct {
 	// GCP holds options of the GCP load-balancing provider.
 	// +optional
 	GCP *GCPOptions `json:"gcp,omitempty"`
+
+	// Proxy bounds what the fleetgate proxies of this class accept from clients and route authors.
+	// Every field has a default; set one only to change it.
+	// +optional
+	Proxy *ProxyOptions `json:"proxy,omitempty"`
+}
+
+// ProxyOptions are the limits of the fleetgate proxies that serve a class's Gateways. They are
+// shipped to the proxies with their config, so a change applies without restarting them.
+type ProxyOptions struct {
+	// BackendResponseTimeout bounds the wait for a backend's response headers on routes that set
+	// no timeout of their own (504 after it). Default 30s.
+	// +optional
+	BackendResponseTimeout *metav1.Duration `json:"backendResponseTimeout,omitempty"`
+
+	// RequestBodyIdleTimeout ends a request whose client sends no body byte for this long (408).
+	// Default 30s.
+	// +optional
+	RequestBodyIdleTimeout *metav1.Duration `json:"requestBodyIdleTimeout,omitempty"`
+
+	// ResponseWriteIdleTimeout closes a connection whose client accepts no response byte for this
+	// long. Default 60s.
+	// +optional
+	ResponseWriteIdleTimeout *metav1.Duration `json:"responseWriteIdleTimeout,omitempty"`
+
+	// MaxConnectionsPerListener caps concurrent client connections on each listener (port); new
+	// connections beyond it are closed at once. Default 10000.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	MaxConnectionsPerListener *int32 `json:"maxConnectionsPerListener,omitempty"`
+
+	// MaxRetryAttempts caps a route's retry attempts; a route asking for more is served with this
+	// many and its status says so. Default 5.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	MaxRetryAttempts *int32 `json:"maxRetryAttempts,omitempty"`
+
+	// RetryBudgetPercent caps the retries in flight to one backend at this percentage of the
+	// requests in flight to it (with at least RetryBudgetMinConcurrent allowed). Default 20.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	RetryBudgetPercent *int32 `json:"retryBudgetPercent,omitempty"`
+
+	// RetryBudgetMinConcurrent is the number of concurrent retries to one backend always allowed.
+	// Default 3.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	RetryBudgetMinConcurrent *int32 `json:"retryBudgetMinConcurrent,omitempty"`
+
+	// MaxRegexInstructions bounds the compiled size (RE2 program instructions) of each regular
+	// expression in a route match; a route with a larger one is not accepted. Default 1000.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	MaxRegexInstructions *int32 `json:"maxRegexInstructions,omitempty"`
+
+	// DeniedEndpointCIDRs are networks the proxies never connect to, whatever an EndpointSlice
+	// says; a denied endpoint is reported on its route. Default: loopback, link-local and the
+	// cloud metadata addresses (127.0.0.0/8, ::1/128, 169.254.0.0/16, fe80::/10,
+	// 100.100.100.200/32, fd00:ec2::254/128). An empty list denies nothing.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	DeniedEndpointCIDRs []string `json:"deniedEndpointCIDRs,omitempty"`
+
+	// TrustAllEndpointSlices uses every EndpointSlice labelled with a Service's name; by default
+	// only slices managed by the EndpointSlice controller (and, for ServiceImports, by the MCS
+	// controller) are used, so that nobody who can write an EndpointSlice steers traffic.
+	// +optional
+	TrustAllEndpointSlices bool `json:"trustAllEndpointSlices,omitempty"`
+
+	// AllowUnderscoresInHeaders forwards request header names that contain "_"; by default they
+	// are dropped, as nginx does, since "Content_Length" may mean Content-Length to a backend.
+	// +optional
+	AllowUnderscoresInHeaders bool `json:"allowUnderscoresInHeaders,omitempty"`
+
+	// AllowCBCCipherSuites offers TLS 1.2 CBC cipher suites to clients; by default only AEAD
+	// suites are offered.
+	// +optional
+	AllowCBCCipherSuites bool `json:"allowCBCCipherSuites,omitempty"`
 }
 
 // InClusterOptions tune the fleetgate proxy deployed next to each Gateway.

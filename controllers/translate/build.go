@@ -54,7 +54,7 @@ func (g portGroup) owner(h string) *listener {
 // buildConfig assembles the dataplane config of one unit. Version is left 0: the config server
 // stamps versions when it publishes a changed config.
 func (t *translator) buildConfig(u *unit) ir.Config {
-	cfg := ir.Config{Gateway: u.key}
+	cfg := ir.Config{Gateway: u.key, Limits: u.class.proxy.limits}
 	for _, g := range groupByPort(u.listeners) {
 		proto := g.ls[0].spec.Protocol
 		il := ir.Listener{

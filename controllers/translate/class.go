@@ -20,6 +20,8 @@ type classInfo struct {
 	scope    string
 	// inCluster holds the in-cluster provider's options from the GatewayClassConfig, if any.
 	inCluster *providers.InClusterParams
+	// proxy is the class's spec.proxy, resolved; never nil.
+	proxy *proxyPolicy
 }
 
 // translateClasses validates every GatewayClass of our controller: its parametersRef must name an
@@ -31,7 +33,7 @@ func (t *translator) translateClasses() {
 		if gc == nil || gc.Spec.ControllerName != snapshot.ControllerName {
 			continue
 		}
-		ci := &classInfo{name: gc.Name, cluster: o.Cluster, provider: string(v1alpha1.ProviderInCluster), scope: string(v1alpha1.ScopeCluster)}
+		ci := &classInfo{name: gc.Name, cluster: o.Cluster, provider: string(v1alpha1.ProviderInCluster), scope: string(v1alpha1.ScopeCluster), proxy: defaultProxyPolicy()}
 		err := t.resolveParams(o.Cluster, gc.Spec.ParametersRef, ci)
 		st := ClassStatus{Ref: ObjectRef{Cluster: o.Cluster, Kind: "GatewayClass", Name: gc.Name}, Generation: gc.Generation}
 		if err != nil {
@@ -83,5 +85,10 @@ func (t *translator) resolveParams(cluster string, ref *gwv1.ParametersReference
 	if cfg.Spec.Scope != "" {
 		ci.scope = string(cfg.Spec.Scope)
 	}
+	pp, err := newProxyPolicy(cfg.Spec.Proxy)
+	if err != nil {
+		return fmt.Errorf("GatewayClassConfig %q: %w", ref.Name, err)
+	}
+	ci.proxy = pp
 	return nil
 }

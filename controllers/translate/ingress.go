@@ -148,6 +148,7 @@ type ingressClass struct {
 	provider      string
 	scope         string
 	inCluster     *providers.InClusterParams
+	proxy         *proxyPolicy
 }
 
 // ingressUnit is the gateway of one Ingress class: every Ingress of it, oldest first.
@@ -200,7 +201,7 @@ func (t *translator) ingressClasses() map[string]map[string]*ingressClass {
 }
 
 func (t *translator) ingressClassParams(cluster string, p *networkingv1.IngressClassParametersReference, c *ingressClass) error {
-	c.provider, c.scope = string(v1alpha1.ProviderInCluster), string(v1alpha1.ScopeCluster)
+	c.provider, c.scope, c.proxy = string(v1alpha1.ProviderInCluster), string(v1alpha1.ScopeCluster), defaultProxyPolicy()
 	if p == nil {
 		return nil
 	}
@@ -212,7 +213,7 @@ func (t *translator) ingressClassParams(cluster string, p *networkingv1.IngressC
 	if err := t.resolveParams(cluster, ref, ci); err != nil {
 		return err
 	}
-	c.provider, c.scope, c.inCluster = ci.provider, ci.scope, ci.inCluster
+	c.provider, c.scope, c.inCluster, c.proxy = ci.provider, ci.scope, ci.inCluster, ci.proxy
 	return nil
 }
 
@@ -277,7 +278,7 @@ func ingressRef(o snapshot.Object[networkingv1.Ingress]) ObjectRef {
 
 // emitIngress adds the config, load-balancer model and statuses of one compiled Ingress unit.
 func (t *translator) emitIngress(u *ingressUnit, c *compiledIngress) {
-	cfg := ir.Config{Gateway: u.key}
+	cfg := ir.Config{Gateway: u.key, Limits: u.class.proxy.limits}
 	vhosts := c.virtualHosts()
 	cfg.Listeners = append(cfg.Listeners, ir.Listener{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: vhosts})
 	ports := []networkingv1.IngressPortStatus{{Port: 80, Protocol: corev1.ProtocolTCP}}

@@ -19,6 +19,47 @@ type Config struct {
 	// BackendClientCertificate, when set, is presented to backends the proxy dials with TLS
 	// (Gateway spec.tls.backend.clientCertificateRef).
 	BackendClientCertificate *Certificate `json:"backendClientCertificate,omitempty"`
+	// Limits bound what the proxy does for clients and route authors; nil or a zero field means
+	// the proxy's own default (its flags).
+	Limits *Limits `json:"limits,omitempty"`
+}
+
+// Limits are the operator-set bounds of one gateway's proxies (GatewayClassConfig spec.proxy).
+type Limits struct {
+	// BackendResponseTimeout bounds the wait for response headers on routes without timeouts.
+	BackendResponseTimeout time.Duration `json:"backendResponseTimeout,omitempty"`
+	// RequestBodyIdleTimeout ends a request whose body stalls this long.
+	RequestBodyIdleTimeout time.Duration `json:"requestBodyIdleTimeout,omitempty"`
+	// ResponseWriteIdleTimeout closes a connection whose client reads nothing for this long.
+	ResponseWriteIdleTimeout time.Duration `json:"responseWriteIdleTimeout,omitempty"`
+	// MaxConnectionsPerListener caps concurrent client connections per listener.
+	MaxConnectionsPerListener int `json:"maxConnectionsPerListener,omitempty"`
+	// MaxRetryAttempts is the largest Retry.Attempts Validate accepts (default DefaultMaxRetryAttempts).
+	MaxRetryAttempts int `json:"maxRetryAttempts,omitempty"`
+	// RetryBudgetPercent and RetryBudgetMinConcurrent bound retries in flight per backend.
+	RetryBudgetPercent       int `json:"retryBudgetPercent,omitempty"`
+	RetryBudgetMinConcurrent int `json:"retryBudgetMinConcurrent,omitempty"`
+	// MaxRegexInstructions bounds each compiled regex (default DefaultMaxRegexInstructions).
+	MaxRegexInstructions int `json:"maxRegexInstructions,omitempty"`
+	// DeniedEndpointCIDRs are never dialled; nil means the proxy's own list (its flag).
+	DeniedEndpointCIDRs []string `json:"deniedEndpointCIDRs,omitempty"`
+	// AllowUnderscoresInHeaders forwards request header names containing "_".
+	AllowUnderscoresInHeaders bool `json:"allowUnderscoresInHeaders,omitempty"`
+	// AllowCBCCipherSuites offers TLS 1.2 CBC suites.
+	AllowCBCCipherSuites bool `json:"allowCBCCipherSuites,omitempty"`
+}
+
+// Defaults of the limits that translation and Validate apply when the config sets none.
+const (
+	DefaultMaxRetryAttempts     = 5
+	DefaultMaxRegexInstructions = 1000
+)
+
+// DefaultDeniedEndpointCIDRs are the networks no proxy dials unless the operator says otherwise:
+// loopback, link-local and the cloud metadata services (AWS fd00:ec2::254, Alibaba 100.100.100.200;
+// 169.254.169.254 is in link-local).
+func DefaultDeniedEndpointCIDRs() []string {
+	return []string{"127.0.0.0/8", "::1/128", "169.254.0.0/16", "fe80::/10", "100.100.100.200/32", "fd00:ec2::254/128"}
 }
 
 // Protocol is what a listener speaks on its port.
