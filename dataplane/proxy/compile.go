@@ -14,6 +14,7 @@ import (
 type table struct {
 	version   uint64
 	listeners map[portKey]*listenerTable
+	limits    *limits
 }
 
 type portKey struct {
@@ -99,7 +100,11 @@ func (s *compiler) compileConfig(cfg *ir.Config, certs certCache) (*table, error
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
-	t := &table{version: cfg.Version, listeners: make(map[portKey]*listenerTable, len(cfg.Listeners))}
+	lim, err := s.opts.resolveLimits(cfg.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("invalid config: %w", err)
+	}
+	t := &table{version: cfg.Version, listeners: make(map[portKey]*listenerTable, len(cfg.Listeners)), limits: lim}
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
 		lt, err := s.compileListener(l, certs)

@@ -46,6 +46,20 @@ type Options struct {
 	MaxMirrors int
 	// MaxBufferedBody is the largest request body kept in memory for retries and mirrors (default 64 KiB).
 	MaxBufferedBody int64
+	// Defaults of the limits a config may set (ir.Limits): the wait for a backend's response
+	// headers on routes without timeouts (30s), a stalled request body (30s), a client that
+	// reads nothing (60s), client connections per listener (10000), retries in flight per
+	// backend (20% of its requests, at least 3). DeniedEndpointCIDRs are never dialled (none by
+	// default here; the proxy command's flag denies loopback, link-local and cloud metadata).
+	BackendResponseTimeout    time.Duration
+	RequestBodyIdleTimeout    time.Duration
+	ResponseWriteIdleTimeout  time.Duration
+	MaxConnectionsPerListener int
+	RetryBudgetPercent        int
+	RetryBudgetMinConcurrent  int
+	DeniedEndpointCIDRs       []string
+	AllowUnderscoresInHeaders bool
+	AllowCBCCipherSuites      bool
 	// DisableFastPath serves every plain HTTP request through net/http instead of the HTTP/1.1 fast
 	// path (for comparison and as an escape hatch).
 	DisableFastPath bool
@@ -62,6 +76,18 @@ func (o *Options) defaults() {
 	def(&o.IdleTimeout, 120*time.Second)
 	def(&o.DialTimeout, 5*time.Second)
 	def(&o.UDPSessionTimeout, 60*time.Second)
+	def(&o.BackendResponseTimeout, 30*time.Second)
+	def(&o.RequestBodyIdleTimeout, 30*time.Second)
+	def(&o.ResponseWriteIdleTimeout, 60*time.Second)
+	if o.MaxConnectionsPerListener == 0 {
+		o.MaxConnectionsPerListener = 10000
+	}
+	if o.RetryBudgetPercent == 0 {
+		o.RetryBudgetPercent = 20
+	}
+	if o.RetryBudgetMinConcurrent == 0 {
+		o.RetryBudgetMinConcurrent = 3
+	}
 	if o.MaxHeaderBytes == 0 {
 		o.MaxHeaderBytes = 64 << 10
 	}

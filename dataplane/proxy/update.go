@@ -111,7 +111,12 @@ func (s *compiler) patch(old *table, base *ir.Config, u *ir.Update, certs certCa
 		return nil, nil, err
 	}
 	clientCert := u.Base != nil && !reflect.DeepEqual(u.Base.BackendClientCertificate, s.base.BackendClientCertificate)
-	t = &table{version: u.Version, listeners: old.listeners}
+	t = &table{version: u.Version, listeners: old.listeners, limits: old.limits}
+	if u.Base != nil {
+		if t.limits, err = s.opts.resolveLimits(base.Limits); err != nil {
+			return nil, nil, err
+		}
+	}
 	if u.Base == nil && len(changes) == 0 {
 		return t, nil, nil // a new version of the same config
 	}

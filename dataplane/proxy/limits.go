@@ -1,0 +1,68 @@
+package proxy
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+// limits are the bounds in force for one table: the config's ir.Limits where set, else the
+// server's Options. They travel with the table so that a config change applies them atomically.
+type limits struct {
+	backendResponseTimeout   time.Duration
+	requestBodyIdleTimeout   time.Duration
+	responseWriteIdleTimeout time.Duration
+	maxConnsPerListener      int
+	maxRetryAttempts         int
+	retryBudgetPercent       int
+	retryBudgetMinConcurrent int
+	maxRegexInstructions     int
+	deniedEndpoints          []netip.Prefix
+	allowUnderscores         bool
+	allowCBC                 bool
+}
+
+// resolveLimits merges a config's limits over the server's defaults.
+func (o *Options) resolveLimits(l *ir.Limits) (*limits, error) {
+	if l == nil {
+		l = &ir.Limits{}
+	}
+	pick := func(v, def int) int {
+		if v != 0 {
+			return v
+		}
+		return def
+	}
+	pickD := func(v, def time.Duration) time.Duration {
+		if v != 0 {
+			return v
+		}
+		return def
+	}
+	out := &limits{
+		backendResponseTimeout:   pickD(l.BackendResponseTimeout, o.BackendResponseTimeout),
+		requestBodyIdleTimeout:   pickD(l.RequestBodyIdleTimeout, o.RequestBodyIdleTimeout),
+		responseWriteIdleTimeout: pickD(l.ResponseWriteIdleTimeout, o.ResponseWriteIdleTimeout),
+		maxConnsPerListener:      pick(l.MaxConnectionsPerListener, o.MaxConnectionsPerListener),
+		maxRetryAttempts:         pick(l.MaxRetryAttempts, ir.DefaultMaxRetryAttempts),
+		retryBudgetPercent:       pick(l.RetryBudgetPercent, o.RetryBudgetPercent),
+		retryBudgetMinConcurrent: pick(l.RetryBudgetMinConcurrent, o.RetryBudgetMinConcurrent),
+		maxRegexInstructions:     pick(l.MaxRegexInstructions, ir.DefaultMaxRegexInstructions),
+		allowUnderscores:         l.AllowUnderscoresInHeaders || o.AllowUnderscoresInHeaders,
+		allowCBC:                 l.AllowCBCCipherSuites || o.AllowCBCCipherSuites,
+	}
+	cidrs := o.DeniedEndpointCIDRs
+	if l.DeniedEndpointCIDRs != nil {
+		cidrs = l.DeniedEndpointCIDRs
+	}
+	for _, c := range cidrs {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, fmt.Errorf("denied endpoint CIDR: %w", err)
+		}
+		out.deniedEndpoints = append(out.deniedEndpoints, p.Masked())
+	}
+	return out, nil
+}
