@@ -127,6 +127,14 @@ bench-serve: testbed ## Time from applying a route to its first 200 through the 
 bench-convergence: testbed ## Fleet convergence: 3 members, routes added one at a time (ROUTES=3000), cold start (COLD_ROUTES=5000).
 	KUBEBUILDER_ASSETS=$(BIN) go test -run xxx -bench Convergence -benchtime 1x -timeout 60m ./tests/bench/convergence/
 
+# The proxy's framing fuzz targets: `make test` runs their seed corpora; this runs each for FUZZTIME.
+FUZZTIME ?= 10m
+FUZZ_TARGETS := FuzzForward FuzzParseHead
+
+.PHONY: fuzz
+fuzz: ## Run the proxy's framing fuzz targets for FUZZTIME each (default 10m); new crashers land in testdata/fuzz.
+	for t in $(FUZZ_TARGETS); do go test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./dataplane/proxy/ || exit 1; done
+
 .PHONY: test-race
 test-race: testbed
 	KUBEBUILDER_ASSETS=$(BIN) go test -race -count=1 -timeout 40m ./...
