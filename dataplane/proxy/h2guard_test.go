@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -19,18 +20,43 @@ import (
 // HTTP2MaxResetsPerSecond gets a GOAWAY and its connection closed; a client under the limit
 // keeps its connection.
 func TestHTTP2RapidReset(t *testing.T) {
+	t.Run("h2c", func(t *testing.T) { testRapidReset(t, false) })
+	t.Run("h2", func(t *testing.T) { testRapidReset(t, true) })
+}
+
+func testRapidReset(t *testing.T, useTLS bool) {
 	be := newEcho(t, "b", false)
 	be.delay = 50 * time.Millisecond // the handler is still at work when the reset comes
-	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{be.backend(1)}}}})
+	vh := ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{be.backend(1)}}}}
+	cfg, port := httpConfig(t, vh)
+	if useTLS {
+		cert, _ := selfSigned(t, "a", "a.example")
+		cfg.Listeners[0].Protocol, cfg.Listeners[0].Certificates = ir.ProtocolHTTPS, []ir.Certificate{cert}
+	}
 	reg := limitProxy(t, cfg, Options{HTTP2MaxResetsPerSecond: 20})
-
-	// attack opens n streams of h2c prior knowledge, resetting each at once, every pause, and
-	// reports whether a GOAWAY came and whether the connection was closed.
-	attack := func(n int, pause time.Duration) (goAway, closed bool) {
-		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(int(port)))
+	dial := func() net.Conn {
+		addr := "127.0.0.1:" + strconv.Itoa(int(port))
+		if useTLS {
+			c, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "a.example", InsecureSkipVerify: true, NextProtos: []string{"h2"}}) //nolint:gosec // test
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+				t.Fatalf("ALPN %q", p)
+			}
+			return c
+		}
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
+		return c
+	}
+
+	// attack opens n streams, resetting each at once, every pause, and reports whether a GOAWAY
+	// came and whether the connection was closed within wait.
+	attack := func(n int, pause, wait time.Duration) (goAway, closed bool) {
+		c := dial()
 		defer c.Close()
 		if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
 			t.Fatal(err)
@@ -47,7 +73,7 @@ func TestHTTP2RapidReset(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_ = c.SetReadDeadline(time.Now().Add(wait))
 			for {
 				f, err := fr.ReadFrame()
 				if err != nil {
@@ -70,21 +96,17 @@ func TestHTTP2RapidReset(t *testing.T) {
 			}
 			time.Sleep(pause)
 		}
-		if !goAway {
-			// Under the limit: nothing should come but answers; stop reading.
-			_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-		}
 		<-done
 		return goAway, closed
 	}
 
-	if goAway, closed := attack(200, 0); !goAway || !closed {
+	if goAway, closed := attack(200, 0, 5*time.Second); !goAway || !closed {
 		t.Errorf("rapid reset: GOAWAY %v, closed %v; want both", goAway, closed)
 	}
 	if n := limitHit(t, reg, "http2_rapid_reset"); n != 1 {
 		t.Errorf("http2_rapid_reset hits = %v, want 1", n)
 	}
-	if goAway, closed := attack(5, 20*time.Millisecond); goAway || closed {
+	if goAway, closed := attack(5, 20*time.Millisecond, 1500*time.Millisecond); goAway || closed {
 		t.Errorf("a few resets: GOAWAY %v, closed %v; want neither", goAway, closed)
 	}
 }

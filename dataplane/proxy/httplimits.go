@@ -28,7 +28,8 @@ type idleBody struct {
 	state atomic.Int32
 	mu    sync.Mutex // orders deadline changes against finish and expire
 	dl    time.Time
-	done  bool
+	done  bool // the handler returned
+	eof   bool // the whole body was read
 }
 
 const (
@@ -73,9 +74,10 @@ func (b *idleBody) Read(p []byte) (int, error) {
 		if b.state.CompareAndSwap(bodyOK, bodyIdled) {
 			b.hit.Inc()
 		}
-	case err == io.EOF && b.d > 0:
+	case err == io.EOF:
 		// Done: the connection's next wait (net/http's background read) must not inherit it.
 		b.mu.Lock()
+		b.eof = true
 		if !b.done && !b.dl.IsZero() {
 			b.dl = time.Time{}
 			_ = b.rc.SetReadDeadline(time.Time{})
@@ -85,11 +87,12 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// expire ends a read blocked on the client now: the request timeout fired.
+// expire ends a read blocked on the client now: the request timeout fired. A body read whole
+// is left alone, and its connection kept.
 func (b *idleBody) expire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.done && b.state.CompareAndSwap(bodyOK, bodyExpired) {
+	if !b.done && !b.eof && b.state.CompareAndSwap(bodyOK, bodyExpired) {
 		_ = b.rc.SetReadDeadline(time.Now())
 	}
 }

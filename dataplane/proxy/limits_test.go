@@ -103,6 +103,12 @@ func (b *recBackend) conn(t *testing.T, i int) *recConn {
 	return rc
 }
 
+func (b *recBackend) conns() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.got)
+}
+
 // closedWithin fails unless the proxy closed the upstream connection within d.
 func (rc *recConn) closedWithin(t *testing.T, d time.Duration) {
 	t.Helper()
@@ -147,6 +153,25 @@ func bothPaths(t *testing.T, f func(t *testing.T, opts Options)) {
 	t.Run("nethttp", func(t *testing.T) { f(t, Options{DisableFastPath: true}) })
 }
 
+// h2Proxy serves one route to be over HTTPS with opts and returns an HTTP/2 client for it and the
+// base URL.
+func h2Proxy(t *testing.T, be net.Addr, opts Options) (*http.Client, string, *prometheus.Registry) {
+	t.Helper()
+	cert, _ := selfSigned(t, "a", "a.example")
+	port := freePort(t, false)
+	cfg := &ir.Config{Gateway: "ns/gw", Version: 1, Listeners: []ir.Listener{{
+		Name: "https", Port: port, Protocol: ir.ProtocolHTTPS, Certificates: []ir.Certificate{cert},
+		VirtualHosts: []ir.VirtualHost{{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{irBackend("b", 1, be)}}}}},
+	}}}
+	reg := limitProxy(t, cfg, opts)
+	tr := &http.Transport{
+		TLSClientConfig:   &tls.Config{ServerName: "a.example", InsecureSkipVerify: true}, //nolint:gosec // test
+		ForceAttemptHTTP2: true,
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}, "https://127.0.0.1:" + strconv.Itoa(int(port)), reg
+}
+
 // answerWithin reads one answer on c and fails unless it comes within [lo, hi] of start.
 func answerWithin(t *testing.T, c *rawConn, start time.Time, lo, hi time.Duration) string {
 	t.Helper()
@@ -175,13 +200,38 @@ func TestRequestBodyIdleTimeout(t *testing.T) {
 		if got := c.read("POST"); got != "EOF" {
 			t.Errorf("connection kept after a stalled body: %q", got)
 		}
-		if len(be.got) > 0 {
-			be.conn(t, 0).closedWithin(t, 2*time.Second)
-		}
+		be.conn(t, 0).closedWithin(t, 2*time.Second)
 		if n := limitHit(t, reg, "request_body_idle_timeout"); n != 1 {
 			t.Errorf("request_body_idle_timeout hits = %v, want 1", n)
 		}
 	})
+}
+
+func TestRequestBodyIdleTimeoutHTTP2(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	be := newRecBackend(t, "silent", 0)
+	c, base, reg := h2Proxy(t, be.ln.Addr(), Options{RequestBodyIdleTimeout: idle})
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() { _, _ = io.WriteString(pw, "abc") }()
+	req, err := http.NewRequest(http.MethodPost, base+"/up", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = 10
+	start := time.Now()
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if d := time.Since(start); res.StatusCode != http.StatusRequestTimeout || res.ProtoMajor != 2 || d < idle*9/10 || d > idle+2*time.Second {
+		t.Errorf("stalled HTTP/2 body: %d over HTTP/%d after %v, want 408 over HTTP/2 after %v", res.StatusCode, res.ProtoMajor, d, idle)
+	}
+	be.conn(t, 0).closedWithin(t, 2*time.Second)
+	if n := limitHit(t, reg, "request_body_idle_timeout"); n != 1 {
+		t.Errorf("request_body_idle_timeout hits = %v, want 1", n)
+	}
 }
 
 // TestRequestTimeoutWhileBodyArrives: on a route with timeouts.request, a body that stalls does
@@ -234,8 +284,8 @@ func TestBackendResponseTimeout(t *testing.T) {
 			t.Errorf("backend_response_timeout hits = %v, want 1", n)
 		}
 		// Not retried (the backend got one request), and the client may go on.
-		if len(be.got) != 1 {
-			t.Errorf("backend saw %d connections, want 1", len(be.got))
+		if n := be.conns(); n != 1 {
+			t.Errorf("backend saw %d connections, want 1", n)
 		}
 		c.send("GET /again HTTP/1.1\r\nHost: h\r\n\r\n")
 		if got := strings.TrimSpace(c.read("GET")); got != "504" {
@@ -267,6 +317,23 @@ func TestResponseWriteIdleTimeout(t *testing.T) {
 			t.Errorf("client got the whole download (%d bytes) after it stalled", n)
 		}
 	})
+}
+
+func TestResponseWriteIdleTimeoutHTTP2(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	be := newRecBackend(t, "flood", 256<<20)
+	c, base, reg := h2Proxy(t, be.ln.Addr(), Options{ResponseWriteIdleTimeout: idle})
+	res, err := c.Get(base + "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.ProtoMajor != 2 {
+		t.Fatalf("served over HTTP/%d", res.ProtoMajor)
+	}
+	// Never read: once the stream's flow-control window is full, the proxy's writes wait.
+	be.conn(t, 0).closedWithin(t, 5*time.Second)
+	waitFor(t, func() bool { return limitHit(t, reg, "response_write_idle_timeout") >= 1 })
 }
 
 // TestMaxConnectionsPerListener: connections beyond the cap are closed at once; a freed slot
