@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 const mirrorTimeout = 30 * time.Second
@@ -434,6 +436,44 @@ func (s *Server) mirror(r *http.Request, m *mirror, body []byte) {
 		res.Body.Close()
 	}()
 }
+
+// statusWriter remembers the status for metrics and logs, and bounds each write by the
+// responseWriteIdleTimeout: a client that reads nothing is disconnected (ReverseProxy then aborts
+// the request and closes the upstream connection). Unwrap keeps Flush and Hijack reachable
+// through http.ResponseController.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+	rc   http.ResponseController
+	idle time.Duration
+	dl   time.Time
+	hit  prometheus.Counter
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 && code >= 200 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	if w.idle > 0 {
+		if dl, ok := refresh(&w.dl, time.Now(), w.idle); ok {
+			_ = w.rc.SetWriteDeadline(dl)
+		}
+	}
+	n, err := w.ResponseWriter.Write(b)
+	if err != nil && w.idle > 0 && !w.dl.IsZero() && !time.Now().Before(w.dl) {
+		w.hit.Inc()
+	}
+	return n, err
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (s *Server) logAccess(lt *listenerTable, rt *route, be *backend, r *http.Request, code int, start time.Time) {
 	var route, backend string
