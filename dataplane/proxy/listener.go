@@ -195,10 +195,15 @@ func (p *tcpPort) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusMisdirectedRequest)
 		return
 	}
-	if r.ProtoMajor == 2 && r.Context().Err() != nil {
-		// Reset by the client before its handler ran: nothing to proxy, but it counts.
-		p.s.clientReset(w, r)
-		return
+	if r.ProtoMajor == 2 {
+		if g := guardOf(r); g != nil {
+			g.streams.Add(1)
+		}
+		if r.Context().Err() != nil {
+			// Reset by the client before its handler ran: nothing to proxy, but it counts.
+			p.s.clientReset(w, r)
+			return
+		}
 	}
 	if r.ProtoMajor == 1 && r.Header.Get("Upgrade") != "" {
 		// An upgraded connection (WebSocket) is hijacked, and http.Server.Shutdown forgets it.
