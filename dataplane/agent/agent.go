@@ -41,6 +41,9 @@ type Options struct {
 	Verbosity      int
 	DrainTimeout   time.Duration
 	GCHeapFloorMB  uint64
+	// Limits holds the proxy's limits from their flags (proxy.Options.LimitFlags); a config's
+	// ir.Limits overrides them.
+	Limits proxy.Options
 }
 
 // ParseFlags reads Options from args (the words after `fleetgate dataplane`).
@@ -62,6 +65,7 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 	fs.IntVar(&o.Verbosity, "v", 0, "log verbosity")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 30*time.Second, "how long connections may finish on shutdown or when a listener goes")
 	fs.Uint64Var(&o.GCHeapFloorMB, "gc-heap-floor-mb", 64, "keep the GC heap goal at least this many MiB above the live heap (0: plain GOGC)")
+	o.Limits.LimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -83,7 +87,8 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		WithValues("gateway", o.Gateway, "node", o.Node)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	popts := proxy.Options{Address: o.Address, Log: log, DrainTimeout: o.DrainTimeout, Registry: reg}
+	popts := o.Limits
+	popts.Address, popts.Log, popts.DrainTimeout, popts.Registry = o.Address, log, o.DrainTimeout, reg
 	if o.AccessLog {
 		popts.AccessLog = funcr.NewJSON(func(obj string) { fmt.Fprintln(stdout, obj) }, funcr.Options{})
 	}

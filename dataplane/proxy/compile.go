@@ -34,6 +34,8 @@ type listenerTable struct {
 	l4     *l4Route
 	// sources are the allowed client networks (sourcerange.go).
 	sources sourceRanges
+	// lim are the limits of the table the listener was compiled for.
+	lim *limits
 	// notFound counts requests no route matched.
 	notFound *backendStats
 	// own are the series the listener holds a reference to, apart from its hosts'.
@@ -71,6 +73,8 @@ type compiler struct {
 	clientCert *ir.Certificate
 	// tlsNext collects the verified-TLS pools this config uses (backendtls.go).
 	tlsNext tlsTransports
+	// lim are the limits of the table being compiled.
+	lim *limits
 	// acquired are the series references this compile took, to give back if it fails.
 	acquired []*routeStats
 	err      error // the first backend that could not be compiled
@@ -105,6 +109,7 @@ func (s *compiler) compileConfig(cfg *ir.Config, certs certCache) (*table, error
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
 	t := &table{version: cfg.Version, listeners: make(map[portKey]*listenerTable, len(cfg.Listeners)), limits: lim}
+	s.lim = lim
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
 		lt, err := s.compileListener(l, certs)
@@ -162,7 +167,7 @@ func addHost(hosts *hostMap[*vhost], vh *vhost, singleLabel bool) {
 // compileListenerBase compiles everything of a listener but its virtual hosts; an HTTP or HTTPS
 // listener gets an empty host map.
 func (s *compiler) compileListenerBase(l *ir.Listener, certs certCache) (*listenerTable, error) {
-	lt := &listenerTable{name: l.Name, port: l.Port, proto: l.Protocol}
+	lt := &listenerTable{name: l.Name, port: l.Port, proto: l.Protocol, lim: s.lim}
 	own := func(rs *routeStats) *routeStats {
 		lt.own = append(lt.own, rs)
 		return rs

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -42,7 +43,7 @@ func (p *bufPools) reader(c net.Conn) *bufio.Reader {
 	return bufio.NewReaderSize(c, fastHeadMax)
 }
 
-func (p *bufPools) writer(c net.Conn) *bufio.Writer {
+func (p *bufPools) writer(c io.Writer) *bufio.Writer {
 	if bw, ok := p.w.Get().(*bufio.Writer); ok {
 		bw.Reset(c)
 		return bw
@@ -75,6 +76,12 @@ type fastConn struct {
 	remote, ip string
 	// deadline is the read deadline currently set on the client connection (zero: none).
 	deadline time.Time
+	// conn is the client connection, out the writer its answers go through (fastlimits.go).
+	conn net.Conn
+	out  idleWriter
+	hits *limitHits
+	// lim are the limits of the current request's table.
+	lim *limits
 	// head and rhead hold the current request's and backend answer's heads (headText).
 	head, rhead []byte
 }
@@ -113,17 +120,11 @@ func (fc *fastConn) setReadDeadline(c net.Conn, now time.Time, d time.Duration) 
 	_ = c.SetReadDeadline(want)
 }
 
-func (fc *fastConn) clearReadDeadline(c net.Conn) {
-	if !fc.deadline.IsZero() {
-		fc.deadline = time.Time{}
-		_ = c.SetReadDeadline(time.Time{})
-	}
-}
-
 // serveHTTP1 runs the fast path on one plain connection until it closes or is handed off.
 func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 	s := p.s
-	br, bw := s.bufs.reader(c), s.bufs.writer(c)
+	fc := &fastConn{conn: c, out: idleWriter{c: c, hit: s.metrics.hits.writeIdle}, hits: &s.metrics.hits}
+	br, bw := s.bufs.reader(c), s.bufs.writer(&fc.out)
 	handedOff := false
 	defer func() {
 		if !handedOff {
@@ -131,7 +132,6 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 		}
 		s.bufs.put(br, bw)
 	}()
-	fc := &fastConn{}
 	timeout := s.opts.ReadHeaderTimeout
 	for {
 		idle.Store(true)
@@ -175,14 +175,15 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 			// Hand the connection, with what was read of it, to net/http.
 			buffered, _ := br.Peek(br.Buffered())
 			_ = c.SetReadDeadline(time.Time{})
-			p.hl.push(&prefixConn{Conn: c, prefix: bytes.Clone(buffered)})
+			p.handOff(c, bytes.Clone(buffered))
 			handedOff = true
 			return
 		}
 		_, _ = br.Discard(len(head))
+		fc.lim, fc.out.d = lt.lim, lt.lim.responseWriteIdleTimeout
 		if req.ContentLength > 0 {
-			// A body is read while relaying, which the head's deadline must not cut short.
-			fc.clearReadDeadline(c)
+			// A body is read while relaying, bounded by the body's idle timeout, not the head's.
+			fc.setReadDeadline(c, time.Now(), lt.lim.requestBodyIdleTimeout)
 		}
 		if !s.serveFast(lt, rt, req, fc, br, bw) || req.Close {
 			return

@@ -19,6 +19,8 @@ type upConn struct {
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
+	// deadline is the read deadline set on c (zero: none), see awaitAnswer.
+	deadline time.Time
 }
 
 // upPool keeps idle fast-path upstream connections per endpoint ("host:port").
@@ -151,6 +153,19 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, fc *fastCo
 			return code, be, keepClient
 		}
 		uc.c.Close()
+		switch {
+		case errors.Is(err, errBodyIdle):
+			// The rest of the body may still come: the connection cannot carry another request.
+			bs.count(http.StatusRequestTimeout)
+			r.Close = true
+			writeSimple(cw, http.StatusRequestTimeout, "", r)
+			return http.StatusRequestTimeout, be, false
+		case errors.Is(err, errBackendTimeout) && !sent:
+			// Not retried: the backend may be working on it.
+			fc.hits.backendResponse.Inc()
+			bs.count(http.StatusGatewayTimeout)
+			return http.StatusGatewayTimeout, be, writeSimple(cw, http.StatusGatewayTimeout, "", r)
+		}
 		if !sent && reused && r.ContentLength == 0 && try == 0 {
 			continue
 		}
@@ -187,13 +202,14 @@ func (s *Server) exchangeFast(uc *upConn, r *http.Request, fc *fastConn, clientH
 	w.WriteString(clientHost)
 	w.WriteString("\r\nX-Forwarded-Proto: http\r\n\r\n")
 	if r.ContentLength > 0 {
-		if err := copyN(w, cr, r.ContentLength); err != nil {
+		if err := fc.copyBody(w, cr, r.ContentLength, fc.lim.requestBodyIdleTimeout); err != nil {
 			return 0, false, false, err
 		}
 	}
 	if err := w.Flush(); err != nil {
 		return 0, false, false, err
 	}
+	uc.awaitAnswer(fc.lim.backendResponseTimeout)
 	// No runtime.Gosched here (nor before reading the client's next request), though the read
 	// below often finds nothing yet and costs an EAGAIN read and a park: a yielded goroutine waits
 	// in the global run queue, which the scheduler visits for one goroutine per 61 rounds while
@@ -202,7 +218,7 @@ func (s *Server) exchangeFast(uc *upConn, r *http.Request, fc *fastConn, clientH
 	a := &fc.answer
 	for {
 		if err := readAnswer(uc.br, &fc.rhead, a); err != nil {
-			return 0, false, false, err
+			return 0, false, false, answerErr(err)
 		}
 		if a.code == http.StatusSwitchingProtocols {
 			return 0, false, false, errors.New("unexpected 101 from backend")
@@ -243,6 +259,9 @@ func (s *Server) relayBody(uc *upConn, r *http.Request, fc *fastConn, rt *route,
 		cw.WriteString("Connection: close\r\n")
 	}
 	cw.WriteString("\r\n")
+	if !noBody && (a.length < 0 || a.length > int64(uc.br.Buffered())) {
+		uc.bodyUnbounded()
+	}
 	var err error
 	switch {
 	case noBody:

@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 const mirrorTimeout = 30 * time.Second
@@ -45,7 +47,16 @@ func (s *Server) serveHTTP(lt *listenerTable, w http.ResponseWriter, r *http.Req
 	ex := s.exPool.Get().(*exchange)
 	ex.lt, ex.rt = lt, rt
 	ex.sw.ResponseWriter, ex.sw.code = w, 0
+	ex.sw.rc = *http.NewResponseController(w)
+	ex.sw.idle, ex.sw.hit = lt.lim.responseWriteIdleTimeout, s.metrics.hits.writeIdle
 	ex.serve(r)
+	if ex.body != nil {
+		ex.body.finish()
+	}
+	if !ex.sw.dl.IsZero() {
+		// An HTTP/1.1 connection keeps its deadline for the next request, which sets its own.
+		_ = ex.sw.rc.SetWriteDeadline(time.Time{})
+	}
 	code := ex.sw.code
 	if code == 0 {
 		code = http.StatusOK
@@ -79,6 +90,8 @@ type exchange struct {
 	// clientHost is the Host the client sent.
 	clientHost string
 	sw         statusWriter
+	// body is the request body under requestBodyIdleTimeout, nil without a body.
+	body *idleBody
 }
 
 func (s *Server) newExchange() *exchange {
@@ -96,10 +109,20 @@ func (s *Server) newExchange() *exchange {
 
 func (ex *exchange) serve(r *http.Request) {
 	rt, w := ex.rt, &ex.sw
+	r, ex.body = watchBody(r, ex.lt.lim, ex.sw.rc, ex.s.metrics.hits.bodyIdle)
 	if rt.timeout > 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), rt.timeout)
 		defer cancel()
 		r = r.WithContext(ctx)
+		if ex.body != nil {
+			// The request timeout covers a body still arriving: a read blocked on the client
+			// would otherwise hold the handler (and its 504) until the client sends more.
+			defer context.AfterFunc(ctx, func() {
+				if ctx.Err() == context.DeadlineExceeded {
+					ex.body.expire()
+				}
+			})()
+		}
 	}
 	if c := rt.cors; c != nil {
 		if c.preflight(w, r) {
@@ -122,7 +145,7 @@ func (ex *exchange) serve(r *http.Request) {
 	if rt.buffer {
 		var err error
 		if body, err = ex.s.bufferBody(r); err != nil {
-			w.WriteHeader(http.StatusBadRequest)
+			ex.bodyError(w, r, http.StatusBadRequest)
 			return
 		}
 	}
@@ -165,11 +188,36 @@ func (ex *exchange) errorHandler(w http.ResponseWriter, r *http.Request, err err
 	code := http.StatusBadGateway
 	var ne net.Error
 	switch {
+	case ex.body != nil && (ex.body.idled() || ex.body.expired()):
+		ex.bodyError(w, r, code)
+		return
 	case errors.Is(err, errNoEndpoint):
 		code = http.StatusServiceUnavailable
+	case r.ProtoMajor == 2 && errors.Is(r.Context().Err(), context.Canceled):
+		ex.s.clientReset(w, r)
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout(),
 		errors.Is(r.Context().Err(), context.DeadlineExceeded):
 		code = http.StatusGatewayTimeout
+		if ex.rt.timeout > 0 && errors.Is(r.Context().Err(), context.DeadlineExceeded) {
+			ex.s.metrics.hits.requestTimeout.Inc()
+		}
+	}
+	w.WriteHeader(code)
+}
+
+// bodyError answers a request whose body could not be read: 408 when the client stalled, 504
+// when the request timeout ended it, else code. The connection closes after the answer, as the
+// rest of the body may still be on its way.
+func (ex *exchange) bodyError(w http.ResponseWriter, r *http.Request, code int) {
+	switch b := ex.body; {
+	case b != nil && b.expired():
+		code = http.StatusGatewayTimeout
+		ex.s.metrics.hits.requestTimeout.Inc()
+	case b != nil && b.idled():
+		code = http.StatusRequestTimeout
+	}
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
 	}
 	w.WriteHeader(code)
 }
@@ -197,12 +245,33 @@ func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 		out.URL.Host = ep
-		var att *attempt
-		if rt.beTimeout > 0 {
+		var att, head *attempt
+		switch {
+		case rt.beTimeout > 0:
 			att = newAttempt(parent, rt.beTimeout)
 			out = out.WithContext(att.ctx)
+		case rt.timeout == 0:
+			// A route without timeouts still waits for the answer head at most
+			// backendResponseTimeout; the body then streams unbounded.
+			head = newAttempt(parent, ex.lt.lim.backendResponseTimeout)
+			out = out.WithContext(head.ctx)
 		}
 		res, err := be.rt.RoundTrip(out)
+		if head != nil {
+			switch {
+			case !head.timer.Stop():
+				ex.s.metrics.hits.backendResponse.Inc()
+				if err == nil {
+					res.Body.Close()
+					res, err = nil, context.DeadlineExceeded
+				}
+				head.end()
+			case err != nil:
+				head.end()
+			case res.StatusCode != http.StatusSwitchingProtocols:
+				res.Body = &attemptBody{ReadCloser: res.Body, att: head}
+			}
+		}
 		last := n+1 >= tries || parent.Err() != nil
 		// An error is a failed connection or an attempt that hit the backendRequest timeout
 		// (HTTPRouteRetryConnectionError, HTTPRouteRetryBackendTimeout); both are retried.
@@ -368,11 +437,17 @@ func (s *Server) mirror(r *http.Request, m *mirror, body []byte) {
 	}()
 }
 
-// statusWriter remembers the status for metrics and logs; Unwrap keeps Flush and Hijack reachable
+// statusWriter remembers the status for metrics and logs, and bounds each write by the
+// responseWriteIdleTimeout: a client that reads nothing is disconnected (ReverseProxy then aborts
+// the request and closes the upstream connection). Unwrap keeps Flush and Hijack reachable
 // through http.ResponseController.
 type statusWriter struct {
 	http.ResponseWriter
 	code int
+	rc   http.ResponseController
+	idle time.Duration
+	dl   time.Time
+	hit  prometheus.Counter
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -386,7 +461,16 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.code == 0 {
 		w.code = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	if w.idle > 0 {
+		if dl, ok := refresh(&w.dl, time.Now(), w.idle); ok {
+			_ = w.rc.SetWriteDeadline(dl)
+		}
+	}
+	n, err := w.ResponseWriter.Write(b)
+	if err != nil && w.idle > 0 && !w.dl.IsZero() && !time.Now().Before(w.dl) {
+		w.hit.Inc()
+	}
+	return n, err
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -30,6 +30,8 @@ type tcpPort struct {
 	hl   *chanListener
 	raw  connSet
 	loop sync.WaitGroup
+	// open counts the port's client connections against limits.maxConnsPerListener.
+	open connCount
 }
 
 func (s *Server) listenTCP(addr string) (*tcpPort, error) {
@@ -52,7 +54,8 @@ func (s *Server) listenTCP(addr string) (*tcpPort, error) {
 			MaxConcurrentStreams: 250,
 			MaxReadFrameSize:     1 << 20,
 		},
-		ErrorLog: log.New(logWriter{s.opts.Log}, "", 0),
+		ErrorLog:    log.New(logWriter{s.opts.Log}, "", 0),
+		ConnContext: guardConn,
 	}
 	return p, nil
 }
@@ -89,29 +92,40 @@ func (p *tcpPort) acceptLoop() {
 			c.Close()
 			continue
 		}
+		// Past the cap a connection is closed at once: a flood of idle connections must not take
+		// the file descriptors and memory every other listener and tenant needs.
+		if !p.open.acquire(lt.lim.maxConnsPerListener) {
+			c.Close()
+			p.s.metrics.hits.maxConns.Inc()
+			continue
+		}
 		switch lt.proto {
 		case ir.ProtocolHTTP:
 			if p.s.opts.DisableFastPath {
-				p.hl.push(c)
+				p.hl.push(&countedConn{Conn: c, open: &p.open})
 				continue
 			}
 			idle := new(atomic.Bool)
 			if !p.raw.addIdle(c, idle) {
 				c.Close()
+				p.open.release()
 				continue
 			}
 			go func() {
+				defer p.open.release()
 				defer p.raw.done(c)
 				p.serveHTTP1(c, idle)
 			}()
 		case ir.ProtocolHTTPS:
-			p.hl.push(tls.Server(c, lt.tls))
+			p.hl.push(tls.Server(&countedConn{Conn: c, open: &p.open}, lt.tls))
 		case ir.ProtocolTLS, ir.ProtocolTCP:
 			if !p.raw.add(c) {
 				c.Close()
+				p.open.release()
 				continue
 			}
 			go func() {
+				defer p.open.release()
 				defer p.raw.done(c)
 				if lt.proto == ir.ProtocolTLS {
 					p.s.serveTLSConn(c, lt)
@@ -121,8 +135,56 @@ func (p *tcpPort) acceptLoop() {
 			}()
 		default:
 			c.Close()
+			p.open.release()
 		}
 	}
+}
+
+// handOff gives a fast-path connection, with the bytes already read of it, to the net/http
+// server. The connection keeps its place under the cap: the fast path gives back its own slot
+// when it returns, and the handed-off conn holds one until it is closed.
+func (p *tcpPort) handOff(c net.Conn, read []byte) {
+	p.open.n.Add(1)
+	_ = c.SetWriteDeadline(time.Time{}) // the fast path's (idleWriter); net/http sets its own
+	p.hl.push(&prefixConn{Conn: &countedConn{Conn: c, open: &p.open}, prefix: read})
+}
+
+// connCount counts a port's open client connections.
+type connCount struct{ n atomic.Int64 }
+
+// acquire takes a slot unless max are taken.
+func (cc *connCount) acquire(max int) bool {
+	if cc.n.Add(1) > int64(max) {
+		cc.n.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (cc *connCount) release() { cc.n.Add(-1) }
+
+// countedConn is a connection served by the http.Server: it gives its slot back when closed,
+// whoever closes it (the server, a hijacker, a drain).
+type countedConn struct {
+	net.Conn
+	open   *connCount
+	closed atomic.Bool
+}
+
+func (c *countedConn) Close() error {
+	err := c.Conn.Close()
+	if c.closed.CompareAndSwap(false, true) {
+		c.open.release()
+	}
+	return err
+}
+
+// CloseWrite lets the http.Server half-close the connection before closing it.
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 func (p *tcpPort) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -132,6 +194,16 @@ func (p *tcpPort) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusMisdirectedRequest)
 		return
+	}
+	if r.ProtoMajor == 2 {
+		if g := guardOf(r); g != nil {
+			g.streams.Add(1)
+		}
+		if r.Context().Err() != nil {
+			// Reset by the client before its handler ran: nothing to proxy, but it counts.
+			p.s.clientReset(w, r)
+			return
+		}
 	}
 	if r.ProtoMajor == 1 && r.Header.Get("Upgrade") != "" {
 		// An upgraded connection (WebSocket) is hijacked, and http.Server.Shutdown forgets it.

@@ -20,6 +20,8 @@ type metrics struct {
 	version     prometheus.Gauge
 	applies     *prometheus.CounterVec
 	mirrorDrops prometheus.Counter
+	limitHits   *prometheus.CounterVec
+	hits        limitHits
 
 	mu     sync.Mutex
 	routes map[[2]string]*routeStats
@@ -56,14 +58,31 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "fleetgate", Subsystem: "proxy", Name: "mirror_dropped_total",
 			Help: "Mirrored requests dropped because too many were in flight.",
 		}),
+		limitHits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "fleetgate", Subsystem: "proxy", Name: "limit_hits_total",
+			Help: "Requests and connections cut short by a limit, by limit.",
+		}, []string{"limit"}),
 		routes: map[[2]string]*routeStats{},
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.conns, m.l4Bytes, m.version, m.applies, m.mirrorDrops} {
+	m.hits = limitHits{
+		maxConns:         m.limitHits.WithLabelValues("max_connections_per_listener"),
+		bodyIdle:         m.limitHits.WithLabelValues("request_body_idle_timeout"),
+		writeIdle:        m.limitHits.WithLabelValues("response_write_idle_timeout"),
+		backendResponse:  m.limitHits.WithLabelValues("backend_response_timeout"),
+		requestTimeout:   m.limitHits.WithLabelValues("request_timeout"),
+		http2RapidResets: m.limitHits.WithLabelValues("http2_rapid_reset"),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.conns, m.l4Bytes, m.version, m.applies, m.mirrorDrops, m.limitHits} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering proxy metrics: %w", err)
 		}
 	}
 	return m, nil
+}
+
+// limitHits are the series of fleetgate_proxy_limit_hits_total, resolved once.
+type limitHits struct {
+	maxConns, bodyIdle, writeIdle, backendResponse, requestTimeout, http2RapidResets prometheus.Counter
 }
 
 // routeStats are the series of one route. They are cached by listener and route name so that a

@@ -60,6 +60,10 @@ type Options struct {
 	DeniedEndpointCIDRs       []string
 	AllowUnderscoresInHeaders bool
 	AllowCBCCipherSuites      bool
+	// HTTP2MaxResetsPerSecond bounds the rate at which an HTTP/2 client may cancel its streams
+	// before their answers (rapid reset); past it the connection gets a GOAWAY and is closed
+	// (default 100, with a burst of as many).
+	HTTP2MaxResetsPerSecond int
 	// DisableFastPath serves every plain HTTP request through net/http instead of the HTTP/1.1 fast
 	// path (for comparison and as an escape hatch).
 	DisableFastPath bool
@@ -81,6 +85,9 @@ func (o *Options) defaults() {
 	def(&o.ResponseWriteIdleTimeout, 60*time.Second)
 	if o.MaxConnectionsPerListener == 0 {
 		o.MaxConnectionsPerListener = 10000
+	}
+	if o.HTTP2MaxResetsPerSecond == 0 {
+		o.HTTP2MaxResetsPerSecond = 100
 	}
 	if o.RetryBudgetPercent == 0 {
 		o.RetryBudgetPercent = 20

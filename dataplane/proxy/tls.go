@@ -72,7 +72,25 @@ func (s *compiler) compileCerts(in []ir.Certificate, next certCache, alpn []stri
 			t.byName.add(h, cert)
 		}
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: alpn, GetCertificate: t.get}, nil
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: alpn, GetCertificate: t.get}
+	if s.lim == nil || !s.lim.allowCBC {
+		cfg.CipherSuites = aeadSuites()
+	}
+	return cfg, nil
+}
+
+// aeadSuites are the TLS 1.2 suites offered unless limits.allowCBC: Go's defaults without the
+// CBC-SHA ones (Lucky13-style padding oracles; Mozilla's "intermediate" profile drops them too).
+// TLS 1.3 suites are all AEAD and not configurable.
+func aeadSuites() []uint16 {
+	return []uint16{
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+		tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+		tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+		tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+		tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+	}
 }
 
 var errHelloRead = errors.New("client hello read")

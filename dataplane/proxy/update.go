@@ -116,6 +116,7 @@ func (s *compiler) patch(old *table, base *ir.Config, u *ir.Update, certs certCa
 		if t.limits, err = s.opts.resolveLimits(base.Limits); err != nil {
 			return nil, nil, err
 		}
+		s.lim = t.limits // every listener is compiled again below, with these
 	}
 	if u.Base == nil && len(changes) == 0 {
 		return t, nil, nil // a new version of the same config

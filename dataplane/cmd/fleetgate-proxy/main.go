@@ -52,7 +52,9 @@ func run() error {
 		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown")
 		gcFloorMB   = flag.Uint64("gc-heap-floor-mb", 64, "keep the GC heap goal at least this many MiB above the live heap (0: plain GOGC)")
 		pprofOn     = flag.Bool("pprof", false, "also serve /debug/pprof/ (profiles, execution traces) on -metrics-address")
+		limits      proxy.Options
 	)
+	limits.LimitFlags(flag.CommandLine)
 	flag.Parse()
 	defer gcfloor.Start(*gcFloorMB << 20)()
 	if *cpuProfile != "" {
@@ -70,7 +72,8 @@ func run() error {
 		return errors.New("-config is required")
 	}
 	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{Verbosity: *verbosity})
-	opts := proxy.Options{Address: *address, Log: log, DrainTimeout: *drain}
+	opts := limits
+	opts.Address, opts.Log, opts.DrainTimeout = *address, log, *drain
 	if *accessLog {
 		opts.AccessLog = funcr.NewJSON(func(obj string) { fmt.Println(obj) }, funcr.Options{})
 	}
