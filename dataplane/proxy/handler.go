@@ -165,6 +165,9 @@ func (ex *exchange) errorHandler(w http.ResponseWriter, r *http.Request, err err
 	code := http.StatusBadGateway
 	var ne net.Error
 	switch {
+	case isClientBodyError(err):
+		// The client's body was malformed or cut short: its fault, not the backend's.
+		code = http.StatusBadRequest
 	case errors.Is(err, errNoEndpoint):
 		code = http.StatusServiceUnavailable
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout(),

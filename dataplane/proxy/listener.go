@@ -133,6 +133,9 @@ func (p *tcpPort) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusMisdirectedRequest)
 		return
 	}
+	if !p.s.screen(w, r) {
+		return
+	}
 	if r.ProtoMajor == 1 && r.Header.Get("Upgrade") != "" {
 		// An upgraded connection (WebSocket) is hijacked, and http.Server.Shutdown forgets it.
 		w = &upgradeWriter{ResponseWriter: w, conns: &p.raw}
