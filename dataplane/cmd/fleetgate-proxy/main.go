@@ -52,6 +52,7 @@ func run() error {
 		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown")
 		gcFloorMB   = flag.Uint64("gc-heap-floor-mb", 64, "keep the GC heap goal at least this many MiB above the live heap (0: plain GOGC)")
 		pprofOn     = flag.Bool("pprof", false, "also serve /debug/pprof/ (profiles, execution traces) on -metrics-address")
+		upIdle      = flag.Duration("upstream-idle-timeout", 4*time.Second, "close idle keepalive connections to backends after this long; keep it below the backends' own (Node.js: 5s)")
 	)
 	flag.Parse()
 	defer gcfloor.Start(*gcFloorMB << 20)()
@@ -70,7 +71,7 @@ func run() error {
 		return errors.New("-config is required")
 	}
 	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{Verbosity: *verbosity})
-	opts := proxy.Options{Address: *address, Log: log, DrainTimeout: *drain}
+	opts := proxy.Options{Address: *address, Log: log, DrainTimeout: *drain, UpstreamIdleTimeout: *upIdle}
 	if *accessLog {
 		opts.AccessLog = funcr.NewJSON(func(obj string) { fmt.Println(obj) }, funcr.Options{})
 	}
