@@ -205,7 +205,7 @@ func innocent(t *testing.T, port uint32, be *recBackend) {
 
 const smuggled = "GET /smuggled HTTP/1.1\r\nHost: a.example.com\r\n\r\n"
 
-var hdrs = "hdr=X-Forwarded-For,X-Forwarded-Host,X-Forwarded-Proto"
+const hdrs = "hdr=X-Forwarded-For,X-Forwarded-Host,X-Forwarded-Proto"
 
 // TestSmuggling sends what issue 15 found through the proxy, on the fast path and on net/http: each
 // attack is refused or neutralised, the backend gets nothing it should not, and the next client on

@@ -24,8 +24,9 @@ func (s *Server) allowUnderscores() bool {
 // strips what must not reach a backend; it reports whether r may go on to routing.
 func (s *Server) screen(w http.ResponseWriter, r *http.Request) bool {
 	switch {
-	case r.URL.User != nil, !validHost(r.Host) && (r.ProtoMajor == 1 || r.Host != ""):
+	case r.URL.User != nil, r.Host != "" && !validHost(r.Host):
 		// Userinfo in an absolute-form target (nginx: 400); a Host that no wildcard may route.
+		// (No Host at all is net/http's to refuse on HTTP/1.1; HTTP/1.0 and HTTP/2 may omit it.)
 		refuse(w, r, http.StatusBadRequest)
 		return false
 	case len(r.RequestURI) > maxTarget:
