@@ -104,6 +104,13 @@ func (b *recBackend) serve(c net.Conn) {
 		case "/poison":
 			// Longer than its Content-Length: a second answer waits behind the first.
 			resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nPOISONED"
+		case "/late":
+			// More than the answer, but later: it lies unread in the socket while the connection idles.
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+			resp = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nPOISONED"
 		case "/head-body":
 			// A body on HEAD, which reads as an answer of its own.
 			const next = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nPOISONED"
@@ -349,6 +356,7 @@ func TestBackendFraming(t *testing.T) {
 		{"Connection names Content-Length", "GET", "/conn-cl", []string{"200 hello", "200 GET /next"}, nil},
 		{"answer longer than its length", "GET", "/poison", []string{"200 ok", "200 GET /next"}, nil},
 		{"body on HEAD", "HEAD", "/head-body", []string{"200 ", "200 GET /next"}, nil},
+		{"answer followed by more later", "GET", "/late", []string{"200 ok", "200 GET /next"}, nil},
 	} {
 		for _, fast := range []bool{true, false} {
 			t.Run(tc.name+map[bool]string{true: "/fast", false: "/nethttp"}[fast], func(t *testing.T) {
