@@ -474,22 +474,17 @@ func parseChunkSize(line []byte) (int64, bool) {
 	line = line[:l-2]
 	var n int64
 	i := 0
-	for ; i < len(line) && i < 16; i++ {
-		c := line[i]
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			goto ext
+	for ; i < len(line); i++ {
+		d, ok := hexDigit(line[i])
+		if !ok {
+			break
 		}
-		n = n<<4 | int64(c)
+		n = n<<4 | int64(d)
+		if i == 15 {
+			return 0, false // 16 digits and more: beyond int64, as net/http refuses
+		}
 	}
-ext:
-	if i == 0 || i > 15 {
+	if i == 0 {
 		return 0, false
 	}
 	rest := line[i:]
@@ -500,6 +495,18 @@ ext:
 		return 0, false
 	}
 	return n, true
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // validTrailerLine checks a trailer field line (with its CRLF) as a header line is checked.

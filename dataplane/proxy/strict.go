@@ -144,5 +144,6 @@ func validHost(h string) bool {
 }
 
 func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+	_, ok := hexDigit(c)
+	return ok
 }
