@@ -459,3 +459,30 @@ func TestUpstreamRetryUnanswered(t *testing.T) {
 		t.Errorf("backend (-want +got):\n%s", diff)
 	}
 }
+
+// TestUnderscoresAllowed: with AllowUnderscoresInHeaders (a proxy option, or the class's
+// spec.proxy through ir.Limits) header names with underscores reach the backend on both paths.
+func TestUnderscoresAllowed(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fast", false: "nethttp"}[fast], func(t *testing.T) {
+			be := newRecBackend(t, 0)
+			cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*.example.com", Routes: []ir.Route{
+				{Name: "r", Backends: []ir.Backend{irBackend("rec", 1, be.addr)}},
+			}})
+			cfg.Limits = &ir.Limits{AllowUnderscoresInHeaders: true}
+			s := newProxyOpts(t, cfg, Options{DisableFastPath: !fast})
+			if got := s.opts.UpstreamIdleTimeout; got != 4*time.Second {
+				t.Errorf("default upstream idle timeout %v, want 4s", got)
+			}
+			c := dialRaw(t, port)
+			c.send("GET /a HTTP/1.1\r\nHost: a.example.com\r\nX_Custom: 1\r\n\r\n")
+			if got := c.read("GET"); got != "200 GET /a" {
+				t.Errorf("answer %q", got)
+			}
+			want := []string{"GET /a host=a.example.com body=\"\" te= hdr=X-Forwarded-For,X-Forwarded-Host,X-Forwarded-Proto,X_custom"}
+			if diff := cmp.Diff(want, be.requests()); diff != "" {
+				t.Errorf("backend (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
