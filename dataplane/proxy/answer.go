@@ -7,6 +7,8 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // answer is a backend's response head on the fast path. Its header lines stay as they came and
@@ -35,6 +37,7 @@ var (
 	errHeaderLine = errors.New("malformed header from backend")
 	errLength     = errors.New("bad Content-Length from backend")
 	errLengths    = errors.New("conflicting Content-Length from backend")
+	errEncoding   = errors.New("unsupported Transfer-Encoding from backend")
 )
 
 // readAnswer reads a backend's response head into a, viewing it through buf (headText).
@@ -60,6 +63,11 @@ func (a *answer) parse(head string) error {
 	if err != nil || code < 100 || code > 999 {
 		return errStatusCode
 	}
+	// A CR (or other control byte) in the reason phrase could end the status line early for the
+	// client; net/http's Transport refuses such a line too.
+	if !httpguts.ValidHeaderFieldValue(line) {
+		return errStatusLine
+	}
 	*a = answer{code: code, length: -1, conn: a.conn[:0], lines: rest[:len(rest)-2]}
 	if len(line) > 13 {
 		a.reason = line[13:]
@@ -69,7 +77,7 @@ func (a *answer) parse(head string) error {
 	if strings.Count(a.lines, "\r") != strings.Count(a.lines, "\n") || strings.IndexByte(a.lines, 0) >= 0 {
 		return errHeaderLine
 	}
-	closes, keepAlive := false, false
+	closes, keepAlive, encodings := false, false, 0
 	lengthText := ""
 	for ls := a.lines; ls != ""; {
 		l, rest, ok := nextLine(ls)
@@ -98,11 +106,17 @@ func (a *answer) parse(head string) error {
 				}
 			}
 		case hopTransferEncoding:
-			a.chunked = a.chunked || hasToken(v, "chunked")
+			// Only "chunked" alone can be re-framed; anything else (gzip, chunked; a repeated
+			// line) is refused as net/http's Transport does.
+			encodings++
+			if encodings > 1 || !foldEqual(v, "chunked") {
+				return errEncoding
+			}
+			a.chunked = true
 		case hopContentLength:
 			if lengthText == "" {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil || n < 0 {
+				n, ok := parseLength(v)
+				if !ok {
 					return errLength
 				}
 				lengthText, a.length = v, n
@@ -120,15 +134,12 @@ func (a *answer) parse(head string) error {
 	return nil
 }
 
-// relayed reports whether a header line named k, of kind hk, goes on to the client; firstLength
-// says it is the first Content-Length line (repeats of it collapse into one, as in net/http).
-func (a *answer) relayed(k string, hk hop, firstLength bool) bool {
+// relayed reports whether a header line named k, of kind hk, goes on to the client. Framing
+// (Content-Length, Transfer-Encoding) never does: the proxy writes its own from what it parsed, so
+// that no Connection token or odd spelling can leave the client with other framing than the body.
+func (a *answer) relayed(k string, hk hop) bool {
 	switch hk {
 	case hopOther:
-	case hopContentLength:
-		if a.chunked || !firstLength {
-			return false
-		}
 	case hopTrailer:
 		if !a.chunked {
 			return false
@@ -146,20 +157,16 @@ func (a *answer) relayed(k string, hk hop, firstLength bool) bool {
 	return true
 }
 
-// writeLines writes the header lines the client gets, verbatim.
+// writeLines writes the header lines the client gets, verbatim, without framing (writeFraming).
 func (a *answer) writeLines(w *bufio.Writer) {
-	seenLength := false
 	for ls := a.lines; ls != ""; {
 		i := strings.IndexByte(ls, '\n') + 1 // parse saw every line end in CRLF
 		l := ls[:i]
 		ls = ls[i:]
 		k, _, _ := strings.Cut(l, ":")
-		hk := hopKind(k)
-		isLength := hk == hopContentLength
-		if a.relayed(k, hk, isLength && !seenLength) {
+		if a.relayed(k, hopKind(k)) {
 			w.WriteString(l)
 		}
-		seenLength = seenLength || isLength
 	}
 }
 
@@ -168,16 +175,11 @@ func (a *answer) writeLines(w *bufio.Writer) {
 func (a *answer) header(h http.Header, vals []string) []string {
 	clear(h)
 	vals = vals[:0]
-	seenLength := false
 	for ls := a.lines; ls != ""; {
 		l, rest, _ := nextLine(ls)
 		ls = rest
 		k, v, _ := strings.Cut(l, ":")
-		hk := hopKind(k)
-		isLength := hk == hopContentLength
-		relay := a.relayed(k, hk, isLength && !seenLength)
-		seenLength = seenLength || isLength
-		if !relay {
+		if !a.relayed(k, hopKind(k)) {
 			continue
 		}
 		key := textproto.CanonicalMIMEHeaderKey(k)
@@ -211,7 +213,7 @@ const (
 	hopTransferEncoding
 	hopTrailer
 	hopContentLength
-	hopDropped // Keep-Alive, Proxy-Authenticate, Proxy-Authorization, Proxy-Connection, Te, Upgrade
+	hopDropped // Keep-Alive, Proxy-Authenticate, Proxy-Authorization, Proxy-Connection, Te, Upgrade, HTTP2-Settings
 )
 
 // hopKind classifies a header name without allocating or canonicalising it: by length first, so
@@ -242,6 +244,10 @@ func hopKind(k string) hop {
 	case 14:
 		if eq("Content-Length") {
 			return hopContentLength
+		}
+		if eq("HTTP2-Settings") {
+			// Half of an h2c upgrade, which never passes (h2c.go).
+			return hopDropped
 		}
 	case 16:
 		if eq("Proxy-Connection") {
@@ -296,6 +302,23 @@ func trimOWS(v string) string {
 		v = v[:len(v)-1]
 	}
 	return v
+}
+
+// parseLength parses a Content-Length value: decimal digits only, as RFC 9110 has it ("+5", " 5",
+// "5,5" or an empty value are refused, where strconv would take some), at most 18 of them.
+func parseLength(v string) (int64, bool) {
+	if v == "" || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 // hasToken reports whether a comma-separated header value lists token, case-insensitively.

@@ -17,7 +17,8 @@ func TestAnswer(t *testing.T) {
 		Length  int64
 		Chunked bool
 		Keep    bool
-		// Relayed is what writeLines sends on, Header what header builds for modifiers.
+		// Relayed is what writeLines sends on, Header what header builds for modifiers: neither
+		// has framing, which relayBody writes from Length and Chunked.
 		Relayed string
 		Header  http.Header
 	}
@@ -28,8 +29,8 @@ func TestAnswer(t *testing.T) {
 	}{{
 		name: "keepalive with a length",
 		head: "HTTP/1.1 200 OK\r\nServer: nginx\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\n",
-		want: result{200, "OK", 2, false, true, "Server: nginx\r\nContent-Length: 2\r\n",
-			http.Header{"Server": {"nginx"}, "Content-Length": {"2"}}},
+		want: result{200, "OK", 2, false, true, "Server: nginx\r\n",
+			http.Header{"Server": {"nginx"}}},
 	}, {
 		name: "no headers, no reason",
 		head: "HTTP/1.1 204\r\n\r\n",
@@ -37,34 +38,38 @@ func TestAnswer(t *testing.T) {
 	}, {
 		name: "connection close",
 		head: "HTTP/1.1 200 OK\r\nconnection: Close\r\nContent-Length: 0\r\n\r\n",
-		want: result{200, "OK", 0, false, false, "Content-Length: 0\r\n", http.Header{"Content-Length": {"0"}}},
+		want: result{200, "OK", 0, false, false, "", http.Header{}},
 	}, {
 		name: "HTTP/1.0 closes",
 		head: "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n",
-		want: result{200, "OK", 1, false, false, "Content-Length: 1\r\n", http.Header{"Content-Length": {"1"}}},
+		want: result{200, "OK", 1, false, false, "", http.Header{}},
 	}, {
 		name: "HTTP/1.0 with keep-alive",
 		head: "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nContent-Length: 1\r\n\r\n",
-		want: result{200, "OK", 1, false, true, "Content-Length: 1\r\n", http.Header{"Content-Length": {"1"}}},
+		want: result{200, "OK", 1, false, true, "", http.Header{}},
 	}, {
 		name: "chunked wins over a length and keeps its trailer announcement",
-		head: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: gzip, chunked\r\nTrailer: X-Sum\r\n\r\n",
+		head: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: Chunked \r\nTrailer: X-Sum\r\n\r\n",
 		want: result{200, "OK", -1, true, true, "Trailer: X-Sum\r\n", http.Header{"Trailer": {"X-Sum"}}},
 	}, {
 		name: "trailer without chunked framing is dropped",
 		head: "HTTP/1.1 200 OK\r\nTrailer: X-Sum\r\nContent-Length: 1\r\n\r\n",
-		want: result{200, "OK", 1, false, true, "Content-Length: 1\r\n", http.Header{"Content-Length": {"1"}}},
+		want: result{200, "OK", 1, false, true, "", http.Header{}},
 	}, {
 		name: "repeated equal lengths collapse",
 		head: "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nX-A: 1\r\ncontent-length:3\r\n\r\n",
-		want: result{200, "OK", 3, false, true, "Content-Length: 3\r\nX-A: 1\r\n",
-			http.Header{"Content-Length": {"3"}, "X-A": {"1"}}},
+		want: result{200, "OK", 3, false, true, "X-A: 1\r\n",
+			http.Header{"X-A": {"1"}}},
 	}, {
 		name: "headers named by Connection and other hop-by-hop headers are dropped",
 		head: "HTTP/1.1 200 OK\r\nX-Secret: s\r\nConnection: x-secret, keep-alive\r\nUpgrade: h2c\r\nProxy-Connection: x\r\n" +
 			"Te: trailers\r\nProxy-Authenticate: Basic\r\nProxy-Authorization: x\r\nx-a: 1\r\nX-A: 2\r\nContent-Length: 0\r\n\r\n",
-		want: result{200, "OK", 0, false, true, "x-a: 1\r\nX-A: 2\r\nContent-Length: 0\r\n",
-			http.Header{"X-A": {"1", "2"}, "Content-Length": {"0"}}},
+		want: result{200, "OK", 0, false, true, "x-a: 1\r\nX-A: 2\r\n",
+			http.Header{"X-A": {"1", "2"}}},
+	}, {
+		name: "Connection naming the framing cannot remove it",
+		head: "HTTP/1.1 200 OK\r\nConnection: Content-Length, Transfer-Encoding\r\nContent-Length: 2\r\n\r\n",
+		want: result{200, "OK", 2, false, true, "", http.Header{}},
 	}, {
 		name: "informational",
 		head: "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n",
@@ -72,6 +77,14 @@ func TestAnswer(t *testing.T) {
 			http.Header{"Link": {"</a.css>; rel=preload"}}},
 	},
 		{name: "conflicting lengths", head: "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", err: errLengths},
+		{name: "signed length", head: "HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\n", err: errLength},
+		{name: "length list", head: "HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\n\r\n", err: errLength},
+		{name: "empty length", head: "HTTP/1.1 200 OK\r\nContent-Length: \r\n\r\n", err: errLength},
+		{name: "bare CR in the reason", head: "HTTP/1.1 200 O\rK\r\nContent-Length: 0\r\n\r\n", err: errStatusLine},
+		{name: "NUL in the reason", head: "HTTP/1.1 200 O\x00K\r\n\r\n", err: errStatusLine},
+		{name: "encoding other than chunked", head: "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", err: errEncoding},
+		{name: "encoding identity", head: "HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nContent-Length: 1\r\n\r\n", err: errEncoding},
+		{name: "repeated encoding", head: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", err: errEncoding},
 		{name: "negative length", head: "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", err: errLength},
 		{name: "not HTTP", head: "ICY 200 OK\r\n\r\n", err: errStatusLine},
 		{name: "short status line", head: "HTTP/1.1 20\r\n\r\n", err: errStatusLine},

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,6 +83,11 @@ type fastConn struct {
 	lim *limits
 	// head and rhead hold the current request's and backend answer's heads (headText).
 	head, rhead []byte
+	// hasLength says the request came with a Content-Length (0 included), which goes upstream.
+	hasLength bool
+	// underscores keeps header names with underscores (limits.allowUnderscores); else they are
+	// dropped, as nginx does, so that "Content_Length" cannot reach a backend that folds "_" to "-".
+	underscores bool
 }
 
 // headReuseMax is the largest head copied into a connection's reused buffer; a larger one gets a
@@ -155,9 +159,16 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 		if err != nil && !errors.Is(err, errHeadTooLarge) {
 			return
 		}
+		if err != nil && targetTooLong(br) {
+			// nginx answers 414 too, for a request line beyond its buffers; net/http would say 431.
+			fc.req = http.Request{Close: true}
+			writeSimple(bw, http.StatusRequestURITooLong, "", &fc.req)
+			return
+		}
 		lt := p.cur.Load()
 		var req *http.Request
 		if err == nil && lt.proto == ir.ProtocolHTTP {
+			fc.underscores = s.allowUnderscores()
 			req = fc.parseHead(headText(&fc.head, head, !s.accessOn))
 		}
 		var rt *route
@@ -203,6 +214,13 @@ func completeHead(br *bufio.Reader) ([]byte, error) {
 	return nil, nil
 }
 
+// targetTooLong reports whether the request line does not fit the fast path's buffer, which is
+// full: maxTarget bounds request targets on every path (strict.go).
+func targetTooLong(br *bufio.Reader) bool {
+	buf, _ := br.Peek(br.Buffered())
+	return len(buf) >= maxTarget && bytes.IndexByte(buf[:maxTarget], '\n') < 0
+}
+
 // peekHead returns the request head up to and including the blank line, without consuming it.
 func peekHead(br *bufio.Reader) ([]byte, error) {
 	for n := 0; ; {
@@ -225,7 +243,9 @@ func peekHead(br *bufio.Reader) ([]byte, error) {
 }
 
 // parseHead parses a request head strictly into fc's request, returning nil for anything the fast
-// path leaves to net/http (which also produces the proper error answers for malformed requests).
+// path leaves to net/http (which, with strict.go, also produces the proper error answers for
+// malformed requests): differing Content-Lengths, any Transfer-Encoding, an Upgrade, a Host that
+// is no RFC 3986 host[:port]. Header names with underscores are dropped unless fc.underscores.
 // The head is one string and every name and value a substring of it; with fc's maps and slices
 // reused, parsing allocates nothing more.
 func (fc *fastConn) parseHead(head string) *http.Request {
@@ -259,8 +279,9 @@ func (fc *fastConn) parseHead(head string) *http.Request {
 	// One backing array for all values; capacity-limited slices of it copy on a repeated name.
 	vals := fc.vals[:0]
 	defer func() { fc.vals = vals }()
-	var host string
+	var host, length string
 	hosts := 0
+	fc.hasLength = false
 	fc.req = http.Request{Method: m, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, RequestURI: target}
 	req := &fc.req
 	for len(rest) > 2 {
@@ -270,6 +291,9 @@ func (fc *fastConn) parseHead(head string) *http.Request {
 		v = trimOWS(v)
 		if !ok || !validToken(k) || !httpguts.ValidHeaderFieldValue(v) {
 			return nil
+		}
+		if !fc.underscores && strings.IndexByte(k, '_') >= 0 {
+			continue
 		}
 		key := "Host"
 		if !foldEqual(k, key) {
@@ -284,14 +308,19 @@ func (fc *fastConn) parseHead(head string) *http.Request {
 		case "Transfer-Encoding", "Upgrade", "Expect":
 			return nil
 		case "Content-Length":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 || (req.ContentLength > 0 && n != req.ContentLength) {
+			// Lines with differing values are net/http's to refuse (400); identical repeats
+			// collapse into one, as there. What goes upstream is the parsed length (fastup.go).
+			if fc.hasLength {
+				if v != length {
+					return nil
+				}
+				continue
+			}
+			n, ok := parseLength(v)
+			if !ok {
 				return nil
 			}
-			req.ContentLength = n
-			if _, dup := h[key]; dup {
-				continue // identical repeats collapse into one, as net/http does
-			}
+			req.ContentLength, length, fc.hasLength = n, v, true
 		case "Connection":
 			for tokens := v; tokens != ""; {
 				var tok string
@@ -311,7 +340,7 @@ func (fc *fastConn) parseHead(head string) *http.Request {
 		vals = append(vals, v)
 		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	if hosts != 1 {
+	if hosts != 1 || !validHost(host) {
 		return nil
 	}
 	req.Host = host

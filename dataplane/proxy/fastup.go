@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // upConn is a pooled keepalive connection to one endpoint, used by the fast path.
@@ -21,26 +23,45 @@ type upConn struct {
 	idleSince time.Time
 	// deadline is the read deadline set on c (zero: none), see awaitAnswer.
 	deadline time.Time
+	// probe tells whether the connection, idle in the pool, is still usable (probe_unix.go).
+	probe connProbe
 }
 
 // upPool keeps idle fast-path upstream connections per endpoint ("host:port").
 type upPool struct {
 	mu   sync.Mutex
 	idle map[string][]*upConn
+	// idleTimeout closes connections idle this long (Options.UpstreamIdleTimeout): below the
+	// keepalive timeouts of common backends (Node.js 5s), so that the pool rarely hands out a
+	// connection the backend is closing.
+	idleTimeout time.Duration
 }
 
-const (
-	upIdleMax     = 512
-	upIdleTimeout = 50 * time.Second // under the usual 60–75s upstream keepalive timeouts
-)
+const upIdleMax = 512
 
+// get returns an idle connection to ep that still looks usable, or nil.
 func (p *upPool) get(ep string) *upConn {
+	for {
+		uc := p.pop(ep)
+		if uc == nil {
+			return nil
+		}
+		// A backend that closed the connection (or wrote to it unasked) while it sat idle is
+		// found here, before the request is written to it.
+		if uc.probe.idleOK() {
+			return uc
+		}
+		uc.c.Close()
+	}
+}
+
+func (p *upPool) pop(ep string) *upConn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for list := p.idle[ep]; len(list) > 0; list = p.idle[ep] {
 		uc := list[len(list)-1]
 		p.idle[ep] = list[:len(list)-1]
-		if time.Since(uc.idleSince) < upIdleTimeout {
+		if time.Since(uc.idleSince) < p.idleTimeout {
 			return uc
 		}
 		uc.c.Close()
@@ -48,7 +69,13 @@ func (p *upPool) get(ep string) *upConn {
 	return nil
 }
 
+// put pools uc, unless the backend sent more than its answer: those bytes would be taken for the
+// answer to the next request, from any client.
 func (p *upPool) put(ep string, uc *upConn) {
+	if uc.br.Buffered() > 0 {
+		uc.c.Close()
+		return
+	}
 	uc.idleSince = time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -69,7 +96,7 @@ func (p *upPool) prune(all bool) {
 	for ep, list := range p.idle {
 		keep := list[:0]
 		for _, uc := range list {
-			if all || time.Since(uc.idleSince) >= upIdleTimeout {
+			if all || time.Since(uc.idleSince) >= p.idleTimeout {
 				uc.c.Close()
 				continue
 			}
@@ -88,7 +115,9 @@ func (s *Server) dialUp(ep string) (*upConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &upConn{ep: ep, c: c, br: bufio.NewReaderSize(c, 16<<10), bw: bufio.NewWriterSize(c, 16<<10)}, nil
+	uc := &upConn{ep: ep, c: c, br: bufio.NewReaderSize(c, 16<<10), bw: bufio.NewWriterSize(c, 16<<10)}
+	uc.probe.init(c)
+	return uc, nil
 }
 
 // serveFast relays one request; it reports whether the client connection may be reused.
@@ -131,8 +160,9 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, fc *fastCo
 		return http.StatusServiceUnavailable, be, discardBody(cr, r) && writeSimple(cw, http.StatusServiceUnavailable, "", r)
 	}
 	be.reqHdr.applyRequest(r)
-	// A pooled connection may have been closed by the backend meanwhile; a request without a body
-	// is retried once on a fresh connection when the reused one fails before answering.
+	// A pooled connection may have been closed by the backend meanwhile; a request is retried once
+	// on a fresh connection when the reused one fails before answering and its body, if any, is
+	// still in the client buffer (exchangeFast), POST included.
 	for try := 0; ; try++ {
 		// The retry dials: the pool may hold more connections the backend has closed meanwhile.
 		var uc *upConn
@@ -166,7 +196,8 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, fc *fastCo
 			bs.count(http.StatusGatewayTimeout)
 			return http.StatusGatewayTimeout, be, writeSimple(cw, http.StatusGatewayTimeout, "", r)
 		}
-		if !sent && reused && r.ContentLength == 0 && try == 0 {
+		var unanswered unansweredError
+		if !sent && reused && try == 0 && errors.As(err, &unanswered) {
 			continue
 		}
 		if sent {
@@ -181,32 +212,34 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, fc *fastCo
 	}
 }
 
+// unansweredError is a failure before the backend answered anything while the request can be sent
+// again as it was: on a reused connection, the mark of a backend that closed it while it was idle.
+type unansweredError struct{ error }
+
+func (e unansweredError) Unwrap() error { return e.error }
+
 // exchangeFast sends r on uc and relays the answer. sent reports whether anything reached the client;
 // on success uc is back in the pool or closed.
 func (s *Server) exchangeFast(uc *upConn, r *http.Request, fc *fastConn, clientHost string, rt *route, be *backend, cr *bufio.Reader, cw *bufio.Writer) (code int, keep, sent bool, err error) {
 	w := uc.bw
-	w.WriteString(r.Method)
-	w.WriteByte(' ')
-	w.WriteString(r.URL.RequestURI())
-	w.WriteString(" HTTP/1.1\r\nHost: ")
-	w.WriteString(r.Host)
-	w.WriteString("\r\n")
-	writeHeaders(w, r.Header, "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto")
-	w.WriteString("X-Forwarded-For: ")
-	for _, v := range r.Header["X-Forwarded-For"] {
-		w.WriteString(v)
-		w.WriteString(", ")
-	}
-	w.WriteString(fc.ip)
-	w.WriteString("\r\nX-Forwarded-Host: ")
-	w.WriteString(clientHost)
-	w.WriteString("\r\nX-Forwarded-Proto: http\r\n\r\n")
-	if r.ContentLength > 0 {
-		if err := fc.copyBody(w, cr, r.ContentLength, fc.lim.requestBodyIdleTimeout); err != nil {
+	writeUpstreamHead(w, r, fc, clientHost)
+	// A body already in the client buffer (the usual small one) stays there until the backend
+	// answers, so that it can be sent again on a fresh connection; a larger one streams.
+	pending := 0
+	if n := r.ContentLength; n > 0 {
+		if n <= int64(cr.Buffered()) {
+			b, _ := cr.Peek(int(n))
+			_, _ = w.Write(b)
+			pending = int(n)
+		} else if err := fc.copyBody(w, cr, n, fc.lim.requestBodyIdleTimeout); err != nil {
 			return 0, false, false, err
 		}
 	}
+	replayable := pending > 0 || r.ContentLength == 0
 	if err := w.Flush(); err != nil {
+		if replayable {
+			err = unansweredError{err}
+		}
 		return 0, false, false, err
 	}
 	uc.awaitAnswer(fc.lim.backendResponseTimeout)
@@ -218,7 +251,19 @@ func (s *Server) exchangeFast(uc *upConn, r *http.Request, fc *fastConn, clientH
 	a := &fc.answer
 	for {
 		if err := readAnswer(uc.br, &fc.rhead, a); err != nil {
-			return 0, false, false, answerErr(err)
+			err = answerErr(err)
+			if replayable && uc.br.Buffered() == 0 && !errors.Is(err, errBackendTimeout) {
+				return 0, false, false, unansweredError{err}
+			}
+			// Not sent again: the body must not stay in the client buffer to be read as a request.
+			if pending > 0 {
+				_, _ = cr.Discard(pending)
+			}
+			return 0, false, false, err
+		}
+		if pending > 0 {
+			_, _ = cr.Discard(pending)
+			pending, replayable = 0, false
 		}
 		if a.code == http.StatusSwitchingProtocols {
 			return 0, false, false, errors.New("unexpected 101 from backend")
@@ -232,6 +277,44 @@ func (s *Server) exchangeFast(uc *upConn, r *http.Request, fc *fastConn, clientH
 		}
 		return s.relayBody(uc, r, fc, rt, be, cw)
 	}
+}
+
+// writeUpstreamHead writes the head of r as the fast path sends it upstream. The framing is the
+// proxy's own, from what it read (RFC 9112 §6): the client's Content-Length, Transfer-Encoding and
+// Connection lines never pass, whatever its Connection header names.
+func writeUpstreamHead(w *bufio.Writer, r *http.Request, fc *fastConn, clientHost string) {
+	w.WriteString(r.Method)
+	w.WriteByte(' ')
+	w.WriteString(r.URL.RequestURI())
+	w.WriteString(" HTTP/1.1\r\nHost: ")
+	w.WriteString(r.Host)
+	w.WriteString("\r\n")
+	writeHeaders(w, r.Header, "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto")
+	if r.ContentLength > 0 || fc.hasLength {
+		writeLength(w, r.ContentLength)
+	}
+	w.WriteString("X-Forwarded-For: ")
+	for _, v := range r.Header["X-Forwarded-For"] {
+		w.WriteString(v)
+		w.WriteString(", ")
+	}
+	w.WriteString(fc.ip)
+	w.WriteString("\r\nX-Forwarded-Host: ")
+	w.WriteString(clientHost)
+	w.WriteString("\r\nX-Forwarded-Proto: http\r\n\r\n")
+}
+
+// writeLength writes a Content-Length line, digit by digit (see writeStatus).
+func writeLength(w *bufio.Writer, n int64) {
+	w.WriteString("Content-Length: ")
+	d := int64(1)
+	for d <= n/10 {
+		d *= 10
+	}
+	for ; d > 0; d /= 10 {
+		w.WriteByte(byte('0' + n/d%10))
+	}
+	w.WriteString("\r\n")
 }
 
 func (s *Server) relayBody(uc *upConn, r *http.Request, fc *fastConn, rt *route, be *backend, cw *bufio.Writer) (int, bool, bool, error) {
@@ -252,8 +335,12 @@ func (s *Server) relayBody(uc *upConn, r *http.Request, fc *fastConn, rt *route,
 		be.respHdr.apply(fc.resp)
 		writeHeaders(cw, fc.resp)
 	}
-	if a.chunked && !noBody {
+	switch {
+	case a.chunked && !noBody:
 		cw.WriteString("Transfer-Encoding: chunked\r\n")
+	case a.length >= 0 && !a.chunked && a.code != http.StatusNoContent:
+		// On HEAD and 304 the length is the one a GET would have had, relayed as information.
+		writeLength(cw, a.length)
 	}
 	if !keepClient {
 		cw.WriteString("Connection: close\r\n")
@@ -281,7 +368,7 @@ func (s *Server) relayBody(uc *upConn, r *http.Request, fc *fastConn, rt *route,
 		keepClient = false
 	}
 	if upKeep {
-		s.fastPool.put(uc.ep, uc)
+		s.fastPool.put(uc.ep, uc) // closed instead when the backend sent more than its answer
 	} else {
 		uc.c.Close()
 	}
@@ -318,11 +405,13 @@ func writeStatus(w *bufio.Writer, code int, reason string) {
 	w.WriteString("\r\n")
 }
 
+// writeHeaders writes h less every hop-by-hop and framing header and those the Connection header
+// names, which the proxy writes itself when it must.
 func writeHeaders(w *bufio.Writer, h http.Header, skip ...string) {
 	conn := h["Connection"]
 outer:
 	for k, vs := range h {
-		if hk := hopKind(k); hk != hopOther && hk != hopContentLength {
+		if hopKind(k) != hopOther {
 			continue
 		}
 		for _, sk := range skip {
@@ -344,24 +433,27 @@ outer:
 	}
 }
 
-// copyChunked relays a chunked body verbatim, parsing only the framing to find its end.
+var (
+	errChunkSize = errors.New("malformed chunk size from backend")
+	errChunkEnd  = errors.New("malformed chunk end from backend")
+	errTrailer   = errors.New("malformed trailer from backend")
+)
+
+// copyChunked relays a chunked body re-framed: each chunk size is parsed strictly (hex digits, as
+// net/http reads them: no sign, no prefix) and written anew without extensions, each chunk's CRLF
+// and each trailer line is checked, so that the client reads the same body as the proxy did.
 func copyChunked(w *bufio.Writer, r *bufio.Reader) error {
 	for {
 		line, err := r.ReadSlice('\n')
 		if err != nil {
 			return err
 		}
-		if _, err := w.Write(line); err != nil {
-			return err
+		n, ok := parseChunkSize(line)
+		if !ok {
+			return errChunkSize
 		}
-		sz := bytes.TrimRight(line, "\r\n")
-		if i := bytes.IndexByte(sz, ';'); i >= 0 {
-			sz = sz[:i]
-		}
-		n, err := strconv.ParseInt(string(bytes.TrimSpace(sz)), 16, 64)
-		if err != nil || n < 0 {
-			return errors.New("malformed chunk size from backend")
-		}
+		writeHex(w, n)
+		w.WriteString("\r\n")
 		if n == 0 {
 			// Trailers, then the final blank line.
 			for {
@@ -369,21 +461,96 @@ func copyChunked(w *bufio.Writer, r *bufio.Reader) error {
 				if err != nil {
 					return err
 				}
+				if len(l) == 2 && l[0] == '\r' {
+					w.WriteString("\r\n")
+					return nil
+				}
+				if !validTrailerLine(l) {
+					return errTrailer
+				}
 				if _, err := w.Write(l); err != nil {
 					return err
 				}
-				if len(bytes.TrimRight(l, "\r\n")) == 0 {
-					return nil
-				}
 			}
 		}
-		if _, err := io.CopyN(w, r, n+2); err != nil {
+		if _, err := io.CopyN(w, r, n); err != nil {
 			return err
 		}
+		if end, err := r.Peek(2); err != nil || end[0] != '\r' || end[1] != '\n' {
+			return errChunkEnd
+		}
+		_, _ = r.Discard(2)
+		w.WriteString("\r\n")
 		// Flush per chunk so streamed responses reach the client as they come.
 		if err := w.Flush(); err != nil {
 			return err
 		}
+	}
+}
+
+// parseChunkSize parses a chunk-size line (with its CRLF): 1–15 hex digits, optional whitespace,
+// then an optional extension free of control bytes.
+func parseChunkSize(line []byte) (int64, bool) {
+	l := len(line)
+	if l < 3 || line[l-2] != '\r' {
+		return 0, false
+	}
+	line = line[:l-2]
+	var n int64
+	i := 0
+	for ; i < len(line); i++ {
+		d, ok := hexDigit(line[i])
+		if !ok {
+			break
+		}
+		n = n<<4 | int64(d)
+		if i == 15 {
+			return 0, false // 16 digits and more: beyond int64, as net/http refuses
+		}
+	}
+	if i == 0 {
+		return 0, false
+	}
+	rest := line[i:]
+	for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
+		rest = rest[1:]
+	}
+	if len(rest) > 0 && (rest[0] != ';' || !httpguts.ValidHeaderFieldValue(string(rest))) {
+		return 0, false
+	}
+	return n, true
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// validTrailerLine checks a trailer field line (with its CRLF) as a header line is checked.
+func validTrailerLine(l []byte) bool {
+	n := len(l)
+	if n < 3 || l[n-2] != '\r' {
+		return false
+	}
+	k, v, ok := bytes.Cut(l[:n-2], []byte(":"))
+	return ok && validToken(string(k)) && httpguts.ValidHeaderFieldValue(string(v))
+}
+
+// writeHex writes n in lower-case hex, digit by digit.
+func writeHex(w *bufio.Writer, n int64) {
+	shift := 0
+	for n>>(shift+4) > 0 {
+		shift += 4
+	}
+	for ; shift >= 0; shift -= 4 {
+		w.WriteByte("0123456789abcdef"[n>>shift&0xf])
 	}
 }
 

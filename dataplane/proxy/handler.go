@@ -191,6 +191,9 @@ func (ex *exchange) errorHandler(w http.ResponseWriter, r *http.Request, err err
 	case ex.body != nil && (ex.body.idled() || ex.body.expired()):
 		ex.bodyError(w, r, code)
 		return
+	case isClientBodyError(err):
+		// The client's body was malformed or cut short: its fault, not the backend's.
+		code = http.StatusBadRequest
 	case errors.Is(err, errNoEndpoint):
 		code = http.StatusServiceUnavailable
 	case r.ProtoMajor == 2 && errors.Is(r.Context().Err(), context.Canceled):

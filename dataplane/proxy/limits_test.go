@@ -18,9 +18,9 @@ import (
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
-// recBackend is a TCP backend that records the exact bytes of each connection and when the
+// limitBackend is a TCP backend that records the exact bytes of each connection and when the
 // proxy closed it, and answers per mode.
-type recBackend struct {
+type limitBackend struct {
 	ln   net.Listener
 	mode string // "silent": reads, never answers; "flood": answers a body of size flood
 	size int
@@ -33,14 +33,14 @@ type recConn struct {
 	closed chan struct{}
 }
 
-func newRecBackend(t *testing.T, mode string, size int) *recBackend {
+func newLimitBackend(t *testing.T, mode string, size int) *limitBackend {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	b := &recBackend{ln: ln, mode: mode, size: size}
+	b := &limitBackend{ln: ln, mode: mode, size: size}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -57,7 +57,7 @@ func newRecBackend(t *testing.T, mode string, size int) *recBackend {
 	return b
 }
 
-func (b *recBackend) serve(c net.Conn, rc *recConn) {
+func (b *limitBackend) serve(c net.Conn, rc *recConn) {
 	defer close(rc.closed)
 	defer c.Close()
 	if b.mode == "flood" {
@@ -89,7 +89,7 @@ func (b *recBackend) serve(c net.Conn, rc *recConn) {
 }
 
 // conn returns the i-th connection the backend accepted, waiting for it.
-func (b *recBackend) conn(t *testing.T, i int) *recConn {
+func (b *limitBackend) conn(t *testing.T, i int) *recConn {
 	t.Helper()
 	var rc *recConn
 	waitFor(t, func() bool {
@@ -103,7 +103,7 @@ func (b *recBackend) conn(t *testing.T, i int) *recConn {
 	return rc
 }
 
-func (b *recBackend) conns() int {
+func (b *limitBackend) conns() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.got)
@@ -187,7 +187,7 @@ func answerWithin(t *testing.T, c *rawConn, start time.Time, lo, hi time.Duratio
 func TestRequestBodyIdleTimeout(t *testing.T) {
 	bothPaths(t, func(t *testing.T, opts Options) {
 		const idle = 300 * time.Millisecond
-		be := newRecBackend(t, "silent", 0)
+		be := newLimitBackend(t, "silent", 0)
 		cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{irBackend("b", 1, be.ln.Addr())}}}})
 		opts.RequestBodyIdleTimeout = idle
 		reg := limitProxy(t, cfg, opts)
@@ -209,7 +209,7 @@ func TestRequestBodyIdleTimeout(t *testing.T) {
 
 func TestRequestBodyIdleTimeoutHTTP2(t *testing.T) {
 	const idle = 300 * time.Millisecond
-	be := newRecBackend(t, "silent", 0)
+	be := newLimitBackend(t, "silent", 0)
 	c, base, reg := h2Proxy(t, be.ln.Addr(), Options{RequestBodyIdleTimeout: idle})
 	pr, pw := io.Pipe()
 	defer pw.Close()
@@ -239,7 +239,7 @@ func TestRequestBodyIdleTimeoutHTTP2(t *testing.T) {
 func TestRequestTimeoutWhileBodyArrives(t *testing.T) {
 	bothPaths(t, func(t *testing.T, opts Options) {
 		const timeout = 300 * time.Millisecond
-		be := newRecBackend(t, "silent", 0)
+		be := newLimitBackend(t, "silent", 0)
 		cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{
 			Name: "r", Backends: []ir.Backend{irBackend("b", 1, be.ln.Addr())}, Timeouts: ir.Timeouts{Request: timeout},
 		}}})
@@ -262,7 +262,7 @@ func TestRequestTimeoutWhileBodyArrives(t *testing.T) {
 func TestBackendResponseTimeout(t *testing.T) {
 	bothPaths(t, func(t *testing.T, opts Options) {
 		const wait = 300 * time.Millisecond
-		be := newRecBackend(t, "silent", 0)
+		be := newLimitBackend(t, "silent", 0)
 		cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{irBackend("b", 1, be.ln.Addr())}}}})
 		opts.BackendResponseTimeout = wait
 		reg := limitProxy(t, cfg, opts)
@@ -299,7 +299,7 @@ func TestBackendResponseTimeout(t *testing.T) {
 func TestResponseWriteIdleTimeout(t *testing.T) {
 	bothPaths(t, func(t *testing.T, opts Options) {
 		const idle = 300 * time.Millisecond
-		be := newRecBackend(t, "flood", 256<<20)
+		be := newLimitBackend(t, "flood", 256<<20)
 		cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{irBackend("b", 1, be.ln.Addr())}}}})
 		opts.ResponseWriteIdleTimeout = idle
 		reg := limitProxy(t, cfg, opts)
@@ -321,7 +321,7 @@ func TestResponseWriteIdleTimeout(t *testing.T) {
 
 func TestResponseWriteIdleTimeoutHTTP2(t *testing.T) {
 	const idle = 300 * time.Millisecond
-	be := newRecBackend(t, "flood", 256<<20)
+	be := newLimitBackend(t, "flood", 256<<20)
 	c, base, reg := h2Proxy(t, be.ln.Addr(), Options{ResponseWriteIdleTimeout: idle})
 	res, err := c.Get(base + "/big")
 	if err != nil {

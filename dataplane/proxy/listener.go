@@ -195,6 +195,9 @@ func (p *tcpPort) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusMisdirectedRequest)
 		return
 	}
+	if !p.s.screen(w, r) {
+		return
+	}
 	if r.ProtoMajor == 2 {
 		if g := guardOf(r); g != nil {
 			g.streams.Add(1)

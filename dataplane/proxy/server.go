@@ -64,6 +64,10 @@ type Options struct {
 	// before their answers (rapid reset); past it the connection gets a GOAWAY and is closed
 	// (default 100, with a burst of as many).
 	HTTP2MaxResetsPerSecond int
+	// UpstreamIdleTimeout closes idle keepalive connections to backends (default 4s): below the
+	// idle timeouts of common backends (Node.js 5s), which would otherwise close a connection
+	// just as the proxy sends on it.
+	UpstreamIdleTimeout time.Duration
 	// DisableFastPath serves every plain HTTP request through net/http instead of the HTTP/1.1 fast
 	// path (for comparison and as an escape hatch).
 	DisableFastPath bool
@@ -79,6 +83,7 @@ func (o *Options) defaults() {
 	def(&o.ReadHeaderTimeout, 10*time.Second)
 	def(&o.IdleTimeout, 120*time.Second)
 	def(&o.DialTimeout, 5*time.Second)
+	def(&o.UpstreamIdleTimeout, 4*time.Second)
 	def(&o.UDPSessionTimeout, 60*time.Second)
 	def(&o.BackendResponseTimeout, 30*time.Second)
 	def(&o.RequestBodyIdleTimeout, 30*time.Second)
@@ -145,7 +150,8 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:     opts,
 		metrics:  m,
-		up:       newUpstreams(opts.DialTimeout),
+		up:       newUpstreams(opts.DialTimeout, opts.UpstreamIdleTimeout),
+		fastPool: upPool{idleTimeout: opts.UpstreamIdleTimeout},
 		accessOn: opts.AccessLog.GetSink() != nil,
 		mirrors:  make(chan struct{}, opts.MaxMirrors),
 		certs:    certCache{},

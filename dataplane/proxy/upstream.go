@@ -243,14 +243,14 @@ type upstreams struct {
 	http1, h2c, tls *http.Transport
 }
 
-func newUpstreams(dialTimeout time.Duration) upstreams {
+func newUpstreams(dialTimeout, idleTimeout time.Duration) upstreams {
 	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 	base := func() *http.Transport {
 		return &http.Transport{
 			DialContext:           d.DialContext,
 			MaxIdleConns:          0,
 			MaxIdleConnsPerHost:   1024,
-			IdleConnTimeout:       90 * time.Second,
+			IdleConnTimeout:       idleTimeout,
 			ExpectContinueTimeout: time.Second,
 			// The proxy must pass bodies through untouched, not negotiate gzip for itself.
 			DisableCompression: true,

@@ -53,6 +53,7 @@ func run() error {
 		gcFloorMB   = flag.Uint64("gc-heap-floor-mb", 64, "keep the GC heap goal at least this many MiB above the live heap (0: plain GOGC)")
 		pprofOn     = flag.Bool("pprof", false, "also serve /debug/pprof/ (profiles, execution traces) on -metrics-address")
 		limits      proxy.Options
+		upIdle      = flag.Duration("upstream-idle-timeout", 4*time.Second, "close idle keepalive connections to backends after this long; keep it below the backends' own (Node.js: 5s)")
 	)
 	limits.LimitFlags(flag.CommandLine)
 	flag.Parse()
@@ -73,7 +74,7 @@ func run() error {
 	}
 	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{Verbosity: *verbosity})
 	opts := limits
-	opts.Address, opts.Log, opts.DrainTimeout = *address, log, *drain
+	opts.Address, opts.Log, opts.DrainTimeout, opts.UpstreamIdleTimeout = *address, log, *drain, *upIdle
 	if *accessLog {
 		opts.AccessLog = funcr.NewJSON(func(obj string) { fmt.Println(obj) }, funcr.Options{})
 	}

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package proxy
+
+import "net"
+
+// connProbe cannot peek at a socket here: idle connections are trusted until used, and a failure
+// before any answer is retried (exchangeFast).
+type connProbe struct{}
+
+func (p *connProbe) init(net.Conn) {}
+
+func (p *connProbe) idleOK() bool { return true }
