@@ -17,24 +17,32 @@ type filters struct {
 }
 
 // httpFilters compiles HTTPRoute filters. allPrefix says whether every match of the rule is a
-// PathPrefix match, which ReplacePrefixMatch needs.
-func (t *translator) httpFilters(r *route, fs []gwv1.HTTPRouteFilter, allPrefix bool) (filters, gwv1.RouteConditionReason, error) {
+// PathPrefix match, which ReplacePrefixMatch needs; at is the field path of fs, for messages.
+func (t *translator) httpFilters(r *route, fs []gwv1.HTTPRouteFilter, allPrefix bool, at string) (filters, gwv1.RouteConditionReason, error) {
 	var out filters
 	unsupported := func(format string, args ...any) (filters, gwv1.RouteConditionReason, error) {
 		return filters{}, gwv1.RouteReasonUnsupportedValue, fmt.Errorf(format, args...)
 	}
-	for _, f := range fs {
+	for i, f := range fs {
 		switch f.Type {
 		case gwv1.HTTPRouteFilterRequestHeaderModifier:
 			if f.RequestHeaderModifier == nil || out.RequestHeaders != nil {
 				return unsupported("RequestHeaderModifier filter is empty or repeated")
 			}
-			out.RequestHeaders = headerModifier(f.RequestHeaderModifier)
+			m, err := headerModifier(f.RequestHeaderModifier, fmt.Sprintf("%s[%d].requestHeaderModifier", at, i))
+			if err != nil {
+				return filters{}, gwv1.RouteReasonUnsupportedValue, err
+			}
+			out.RequestHeaders = m
 		case gwv1.HTTPRouteFilterResponseHeaderModifier:
 			if f.ResponseHeaderModifier == nil || out.ResponseHeaders != nil {
 				return unsupported("ResponseHeaderModifier filter is empty or repeated")
 			}
-			out.ResponseHeaders = headerModifier(f.ResponseHeaderModifier)
+			m, err := headerModifier(f.ResponseHeaderModifier, fmt.Sprintf("%s[%d].responseHeaderModifier", at, i))
+			if err != nil {
+				return filters{}, gwv1.RouteReasonUnsupportedValue, err
+			}
+			out.ResponseHeaders = m
 		case gwv1.HTTPRouteFilterRequestRedirect:
 			if f.RequestRedirect == nil || out.Redirect != nil {
 				return unsupported("RequestRedirect filter is empty or repeated")
@@ -88,15 +96,42 @@ func (t *translator) httpFilters(r *route, fs []gwv1.HTTPRouteFilter, allPrefix 
 	return out, "", nil
 }
 
-func headerModifier(h *gwv1.HTTPHeaderFilter) *ir.HeaderModifier {
-	m := &ir.HeaderModifier{Remove: append([]string(nil), h.Remove...)}
-	for _, s := range h.Set {
+// headerModifier compiles a header filter at field path at. The standard-channel CRD leaves values
+// unchecked, and a value with CR or LF would add headers of its own upstream or split the response;
+// framing and hop-by-hop headers belong to the proxy.
+func headerModifier(h *gwv1.HTTPHeaderFilter, at string) (*ir.HeaderModifier, error) {
+	m := &ir.HeaderModifier{}
+	check := func(field string, name, value string) error {
+		switch {
+		case !ir.ValidHeaderName(name):
+			return fmt.Errorf("%s.name: header name %q is not an RFC 9110 token", field, name)
+		case ir.ReservedHeader(name):
+			return fmt.Errorf("%s.name: header %q is managed by the proxy and cannot be modified (Host changes only through a URLRewrite hostname)", field, name)
+		case !ir.ValidHeaderValue(value):
+			return fmt.Errorf("%s.value: value of header %q holds CR, LF, NUL or another control character", field, name)
+		}
+		return nil
+	}
+	for i, s := range h.Set {
+		if err := check(fmt.Sprintf("%s.set[%d]", at, i), string(s.Name), s.Value); err != nil {
+			return nil, err
+		}
 		m.Set = append(m.Set, ir.Header{Name: string(s.Name), Value: s.Value})
 	}
-	for _, a := range h.Add {
+	for i, a := range h.Add {
+		if err := check(fmt.Sprintf("%s.add[%d]", at, i), string(a.Name), a.Value); err != nil {
+			return nil, err
+		}
 		m.Add = append(m.Add, ir.Header{Name: string(a.Name), Value: a.Value})
 	}
-	return m
+	for i, name := range h.Remove {
+		field := fmt.Sprintf("%s.remove[%d]", at, i)
+		if err := check(field, name, ""); err != nil {
+			return nil, err
+		}
+		m.Remove = append(m.Remove, name)
+	}
+	return m, nil
 }
 
 func redirect(f *gwv1.HTTPRequestRedirectFilter, allPrefix bool) (*ir.Redirect, error) {
