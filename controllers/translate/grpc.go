@@ -67,7 +67,7 @@ func (t *translator) compileGRPCRule(r *route, i int, rule gwv1.GRPCRouteRule) {
 		p := precs[j]
 		p.created, p.name, p.cluster, p.rule, p.match = r.meta.GetCreationTimestamp(), r.name(), r.cluster, i, j
 		r.matches = append(r.matches, compiledMatch{
-			ir:   ir.Route{Name: fmt.Sprintf("%s/%s/%d/%d", r.kind, r.name(), i, j), Match: m, Filters: f.Filters, Backends: backends},
+			ir:         ir.Route{Name: fmt.Sprintf("%s/%s/%d/%d", r.kind, r.name(), i, j), Match: m, Filters: f.Filters, Backends: backends},
 			prec:       p,
 			regexInsts: insts[j],
 		})
