@@ -20,6 +20,8 @@ type metrics struct {
 	version     prometheus.Gauge
 	applies     *prometheus.CounterVec
 	mirrorDrops prometheus.Counter
+	// retryBudgetRefused counts retries not made because the backend's retry budget was spent.
+	retryBudgetRefused prometheus.Counter
 
 	mu     sync.Mutex
 	routes map[[2]string]*routeStats
@@ -56,9 +58,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "fleetgate", Subsystem: "proxy", Name: "mirror_dropped_total",
 			Help: "Mirrored requests dropped because too many were in flight.",
 		}),
+		retryBudgetRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "fleetgate", Subsystem: "proxy", Name: "retry_budget_exceeded_total",
+			Help: "Retries not made because the backend's retry budget (retries in flight) was spent.",
+		}),
 		routes: map[[2]string]*routeStats{},
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.conns, m.l4Bytes, m.version, m.applies, m.mirrorDrops} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.conns, m.l4Bytes, m.version, m.applies, m.mirrorDrops, m.retryBudgetRefused} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering proxy metrics: %w", err)
 		}
