@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"sync/atomic"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
