@@ -110,12 +110,12 @@ func grpcMatch(m gwv1.GRPCRouteMatch, at string) (im ir.Match, p precedence, ins
 				methodRE = method
 			}
 			for _, re := range []string{svcRE, methodRE} {
-				if _, err := ir.RegexInstructions(re); err != nil {
+				if _, err := ir.RegexInstructions(re, ir.DefaultMaxRegexInstructions); err != nil {
 					return im, p, 0, fmt.Errorf("%s.method: %w", at, err)
 				}
 			}
 			expr := "/(" + svcRE + ")/(" + methodRE + ")"
-			if insts, err = ir.RegexInstructions(expr); err != nil {
+			if insts, err = ir.RegexInstructions(expr, ir.DefaultMaxRegexInstructions); err != nil {
 				return im, p, 0, fmt.Errorf("%s.method: %w", at, err)
 			}
 			im.Path = &ir.StringMatch{Type: ir.MatchRegex, Value: expr}

@@ -124,7 +124,7 @@ func httpMatch(m gwv1.HTTPRouteMatch, at string) (im ir.Match, p precedence, ins
 			im.Path, p.path = &ir.StringMatch{Type: ir.MatchPrefix, Value: value}, rankPrefix
 		}
 	case gwv1.PathMatchRegularExpression:
-		n, err := ir.RegexInstructions(value)
+		n, err := ir.RegexInstructions(value, ir.DefaultMaxRegexInstructions)
 		if err != nil {
 			return im, p, 0, fmt.Errorf("%s.path.value: %w", at, err)
 		}
@@ -202,7 +202,7 @@ func keyMatch(at, name string, typ *string, value string) (km ir.KeyMatch, insts
 	case "Exact":
 		return ir.KeyMatch{Name: name, Type: ir.MatchExact, Value: value}, 0, nil
 	case "RegularExpression":
-		n, err := ir.RegexInstructions(value)
+		n, err := ir.RegexInstructions(value, ir.DefaultMaxRegexInstructions)
 		if err != nil {
 			return ir.KeyMatch{}, 0, fmt.Errorf("%s.value: %w", at, err)
 		}

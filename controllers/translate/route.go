@@ -79,8 +79,8 @@ func (r *route) classRules(p *proxyPolicy) (dropped, notes []string) {
 		}
 		switch {
 		case biggest > p.maxRegexInstructions:
-			dropped = append(dropped, fmt.Sprintf("rule %d: a regex compiles to %d instructions, above the limit of %d (GatewayClassConfig spec.proxy.maxRegexInstructions)",
-				m.prec.rule, biggest, p.maxRegexInstructions))
+			dropped = append(dropped, fmt.Sprintf("rule %d: a regex is too large: its compiled program exceeds the limit of %d instructions (GatewayClassConfig spec.proxy.maxRegexInstructions)",
+				m.prec.rule, p.maxRegexInstructions))
 		case m.ir.Retry != nil && m.ir.Retry.Attempts > p.maxRetryAttempts:
 			notes = append(notes, fmt.Sprintf("rule %d: retry.attempts %d capped at %d (GatewayClassConfig spec.proxy.maxRetryAttempts)",
 				m.prec.rule, m.ir.Retry.Attempts, p.maxRetryAttempts))

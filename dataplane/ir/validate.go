@@ -211,7 +211,7 @@ func validateString(at string, t MatchType, value string, b bounds, allowed ...M
 		}
 		if t == MatchRegex {
 			// Only the program size is checked here: the proxy compiles the regex itself, once.
-			n, err := RegexInstructions(value)
+			n, err := RegexInstructions(value, b.maxRegexInstructions)
 			if err != nil {
 				return []error{fmt.Errorf("%s: %w", at, err)}
 			}
@@ -272,17 +272,49 @@ func validateBackends(at string, backends []Backend) []error {
 
 // RegexInstructions parses a regex as Go's regexp does and returns the size of its compiled
 // program (regexp/syntax instructions, after Simplify): what a match costs per input byte and
-// what the compiled regexp holds in memory.
-func RegexInstructions(expr string) (int, error) {
+// what the compiled regexp holds in memory. A regex whose program would be far above limit is not
+// compiled at all (expanding [a-z]{1,999} hundreds of times costs seconds and hundreds of MB): when
+// the estimate from the parse tree (an upper bound, within a small factor) is above 4*limit, the
+// estimate is returned instead. So the result is never below the exact count.
+func RegexInstructions(expr string, limit int) (int, error) {
 	re, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
 		return 0, err // syntax errors say "error parsing regexp" themselves
+	}
+	if est := estimateInsts(re, 4*limit); est > 4*limit {
+		return est, nil
 	}
 	prog, err := syntax.Compile(re.Simplify())
 	if err != nil {
 		return 0, err
 	}
 	return len(prog.Inst), nil
+}
+
+// estimateInsts bounds from above the program size of re (within a small factor), stopping once
+// above stop: a repeat counts its maximum (or minimum+1) copies of its operand, each with room for
+// the instructions that join them.
+func estimateInsts(re *syntax.Regexp, stop int) int {
+	sub := func() int {
+		n := 0
+		for _, s := range re.Sub {
+			n += estimateInsts(s, stop) + 1
+			if n > stop {
+				return n
+			}
+		}
+		return n
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(re.Rune) + 1
+	case syntax.OpCapture, syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpConcat, syntax.OpAlternate:
+		return sub() + 2
+	case syntax.OpRepeat:
+		n := max(re.Max, re.Min+1)
+		return min(n, stop+1) * (sub() + 2)
+	}
+	return 2
 }
 
 // ValidHeaderName reports whether s is an RFC 9110 field name (a token).

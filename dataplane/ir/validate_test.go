@@ -3,6 +3,7 @@ package ir
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestValidate(t *testing.T) {
@@ -182,21 +183,34 @@ func TestValidateHostLimits(t *testing.T) {
 }
 
 func TestRegexInstructions(t *testing.T) {
+	// The header regex: 4,082 characters of bounded repetitions, half a million
+	// instructions once expanded.
+	var huge strings.Builder
+	for huge.Len() < 4082-len("[a-z0-9]{1,999}") {
+		huge.WriteString("[a-z0-9]{1,999}")
+	}
 	for _, tc := range []struct {
-		expr string
-		min  int
-		max  int
+		expr     string
+		limit    int
+		min, max int
 	}{
-		{"abc", 3, 8},
-		{"[a-z]{800}[0-9]{800}", 1600, 1610},
-		{"/" + strings.Repeat("(abc|def)", 130), 1100, 1200},
+		{"abc", DefaultMaxRegexInstructions, 3, 8},
+		{"/" + strings.Repeat("(abc|def)", 130), DefaultMaxRegexInstructions, 1100, 1200},
+		// Exact up to 4 times the limit; above, the estimate, which is never below the exact count.
+		{"[a-z]{800}[0-9]{800}", 10_000, 1600, 1610},
+		{"[a-z]{800}[0-9]{800}", 100, 1600, 5000},
+		{huge.String(), DefaultMaxRegexInstructions, 4 * DefaultMaxRegexInstructions, 1 << 30},
 	} {
-		n, err := RegexInstructions(tc.expr)
+		start := time.Now()
+		n, err := RegexInstructions(tc.expr, tc.limit)
 		if err != nil || n < tc.min || n > tc.max {
-			t.Errorf("RegexInstructions(%.30q) = %d, %v; want %d..%d", tc.expr, n, err, tc.min, tc.max)
+			t.Errorf("RegexInstructions(%.30q, %d) = %d, %v; want %d..%d", tc.expr, tc.limit, n, err, tc.min, tc.max)
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Errorf("RegexInstructions(%.30q, %d) took %s", tc.expr, tc.limit, d)
 		}
 	}
-	if _, err := RegexInstructions("("); err == nil {
+	if _, err := RegexInstructions("(", DefaultMaxRegexInstructions); err == nil {
 		t.Error("RegexInstructions(\"(\") = nil error")
 	}
 }
