@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"strings"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -51,12 +52,18 @@ func (t *translator) httpFilters(r *route, fs []gwv1.HTTPRouteFilter, allPrefix 
 			if err != nil {
 				return filters{}, gwv1.RouteReasonUnsupportedValue, err
 			}
+			if strings.ContainsAny(rd.Hostname, " \t") || !ir.ValidHeaderValue(rd.Hostname) {
+				return unsupported("%s[%d].requestRedirect.hostname: %q is not a hostname", at, i, rd.Hostname)
+			}
 			out.Redirect = rd
 		case gwv1.HTTPRouteFilterURLRewrite:
 			if f.URLRewrite == nil || out.Rewrite != nil {
 				return unsupported("URLRewrite filter is empty or repeated")
 			}
 			rw := &ir.Rewrite{Hostname: ptrStr(f.URLRewrite.Hostname)}
+			if strings.ContainsAny(rw.Hostname, " \t") || !ir.ValidHeaderValue(rw.Hostname) {
+				return unsupported("%s[%d].urlRewrite.hostname: %q is not a hostname", at, i, rw.Hostname)
+			}
 			pm, err := pathModifier(f.URLRewrite.Path, allPrefix)
 			if err != nil {
 				return filters{}, gwv1.RouteReasonUnsupportedValue, fmt.Errorf("URLRewrite: %w", err)
@@ -78,7 +85,11 @@ func (t *translator) httpFilters(r *route, fs []gwv1.HTTPRouteFilter, allPrefix 
 			if f.CORS == nil || out.CORS != nil {
 				return unsupported("CORS filter is empty or repeated")
 			}
-			out.CORS = cors(f.CORS)
+			c := cors(f.CORS)
+			if err := checkCORS(c, fmt.Sprintf("%s[%d].cors", at, i)); err != nil {
+				return filters{}, gwv1.RouteReasonUnsupportedValue, err
+			}
+			out.CORS = c
 		case gwv1.HTTPRouteFilterExtensionRef:
 			out.extension = true
 			ref := "<missing>"
@@ -234,6 +245,27 @@ func (t *translator) mirror(r *route, f *gwv1.HTTPRequestMirrorFilter) (ir.Mirro
 		return m, false, nil
 	}
 	return m, true, nil
+}
+
+// checkCORS refuses CORS values that could not go into response headers as they are (the CRD's
+// patterns normally keep them out; an ir.Validate refusal would NACK the whole gateway).
+func checkCORS(c *ir.CORS, at string) error {
+	for _, f := range []struct {
+		name string
+		list []string
+	}{{"allowMethods", c.AllowMethods}, {"allowHeaders", c.AllowHeaders}, {"exposeHeaders", c.ExposeHeaders}} {
+		for i, h := range f.list {
+			if h != "*" && !ir.ValidHeaderName(h) {
+				return fmt.Errorf("%s.%s[%d]: %q is not an RFC 9110 token", at, f.name, i, h)
+			}
+		}
+	}
+	for i, o := range c.AllowOrigins {
+		if strings.ContainsAny(o, " \t") || !ir.ValidHeaderValue(o) {
+			return fmt.Errorf("%s.allowOrigins[%d]: %q holds spaces or control characters", at, i, o)
+		}
+	}
+	return nil
 }
 
 func cors(f *gwv1.HTTPCORSFilter) *ir.CORS {

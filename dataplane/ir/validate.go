@@ -193,6 +193,15 @@ func (r *Route) validate(b bounds) []error {
 			errs = append(errs, fmt.Errorf("%s mirror %q: bad fraction %d/%d", at, m.Backend.Name, m.Numerator, m.Denominator))
 		}
 	}
+	if rd := r.Filters.Redirect; rd != nil && !validHostValue(rd.Hostname) {
+		errs = append(errs, fmt.Errorf("%s redirect: hostname %q holds spaces or control characters", at, rd.Hostname))
+	}
+	if rw := r.Filters.Rewrite; rw != nil && !validHostValue(rw.Hostname) {
+		errs = append(errs, fmt.Errorf("%s rewrite: hostname %q holds spaces or control characters", at, rw.Hostname))
+	}
+	if c := r.Filters.CORS; c != nil {
+		errs = append(errs, validateCORS(at+" cors", c)...)
+	}
 	errs = append(errs, validateHeaderModifier(at+" request headers", r.Filters.RequestHeaders)...)
 	errs = append(errs, validateHeaderModifier(at+" response headers", r.Filters.ResponseHeaders)...)
 	if r.Retry != nil && r.Retry.Attempts < 0 {
@@ -375,6 +384,30 @@ func HeaderProblem(name, value string) string {
 		return fmt.Sprintf("value of header %q holds CR, LF, NUL or another control character", name)
 	}
 	return ""
+}
+
+// validHostValue reports whether a hostname can go into a Host or Location header as is.
+func validHostValue(h string) bool {
+	return ValidHeaderValue(h) && !strings.ContainsAny(h, " \t")
+}
+
+// validateCORS checks the CORS values the proxy writes into response headers: names and methods
+// are tokens, origins field values.
+func validateCORS(at string, c *CORS) []error {
+	var errs []error
+	for _, list := range [][]string{c.AllowHeaders, c.ExposeHeaders, c.AllowMethods} {
+		for _, h := range list {
+			if !ValidHeaderName(h) && h != "*" {
+				errs = append(errs, fmt.Errorf("%s: %q is not an RFC 9110 token", at, h))
+			}
+		}
+	}
+	for _, o := range c.AllowOrigins {
+		if !validHostValue(o) {
+			errs = append(errs, fmt.Errorf("%s: origin %q holds spaces or control characters", at, o))
+		}
+	}
+	return errs
 }
 
 func validateHeaderModifier(at string, m *HeaderModifier) []error {

@@ -111,6 +111,22 @@ func TestValidate(t *testing.T) {
 		{name: "header match name not a token", mutate: func(c *Config) {
 			c.Listeners[0].VirtualHosts[0].Routes[0].Match.Headers = []KeyMatch{{Name: "X:A", Type: MatchExact, Value: "v"}}
 		}, want: "not a valid header name"},
+		{name: "cors values", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.CORS = &CORS{AllowOrigins: []string{"https://*.example.com", "*"},
+				AllowHeaders: []string{"*", "X-A"}, AllowMethods: []string{"GET", "*"}, ExposeHeaders: []string{"X-B"}}
+		}},
+		{name: "cors header with CR LF", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.CORS = &CORS{ExposeHeaders: []string{"X-B\r\nSet-Cookie: a=b"}}
+		}, want: "cors: \"X-B\\r\\nSet-Cookie: a=b\" is not an RFC 9110 token"},
+		{name: "cors origin with LF", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.CORS = &CORS{AllowOrigins: []string{"https://a.example\nX: 1"}}
+		}, want: "cors: origin"},
+		{name: "rewrite hostname with CR LF", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.Rewrite.Hostname = "a.example\r\nX-Injected: 1"
+		}, want: "rewrite: hostname"},
+		{name: "redirect hostname with a space", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters = Filters{Redirect: &Redirect{StatusCode: 302, Hostname: "a b"}}
+		}, want: "redirect: hostname"},
 		{name: "retry attempts above the default limit", mutate: func(c *Config) {
 			c.Listeners[0].VirtualHosts[0].Routes[0].Retry = &Retry{Attempts: 2_000_000_000}
 		}, want: "retry attempts 2000000000 above the limit 5"},
