@@ -30,7 +30,7 @@ func (t *translator) compileGRPCRule(r *route, i int, rule gwv1.GRPCRouteRule) {
 	}
 	var irMatches []ir.Match
 	var precs []precedence
-	var insts []int
+	var insts []regexSize
 	for j, m := range matches {
 		im, p, n, err := grpcMatch(m, fmt.Sprintf("spec.rules[%d].matches[%d]", i, j))
 		if err != nil {
@@ -75,7 +75,7 @@ func (t *translator) compileGRPCRule(r *route, i int, rule gwv1.GRPCRouteRule) {
 }
 
 // grpcMatch compiles one match at field path at; insts is the size of its largest regex program.
-func grpcMatch(m gwv1.GRPCRouteMatch, at string) (im ir.Match, p precedence, insts int, err error) {
+func grpcMatch(m gwv1.GRPCRouteMatch, at string) (im ir.Match, p precedence, insts regexSize, err error) {
 	im = ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: "/"}}
 	p = precedence{grpc: true}
 	if mm := m.Method; mm != nil {
@@ -85,13 +85,13 @@ func grpcMatch(m gwv1.GRPCRouteMatch, at string) (im ir.Match, p precedence, ins
 		}
 		svc, method := ptrStr(mm.Service), ptrStr(mm.Method)
 		if svc == "" && method == "" {
-			return im, p, 0, fmt.Errorf("method match needs a service or a method")
+			return im, p, regexSize{}, fmt.Errorf("method match needs a service or a method")
 		}
 		p.serviceLen, p.methodLen = len(svc), len(method)
 		switch typ {
 		case gwv1.GRPCMethodMatchExact:
 			if strings.Contains(svc, "/") || strings.Contains(method, "/") {
-				return im, p, 0, fmt.Errorf("exact service and method must not contain /")
+				return im, p, regexSize{}, fmt.Errorf("exact service and method must not contain /")
 			}
 			switch {
 			case svc != "" && method != "":
@@ -110,17 +110,17 @@ func grpcMatch(m gwv1.GRPCRouteMatch, at string) (im ir.Match, p precedence, ins
 				methodRE = method
 			}
 			for _, re := range []string{svcRE, methodRE} {
-				if _, err := ir.RegexInstructions(re, ir.DefaultMaxRegexInstructions); err != nil {
-					return im, p, 0, fmt.Errorf("%s.method: %w", at, err)
+				if _, err := measureRegex(re); err != nil {
+					return im, p, regexSize{}, fmt.Errorf("%s.method: %w", at, err)
 				}
 			}
 			expr := "/(" + svcRE + ")/(" + methodRE + ")"
-			if insts, err = ir.RegexInstructions(expr, ir.DefaultMaxRegexInstructions); err != nil {
-				return im, p, 0, fmt.Errorf("%s.method: %w", at, err)
+			if insts, err = measureRegex(expr); err != nil {
+				return im, p, regexSize{}, fmt.Errorf("%s.method: %w", at, err)
 			}
 			im.Path = &ir.StringMatch{Type: ir.MatchRegex, Value: expr}
 		default:
-			return im, p, 0, fmt.Errorf("method match type %q is not supported", typ)
+			return im, p, regexSize{}, fmt.Errorf("method match type %q is not supported", typ)
 		}
 	}
 	hs := make([]gwv1.HTTPHeaderMatch, len(m.Headers))
@@ -128,7 +128,7 @@ func grpcMatch(m gwv1.GRPCRouteMatch, at string) (im ir.Match, p precedence, ins
 		hs[k] = gwv1.HTTPHeaderMatch{Type: (*gwv1.HeaderMatchType)(h.Type), Name: gwv1.HTTPHeaderName(h.Name), Value: h.Value}
 	}
 	if im.Headers, insts, err = headerMatches(hs, at, insts); err != nil {
-		return im, p, 0, err
+		return im, p, regexSize{}, err
 	}
 	p.headers = len(im.Headers)
 	return im, p, insts, nil

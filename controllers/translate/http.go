@@ -31,7 +31,7 @@ func (t *translator) compileHTTPRule(r *route, i int, rule gwv1.HTTPRouteRule) {
 	}
 	var irMatches []ir.Match
 	var precs []precedence
-	var insts []int
+	var insts []regexSize
 	allPrefix := true
 	for j, m := range matches {
 		im, p, n, err := httpMatch(m, fmt.Sprintf("spec.rules[%d].matches[%d]", i, j))
@@ -100,7 +100,7 @@ func (t *translator) compileHTTPRule(r *route, i int, rule gwv1.HTTPRouteRule) {
 
 // httpMatch compiles one match; insts is the size of its largest regex program, which the class's
 // limit bounds (hostRoutes). at is the match's field path, for messages.
-func httpMatch(m gwv1.HTTPRouteMatch, at string) (im ir.Match, p precedence, insts int, err error) {
+func httpMatch(m gwv1.HTTPRouteMatch, at string) (im ir.Match, p precedence, insts regexSize, err error) {
 	typ, value := gwv1.PathMatchPathPrefix, "/"
 	if m.Path != nil {
 		if m.Path.Type != nil {
@@ -113,7 +113,7 @@ func httpMatch(m gwv1.HTTPRouteMatch, at string) (im ir.Match, p precedence, ins
 	switch typ {
 	case gwv1.PathMatchExact, gwv1.PathMatchPathPrefix:
 		if !strings.HasPrefix(value, "/") || strings.Contains(value, "//") {
-			return im, p, 0, fmt.Errorf("path %q must start with / and not contain //", value)
+			return im, p, regexSize{}, fmt.Errorf("path %q must start with / and not contain //", value)
 		}
 		if typ == gwv1.PathMatchExact {
 			im.Path, p.path = &ir.StringMatch{Type: ir.MatchExact, Value: value}, rankExact
@@ -124,18 +124,18 @@ func httpMatch(m gwv1.HTTPRouteMatch, at string) (im ir.Match, p precedence, ins
 			im.Path, p.path = &ir.StringMatch{Type: ir.MatchPrefix, Value: value}, rankPrefix
 		}
 	case gwv1.PathMatchRegularExpression:
-		n, err := ir.RegexInstructions(value, ir.DefaultMaxRegexInstructions)
+		n, err := measureRegex(value)
 		if err != nil {
-			return im, p, 0, fmt.Errorf("%s.path.value: %w", at, err)
+			return im, p, regexSize{}, fmt.Errorf("%s.path.value: %w", at, err)
 		}
 		insts = n
 		im.Path, p.path = &ir.StringMatch{Type: ir.MatchRegex, Value: value}, rankRegex
 	default:
-		return im, p, 0, fmt.Errorf("path match type %q is not supported", typ)
+		return im, p, regexSize{}, fmt.Errorf("path match type %q is not supported", typ)
 	}
 	p.pathLen = len(value)
 	if im.Headers, insts, err = headerMatches(m.Headers, at, insts); err != nil {
-		return im, p, 0, err
+		return im, p, regexSize{}, err
 	}
 	seen := map[string]bool{}
 	for k, q := range m.QueryParams {
@@ -145,9 +145,9 @@ func httpMatch(m gwv1.HTTPRouteMatch, at string) (im ir.Match, p precedence, ins
 		seen[string(q.Name)] = true
 		km, n, err := keyMatch(fmt.Sprintf("%s.queryParams[%d]", at, k), string(q.Name), (*string)(q.Type), q.Value)
 		if err != nil {
-			return im, p, 0, err
+			return im, p, regexSize{}, err
 		}
-		insts = max(insts, n)
+		insts = insts.max(n)
 		im.QueryParams = append(im.QueryParams, km)
 	}
 	if m.Method != nil {
@@ -156,7 +156,7 @@ func httpMatch(m gwv1.HTTPRouteMatch, at string) (im ir.Match, p precedence, ins
 			gwv1.HTTPMethodConnect, gwv1.HTTPMethodOptions, gwv1.HTTPMethodTrace, gwv1.HTTPMethodPatch:
 			im.Method, p.method = string(*m.Method), true
 		default:
-			return im, p, 0, fmt.Errorf("method %q is not supported", *m.Method)
+			return im, p, regexSize{}, fmt.Errorf("method %q is not supported", *m.Method)
 		}
 	}
 	p.headers, p.queries = len(im.Headers), len(im.QueryParams)
@@ -165,7 +165,7 @@ func httpMatch(m gwv1.HTTPRouteMatch, at string) (im ir.Match, p precedence, ins
 
 // headerMatches compiles the header matches of a match at field path at; insts is the largest
 // regex program so far, returned updated.
-func headerMatches(hs []gwv1.HTTPHeaderMatch, at string, insts int) ([]ir.KeyMatch, int, error) {
+func headerMatches(hs []gwv1.HTTPHeaderMatch, at string, insts regexSize) ([]ir.KeyMatch, regexSize, error) {
 	var out []ir.KeyMatch
 	seen := map[string]bool{}
 	for k, h := range hs {
@@ -176,13 +176,13 @@ func headerMatches(hs []gwv1.HTTPHeaderMatch, at string, insts int) ([]ir.KeyMat
 		seen[strings.ToLower(string(h.Name))] = true
 		f := fmt.Sprintf("%s.headers[%d]", at, k)
 		if !ir.ValidHeaderName(string(h.Name)) {
-			return nil, 0, fmt.Errorf("%s.name: header name %q is not an RFC 9110 token", f, h.Name)
+			return nil, regexSize{}, fmt.Errorf("%s.name: header name %q is not an RFC 9110 token", f, h.Name)
 		}
 		km, n, err := keyMatch(f, string(h.Name), (*string)(h.Type), h.Value)
 		if err != nil {
-			return nil, 0, err
+			return nil, regexSize{}, err
 		}
-		insts = max(insts, n)
+		insts = insts.max(n)
 		out = append(out, km)
 	}
 	return out, insts, nil
@@ -190,26 +190,46 @@ func headerMatches(hs []gwv1.HTTPHeaderMatch, at string, insts int) ([]ir.KeyMat
 
 // keyMatch compiles a header or query parameter match at field path at; Exact is the default
 // type. insts is the regex's program size.
-func keyMatch(at, name string, typ *string, value string) (km ir.KeyMatch, insts int, err error) {
+func keyMatch(at, name string, typ *string, value string) (km ir.KeyMatch, insts regexSize, err error) {
 	t := "Exact"
 	if typ != nil && *typ != "" {
 		t = *typ
 	}
 	if name == "" {
-		return ir.KeyMatch{}, 0, fmt.Errorf("%s.name: match without a name", at)
+		return ir.KeyMatch{}, regexSize{}, fmt.Errorf("%s.name: match without a name", at)
 	}
 	switch t {
 	case "Exact":
-		return ir.KeyMatch{Name: name, Type: ir.MatchExact, Value: value}, 0, nil
+		return ir.KeyMatch{Name: name, Type: ir.MatchExact, Value: value}, regexSize{}, nil
 	case "RegularExpression":
-		n, err := ir.RegexInstructions(value, ir.DefaultMaxRegexInstructions)
+		n, err := measureRegex(value)
 		if err != nil {
-			return ir.KeyMatch{}, 0, fmt.Errorf("%s.value: %w", at, err)
+			return ir.KeyMatch{}, regexSize{}, fmt.Errorf("%s.value: %w", at, err)
 		}
 		return ir.KeyMatch{Name: name, Type: ir.MatchRegex, Value: value}, n, nil
 	}
-	return ir.KeyMatch{}, 0, fmt.Errorf("%s.type: match type %q is not supported", at, t)
+	return ir.KeyMatch{}, regexSize{}, fmt.Errorf("%s.type: match type %q is not supported", at, t)
 }
+
+// regexSize is the size of the largest regex program of a match, measured once (measureRegex)
+// and judged against the limit of each class the route's gateways belong to (tooLarge).
+type regexSize struct{ insts, est int }
+
+// maxClassRegexInstructions is the largest GatewayClassConfig spec.proxy.maxRegexInstructions (the
+// CRD's maximum): the size is estimated far enough to judge a regex for any class, and counted
+// exactly only when near the default limit, which keeps a hostile regex cheap to refuse.
+const maxClassRegexInstructions = 100_000
+
+func measureRegex(expr string) (regexSize, error) {
+	n, est, err := ir.RegexInstructions(expr, ir.DefaultMaxRegexInstructions, maxClassRegexInstructions)
+	return regexSize{n, est}, err
+}
+
+func (a regexSize) max(b regexSize) regexSize {
+	return regexSize{max(a.insts, b.insts), max(a.est, b.est)}
+}
+
+func (a regexSize) tooLarge(limit int) bool { return ir.RegexTooLarge(a.insts, a.est, limit) }
 
 // durationRE is the Gateway API duration format (GEP-2257).
 var durationRE = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)

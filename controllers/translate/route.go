@@ -60,11 +60,13 @@ type compiledMatch struct {
 	prec precedence
 	// regexInsts is the program size of the match's largest regex; a class whose
 	// maxRegexInstructions it exceeds drops the rule (classRules, hostRoutes).
-	regexInsts int
+	regexInsts regexSize
 }
 
 // servedBy reports whether a class with policy p serves the match: its regexes fit p's bound.
-func (m *compiledMatch) servedBy(p *proxyPolicy) bool { return m.regexInsts <= p.maxRegexInstructions }
+func (m *compiledMatch) servedBy(p *proxyPolicy) bool {
+	return !m.regexInsts.tooLarge(p.maxRegexInstructions)
+}
 
 // classRules checks the route's valid rules against the limits of a parent's class: a rule with a
 // regex program above the class's bound is dropped on that class's gateways (dropped), and retry
@@ -72,13 +74,13 @@ func (m *compiledMatch) servedBy(p *proxyPolicy) bool { return m.regexInsts <= p
 func (r *route) classRules(p *proxyPolicy) (dropped, notes []string) {
 	for i := 0; i < len(r.matches); {
 		m := &r.matches[i]
-		biggest := 0
+		var biggest regexSize
 		j := i
 		for ; j < len(r.matches) && r.matches[j].prec.rule == m.prec.rule; j++ {
-			biggest = max(biggest, r.matches[j].regexInsts)
+			biggest = biggest.max(r.matches[j].regexInsts)
 		}
 		switch {
-		case biggest > p.maxRegexInstructions:
+		case biggest.tooLarge(p.maxRegexInstructions):
 			dropped = append(dropped, fmt.Sprintf("rule %d: a regex is too large: its compiled program exceeds the limit of %d instructions (GatewayClassConfig spec.proxy.maxRegexInstructions)",
 				m.prec.rule, p.maxRegexInstructions))
 		case m.ir.Retry != nil && m.ir.Retry.Attempts > p.maxRetryAttempts:

@@ -220,11 +220,11 @@ func validateString(at string, t MatchType, value string, b bounds, allowed ...M
 		}
 		if t == MatchRegex {
 			// Only the program size is checked here: the proxy compiles the regex itself, once.
-			n, err := RegexInstructions(value, b.maxRegexInstructions)
+			n, est, err := RegexInstructions(value, b.maxRegexInstructions, b.maxRegexInstructions)
 			if err != nil {
 				return []error{fmt.Errorf("%s: %w", at, err)}
 			}
-			if n > b.maxRegexInstructions {
+			if RegexTooLarge(n, est, b.maxRegexInstructions) {
 				return []error{fmt.Errorf("%s: regex program of %d instructions above the limit %d", at, n, b.maxRegexInstructions)}
 			}
 		}
@@ -281,27 +281,34 @@ func validateBackends(at string, backends []Backend) []error {
 
 // RegexInstructions parses a regex as Go's regexp does and returns the size of its compiled
 // program (regexp/syntax instructions, after Simplify): what a match costs per input byte and
-// what the compiled regexp holds in memory. A regex whose program would be far above limit is not
-// compiled at all (expanding [a-z]{1,999} hundreds of times costs seconds and hundreds of MB): when
-// the estimate from the parse tree (an upper bound, within a small factor) is above 4*limit, the
-// estimate is returned instead. So the result is never below the exact count.
-func RegexInstructions(expr string, limit int) (int, error) {
+// what the compiled regexp holds in memory. est is an upper bound from the parse tree, worked out
+// only as far as it matters (above 4*max(limit, estLimit) it stops growing). A regex whose est is
+// above 4*limit is not compiled at all (expanding [a-z]{1,999} hundreds of times costs seconds and
+// hundreds of MB): insts is est then. So insts is never below the exact count, and
+// RegexTooLarge(insts, est, l) is Validate's verdict for every l ≤ estLimit.
+func RegexInstructions(expr string, limit, estLimit int) (insts, est int, err error) {
 	re, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
-		return 0, err // syntax errors say "error parsing regexp" themselves
+		return 0, 0, err // syntax errors say "error parsing regexp" themselves
 	}
-	if est := estimateInsts(re, 4*limit); est > 4*limit {
-		return est, nil
+	// +2: the program's fail and match instructions.
+	if est = estimateInsts(re, 4*max(limit, estLimit)) + 2; est > 4*limit {
+		return est, est, nil
 	}
 	prog, err := syntax.Compile(re.Simplify())
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return len(prog.Inst), nil
+	return len(prog.Inst), est, nil
 }
 
+// RegexTooLarge says whether a regex measured by RegexInstructions (with any limit) is above
+// limit. Measured with a larger limit it may refuse a regex Validate would accept, never the
+// reverse: translation measures once and judges for every class.
+func RegexTooLarge(insts, est, limit int) bool { return est > 4*limit || insts > limit }
+
 // estimateInsts bounds from above the program size of re (within a small factor), stopping once
-// above stop: a repeat counts its maximum (or minimum+1) copies of its operand, each with room for
+// above stop (a value above stop is then below the full estimate): a repeat counts its maximum (or minimum+1) copies of its operand, each with room for
 // the instructions that join them.
 func estimateInsts(re *syntax.Regexp, stop int) int {
 	sub := func() int {

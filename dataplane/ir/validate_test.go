@@ -218,7 +218,7 @@ func TestRegexInstructions(t *testing.T) {
 		{huge.String(), DefaultMaxRegexInstructions, 4 * DefaultMaxRegexInstructions, 1 << 30},
 	} {
 		start := time.Now()
-		n, err := RegexInstructions(tc.expr, tc.limit)
+		n, _, err := RegexInstructions(tc.expr, tc.limit, tc.limit)
 		if err != nil || n < tc.min || n > tc.max {
 			t.Errorf("RegexInstructions(%.30q, %d) = %d, %v; want %d..%d", tc.expr, tc.limit, n, err, tc.min, tc.max)
 		}
@@ -226,7 +226,7 @@ func TestRegexInstructions(t *testing.T) {
 			t.Errorf("RegexInstructions(%.30q, %d) took %s", tc.expr, tc.limit, d)
 		}
 	}
-	if _, err := RegexInstructions("(", DefaultMaxRegexInstructions); err == nil {
+	if _, _, err := RegexInstructions("(", DefaultMaxRegexInstructions, 0); err == nil {
 		t.Error("RegexInstructions(\"(\") = nil error")
 	}
 }
