@@ -116,8 +116,10 @@ func headerModifier(h *gwv1.HTTPHeaderFilter, at string) (*ir.HeaderModifier, er
 		switch {
 		case !ir.ValidHeaderName(name):
 			return fmt.Errorf("%s.name: header name %q is not an RFC 9110 token", field, name)
+		case strings.EqualFold(name, "Host"):
+			return fmt.Errorf("%s.name: the Host header changes only through a URLRewrite hostname", field)
 		case ir.ReservedHeader(name):
-			return fmt.Errorf("%s.name: header %q is managed by the proxy and cannot be modified (Host changes only through a URLRewrite hostname)", field, name)
+			return fmt.Errorf("%s.name: header %q frames the message and is managed by the proxy: it cannot be modified", field, name)
 		case !ir.ValidHeaderValue(value):
 			return fmt.Errorf("%s.value: value of header %q holds CR, LF, NUL or another control character", field, name)
 		}
