@@ -119,7 +119,7 @@ func headerModifier(h *gwv1.HTTPHeaderFilter, at string) (*ir.HeaderModifier, er
 		case strings.EqualFold(name, "Host"):
 			return fmt.Errorf("%s.name: the Host header changes only through a URLRewrite hostname", field)
 		case ir.ReservedHeader(name):
-			return fmt.Errorf("%s.name: header %q frames the message and is managed by the proxy: it cannot be modified", field, name)
+			return fmt.Errorf("%s.name: header %q is a framing or hop-by-hop header, managed by the proxy: it cannot be modified", field, name)
 		case !ir.ValidHeaderValue(value):
 			return fmt.Errorf("%s.value: value of header %q holds CR, LF, NUL or another control character", field, name)
 		}
