@@ -73,7 +73,7 @@ func (t *translator) buildConfig(u *unit) ir.Config {
 		})
 		switch proto {
 		case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
-			il.VirtualHosts = t.virtualHosts(u.key, g)
+			il.VirtualHosts = t.virtualHosts(u.key, u.class.proxy, g)
 		case gwv1.TLSProtocolType:
 			il.SNIRoutes = sniRoutes(g)
 		case gwv1.TCPProtocolType, gwv1.UDPProtocolType:
@@ -100,7 +100,7 @@ func firstOr(hs []string) string {
 	return hs[0]
 }
 
-func (t *translator) virtualHosts(unit string, g portGroup) []ir.VirtualHost {
+func (t *translator) virtualHosts(unit string, p *proxyPolicy, g portGroup) []ir.VirtualHost {
 	// Pointers into the routes' matches: a route reused from an earlier pass keeps them, which
 	// lets hostRoutes reuse that pass's route list of a host whose matches are all the same.
 	byHost := map[string][]*compiledMatch{}
@@ -111,7 +111,9 @@ func (t *translator) virtualHosts(unit string, g portGroup) []ir.VirtualHost {
 					continue
 				}
 				for i := range a.route.matches {
-					byHost[h] = append(byHost[h], &a.route.matches[i])
+					if m := &a.route.matches[i]; m.servedBy(p) {
+						byHost[h] = append(byHost[h], m)
+					}
 				}
 			}
 		}
@@ -143,7 +145,7 @@ func (t *translator) virtualHosts(unit string, g portGroup) []ir.VirtualHost {
 				ms = append(ms, byHost[h2]...)
 			}
 		}
-		out = append(out, ir.VirtualHost{Hostname: cmp.Or(h, "*"), Routes: t.hostRoutes(hostKey{unit, g.port, h}, ms)})
+		out = append(out, ir.VirtualHost{Hostname: cmp.Or(h, "*"), Routes: t.hostRoutes(hostKey{unit, g.port, h, p.maxRetryAttempts}, ms)})
 	}
 	return out
 }
@@ -153,6 +155,8 @@ type hostKey struct {
 	unit string
 	port int32
 	host string
+	// maxRetryAttempts is the class's cap, applied to the routes: a change of it builds them again.
+	maxRetryAttempts int
 }
 
 // hostRoutes returns the routes of one virtual host made of ms, in order: those of the last pass
@@ -170,6 +174,11 @@ func (t *translator) hostRoutes(k hostKey, ms []*compiledMatch) []ir.Route {
 	for i, m := range ms {
 		routes[i] = m.ir
 		routes[i].Filters.Redirect = redirectPort(m.ir.Filters.Redirect, k.port)
+		if rt := m.ir.Retry; rt != nil && rt.Attempts > k.maxRetryAttempts {
+			capped := *rt
+			capped.Attempts = k.maxRetryAttempts
+			routes[i].Retry = &capped
+		}
 	}
 	if t.hosts != nil {
 		t.hosts.entries[k] = &hostEntry{matches: slices.Clone(ms), routes: routes, pass: t.hosts.pass}

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"strings"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -17,24 +18,32 @@ type filters struct {
 }
 
 // httpFilters compiles HTTPRoute filters. allPrefix says whether every match of the rule is a
-// PathPrefix match, which ReplacePrefixMatch needs.
-func (t *translator) httpFilters(r *route, fs []gwv1.HTTPRouteFilter, allPrefix bool) (filters, gwv1.RouteConditionReason, error) {
+// PathPrefix match, which ReplacePrefixMatch needs; at is the field path of fs, for messages.
+func (t *translator) httpFilters(r *route, fs []gwv1.HTTPRouteFilter, allPrefix bool, at string) (filters, gwv1.RouteConditionReason, error) {
 	var out filters
 	unsupported := func(format string, args ...any) (filters, gwv1.RouteConditionReason, error) {
 		return filters{}, gwv1.RouteReasonUnsupportedValue, fmt.Errorf(format, args...)
 	}
-	for _, f := range fs {
+	for i, f := range fs {
 		switch f.Type {
 		case gwv1.HTTPRouteFilterRequestHeaderModifier:
 			if f.RequestHeaderModifier == nil || out.RequestHeaders != nil {
 				return unsupported("RequestHeaderModifier filter is empty or repeated")
 			}
-			out.RequestHeaders = headerModifier(f.RequestHeaderModifier)
+			m, err := headerModifier(f.RequestHeaderModifier, fmt.Sprintf("%s[%d].requestHeaderModifier", at, i))
+			if err != nil {
+				return filters{}, gwv1.RouteReasonUnsupportedValue, err
+			}
+			out.RequestHeaders = m
 		case gwv1.HTTPRouteFilterResponseHeaderModifier:
 			if f.ResponseHeaderModifier == nil || out.ResponseHeaders != nil {
 				return unsupported("ResponseHeaderModifier filter is empty or repeated")
 			}
-			out.ResponseHeaders = headerModifier(f.ResponseHeaderModifier)
+			m, err := headerModifier(f.ResponseHeaderModifier, fmt.Sprintf("%s[%d].responseHeaderModifier", at, i))
+			if err != nil {
+				return filters{}, gwv1.RouteReasonUnsupportedValue, err
+			}
+			out.ResponseHeaders = m
 		case gwv1.HTTPRouteFilterRequestRedirect:
 			if f.RequestRedirect == nil || out.Redirect != nil {
 				return unsupported("RequestRedirect filter is empty or repeated")
@@ -43,12 +52,18 @@ func (t *translator) httpFilters(r *route, fs []gwv1.HTTPRouteFilter, allPrefix 
 			if err != nil {
 				return filters{}, gwv1.RouteReasonUnsupportedValue, err
 			}
+			if strings.ContainsAny(rd.Hostname, " \t") || !ir.ValidHeaderValue(rd.Hostname) {
+				return unsupported("%s[%d].requestRedirect.hostname: %q is not a hostname", at, i, rd.Hostname)
+			}
 			out.Redirect = rd
 		case gwv1.HTTPRouteFilterURLRewrite:
 			if f.URLRewrite == nil || out.Rewrite != nil {
 				return unsupported("URLRewrite filter is empty or repeated")
 			}
 			rw := &ir.Rewrite{Hostname: ptrStr(f.URLRewrite.Hostname)}
+			if strings.ContainsAny(rw.Hostname, " \t") || !ir.ValidHeaderValue(rw.Hostname) {
+				return unsupported("%s[%d].urlRewrite.hostname: %q is not a hostname", at, i, rw.Hostname)
+			}
 			pm, err := pathModifier(f.URLRewrite.Path, allPrefix)
 			if err != nil {
 				return filters{}, gwv1.RouteReasonUnsupportedValue, fmt.Errorf("URLRewrite: %w", err)
@@ -70,7 +85,11 @@ func (t *translator) httpFilters(r *route, fs []gwv1.HTTPRouteFilter, allPrefix 
 			if f.CORS == nil || out.CORS != nil {
 				return unsupported("CORS filter is empty or repeated")
 			}
-			out.CORS = cors(f.CORS)
+			c := cors(f.CORS)
+			if err := checkCORS(c, fmt.Sprintf("%s[%d].cors", at, i)); err != nil {
+				return filters{}, gwv1.RouteReasonUnsupportedValue, err
+			}
+			out.CORS = c
 		case gwv1.HTTPRouteFilterExtensionRef:
 			out.extension = true
 			ref := "<missing>"
@@ -88,15 +107,44 @@ func (t *translator) httpFilters(r *route, fs []gwv1.HTTPRouteFilter, allPrefix 
 	return out, "", nil
 }
 
-func headerModifier(h *gwv1.HTTPHeaderFilter) *ir.HeaderModifier {
-	m := &ir.HeaderModifier{Remove: append([]string(nil), h.Remove...)}
-	for _, s := range h.Set {
+// headerModifier compiles a header filter at field path at. The standard-channel CRD leaves values
+// unchecked, and a value with CR or LF would add headers of its own upstream or split the response;
+// framing and hop-by-hop headers belong to the proxy.
+func headerModifier(h *gwv1.HTTPHeaderFilter, at string) (*ir.HeaderModifier, error) {
+	m := &ir.HeaderModifier{}
+	check := func(field string, name, value string) error {
+		switch {
+		case !ir.ValidHeaderName(name):
+			return fmt.Errorf("%s.name: header name %q is not an RFC 9110 token", field, name)
+		case strings.EqualFold(name, "Host"):
+			return fmt.Errorf("%s.name: the Host header changes only through a URLRewrite hostname", field)
+		case ir.ReservedHeader(name):
+			return fmt.Errorf("%s.name: header %q is a framing or hop-by-hop header, managed by the proxy: it cannot be modified", field, name)
+		case !ir.ValidHeaderValue(value):
+			return fmt.Errorf("%s.value: value of header %q holds CR, LF, NUL or another control character", field, name)
+		}
+		return nil
+	}
+	for i, s := range h.Set {
+		if err := check(fmt.Sprintf("%s.set[%d]", at, i), string(s.Name), s.Value); err != nil {
+			return nil, err
+		}
 		m.Set = append(m.Set, ir.Header{Name: string(s.Name), Value: s.Value})
 	}
-	for _, a := range h.Add {
+	for i, a := range h.Add {
+		if err := check(fmt.Sprintf("%s.add[%d]", at, i), string(a.Name), a.Value); err != nil {
+			return nil, err
+		}
 		m.Add = append(m.Add, ir.Header{Name: string(a.Name), Value: a.Value})
 	}
-	return m
+	for i, name := range h.Remove {
+		field := fmt.Sprintf("%s.remove[%d]", at, i)
+		if err := check(field, name, ""); err != nil {
+			return nil, err
+		}
+		m.Remove = append(m.Remove, name)
+	}
+	return m, nil
 }
 
 func redirect(f *gwv1.HTTPRequestRedirectFilter, allPrefix bool) (*ir.Redirect, error) {
@@ -199,6 +247,27 @@ func (t *translator) mirror(r *route, f *gwv1.HTTPRequestMirrorFilter) (ir.Mirro
 		return m, false, nil
 	}
 	return m, true, nil
+}
+
+// checkCORS refuses CORS values that could not go into response headers as they are (the CRD's
+// patterns normally keep them out; an ir.Validate refusal would NACK the whole gateway).
+func checkCORS(c *ir.CORS, at string) error {
+	for _, f := range []struct {
+		name string
+		list []string
+	}{{"allowMethods", c.AllowMethods}, {"allowHeaders", c.AllowHeaders}, {"exposeHeaders", c.ExposeHeaders}} {
+		for i, h := range f.list {
+			if h != "*" && !ir.ValidHeaderName(h) {
+				return fmt.Errorf("%s.%s[%d]: %q is not an RFC 9110 token", at, f.name, i, h)
+			}
+		}
+	}
+	for i, o := range c.AllowOrigins {
+		if strings.ContainsAny(o, " \t") || !ir.ValidHeaderValue(o) {
+			return fmt.Errorf("%s.allowOrigins[%d]: %q holds spaces or control characters", at, i, o)
+		}
+	}
+	return nil
 }
 
 func cors(f *gwv1.HTTPCORSFilter) *ir.CORS {

@@ -30,23 +30,24 @@ func (t *translator) compileGRPCRule(r *route, i int, rule gwv1.GRPCRouteRule) {
 	}
 	var irMatches []ir.Match
 	var precs []precedence
-	for _, m := range matches {
-		im, p, err := grpcMatch(m)
+	var insts []regexSize
+	for j, m := range matches {
+		im, p, n, err := grpcMatch(m, fmt.Sprintf("spec.rules[%d].matches[%d]", i, j))
 		if err != nil {
 			r.ruleInvalid(i, gwv1.RouteReasonUnsupportedValue, err.Error())
 			return
 		}
-		irMatches, precs = append(irMatches, im), append(precs, p)
+		irMatches, precs, insts = append(irMatches, im), append(precs, p), append(insts, n)
 	}
-	f, reason, err := t.grpcFilters(r, rule.Filters)
+	f, reason, err := t.grpcFilters(r, rule.Filters, fmt.Sprintf("spec.rules[%d].filters", i))
 	if err != nil {
 		r.ruleInvalid(i, reason, err.Error())
 		return
 	}
 	var backends []ir.Backend
-	for _, br := range rule.BackendRefs {
+	for k, br := range rule.BackendRefs {
 		b := t.resolveBackend(r, br.BackendObjectReference, br.Weight, useGRPC)
-		bf, reason, err := t.grpcFilters(r, br.Filters)
+		bf, reason, err := t.grpcFilters(r, br.Filters, fmt.Sprintf("spec.rules[%d].backendRefs[%d].filters", i, k))
 		if err != nil {
 			r.ruleInvalid(i, reason, "backendRef filters: "+err.Error())
 			return
@@ -66,15 +67,17 @@ func (t *translator) compileGRPCRule(r *route, i int, rule gwv1.GRPCRouteRule) {
 		p := precs[j]
 		p.created, p.name, p.cluster, p.rule, p.match = r.meta.GetCreationTimestamp(), r.name(), r.cluster, i, j
 		r.matches = append(r.matches, compiledMatch{
-			ir:   ir.Route{Name: fmt.Sprintf("%s/%s/%d/%d", r.kind, r.name(), i, j), Match: m, Filters: f.Filters, Backends: backends},
-			prec: p,
+			ir:         ir.Route{Name: fmt.Sprintf("%s/%s/%d/%d", r.kind, r.name(), i, j), Match: m, Filters: f.Filters, Backends: backends},
+			prec:       p,
+			regexInsts: insts[j],
 		})
 	}
 }
 
-func grpcMatch(m gwv1.GRPCRouteMatch) (ir.Match, precedence, error) {
-	im := ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: "/"}}
-	p := precedence{grpc: true}
+// grpcMatch compiles one match at field path at; insts is the size of its largest regex program.
+func grpcMatch(m gwv1.GRPCRouteMatch, at string) (im ir.Match, p precedence, insts regexSize, err error) {
+	im = ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: "/"}}
+	p = precedence{grpc: true}
 	if mm := m.Method; mm != nil {
 		typ := gwv1.GRPCMethodMatchExact
 		if mm.Type != nil && *mm.Type != "" {
@@ -82,13 +85,13 @@ func grpcMatch(m gwv1.GRPCRouteMatch) (ir.Match, precedence, error) {
 		}
 		svc, method := ptrStr(mm.Service), ptrStr(mm.Method)
 		if svc == "" && method == "" {
-			return im, p, fmt.Errorf("method match needs a service or a method")
+			return im, p, regexSize{}, fmt.Errorf("method match needs a service or a method")
 		}
 		p.serviceLen, p.methodLen = len(svc), len(method)
 		switch typ {
 		case gwv1.GRPCMethodMatchExact:
 			if strings.Contains(svc, "/") || strings.Contains(method, "/") {
-				return im, p, fmt.Errorf("exact service and method must not contain /")
+				return im, p, regexSize{}, fmt.Errorf("exact service and method must not contain /")
 			}
 			switch {
 			case svc != "" && method != "":
@@ -107,32 +110,31 @@ func grpcMatch(m gwv1.GRPCRouteMatch) (ir.Match, precedence, error) {
 				methodRE = method
 			}
 			for _, re := range []string{svcRE, methodRE} {
-				if _, err := regexp.Compile(re); err != nil {
-					return im, p, fmt.Errorf("method match regex: %w", err)
+				if _, err := measureRegex(re); err != nil {
+					return im, p, regexSize{}, fmt.Errorf("%s.method: %w", at, err)
 				}
 			}
-			im.Path = &ir.StringMatch{Type: ir.MatchRegex, Value: "/(" + svcRE + ")/(" + methodRE + ")"}
+			expr := "/(" + svcRE + ")/(" + methodRE + ")"
+			if insts, err = measureRegex(expr); err != nil {
+				return im, p, regexSize{}, fmt.Errorf("%s.method: %w", at, err)
+			}
+			im.Path = &ir.StringMatch{Type: ir.MatchRegex, Value: expr}
 		default:
-			return im, p, fmt.Errorf("method match type %q is not supported", typ)
+			return im, p, regexSize{}, fmt.Errorf("method match type %q is not supported", typ)
 		}
 	}
-	seen := map[string]bool{}
-	for _, h := range m.Headers {
-		if seen[strings.ToLower(string(h.Name))] {
-			continue
-		}
-		seen[strings.ToLower(string(h.Name))] = true
-		k, err := keyMatch("header", string(h.Name), (*string)(h.Type), h.Value)
-		if err != nil {
-			return im, p, err
-		}
-		im.Headers = append(im.Headers, k)
+	hs := make([]gwv1.HTTPHeaderMatch, len(m.Headers))
+	for k, h := range m.Headers {
+		hs[k] = gwv1.HTTPHeaderMatch{Type: (*gwv1.HeaderMatchType)(h.Type), Name: gwv1.HTTPHeaderName(h.Name), Value: h.Value}
+	}
+	if im.Headers, insts, err = headerMatches(hs, at, insts); err != nil {
+		return im, p, regexSize{}, err
 	}
 	p.headers = len(im.Headers)
-	return im, p, nil
+	return im, p, insts, nil
 }
 
-func (t *translator) grpcFilters(r *route, fs []gwv1.GRPCRouteFilter) (filters, gwv1.RouteConditionReason, error) {
+func (t *translator) grpcFilters(r *route, fs []gwv1.GRPCRouteFilter, at string) (filters, gwv1.RouteConditionReason, error) {
 	// GRPCRoute filters are a subset of HTTPRoute filters with the same payloads.
 	hfs := make([]gwv1.HTTPRouteFilter, 0, len(fs))
 	for _, f := range fs {
@@ -150,5 +152,5 @@ func (t *translator) grpcFilters(r *route, fs []gwv1.GRPCRouteFilter) (filters, 
 			ExtensionRef:           f.ExtensionRef,
 		})
 	}
-	return t.httpFilters(r, hfs, false)
+	return t.httpFilters(r, hfs, false, at)
 }

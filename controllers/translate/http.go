@@ -31,17 +31,18 @@ func (t *translator) compileHTTPRule(r *route, i int, rule gwv1.HTTPRouteRule) {
 	}
 	var irMatches []ir.Match
 	var precs []precedence
+	var insts []regexSize
 	allPrefix := true
-	for _, m := range matches {
-		im, p, err := httpMatch(m)
+	for j, m := range matches {
+		im, p, n, err := httpMatch(m, fmt.Sprintf("spec.rules[%d].matches[%d]", i, j))
 		if err != nil {
 			r.ruleInvalid(i, gwv1.RouteReasonUnsupportedValue, err.Error())
 			return
 		}
 		allPrefix = allPrefix && im.Path.Type == ir.MatchPrefix
-		irMatches, precs = append(irMatches, im), append(precs, p)
+		irMatches, precs, insts = append(irMatches, im), append(precs, p), append(insts, n)
 	}
-	filters, reason, err := t.httpFilters(r, rule.Filters, allPrefix)
+	filters, reason, err := t.httpFilters(r, rule.Filters, allPrefix, fmt.Sprintf("spec.rules[%d].filters", i))
 	if err != nil {
 		r.ruleInvalid(i, reason, err.Error())
 		return
@@ -61,9 +62,9 @@ func (t *translator) compileHTTPRule(r *route, i int, rule gwv1.HTTPRouteRule) {
 		return
 	}
 	var backends []ir.Backend
-	for _, br := range rule.BackendRefs {
+	for k, br := range rule.BackendRefs {
 		b := t.resolveBackend(r, br.BackendObjectReference, br.Weight, useHTTP)
-		bf, reason, err := t.httpFilters(r, br.Filters, allPrefix)
+		bf, reason, err := t.httpFilters(r, br.Filters, allPrefix, fmt.Sprintf("spec.rules[%d].backendRefs[%d].filters", i, k))
 		if err != nil {
 			r.ruleInvalid(i, reason, "backendRef filters: "+err.Error())
 			return
@@ -91,14 +92,15 @@ func (t *translator) compileHTTPRule(r *route, i int, rule gwv1.HTTPRouteRule) {
 				Timeouts: timeouts,
 				Retry:    retry,
 			},
-			prec: p,
+			prec:       p,
+			regexInsts: insts[j],
 		})
 	}
 }
 
-func httpMatch(m gwv1.HTTPRouteMatch) (ir.Match, precedence, error) {
-	var im ir.Match
-	var p precedence
+// httpMatch compiles one match; insts is the size of its largest regex program, which the class's
+// limit bounds (hostRoutes). at is the match's field path, for messages.
+func httpMatch(m gwv1.HTTPRouteMatch, at string) (im ir.Match, p precedence, insts regexSize, err error) {
 	typ, value := gwv1.PathMatchPathPrefix, "/"
 	if m.Path != nil {
 		if m.Path.Type != nil {
@@ -111,7 +113,7 @@ func httpMatch(m gwv1.HTTPRouteMatch) (ir.Match, precedence, error) {
 	switch typ {
 	case gwv1.PathMatchExact, gwv1.PathMatchPathPrefix:
 		if !strings.HasPrefix(value, "/") || strings.Contains(value, "//") {
-			return im, p, fmt.Errorf("path %q must start with / and not contain //", value)
+			return im, p, regexSize{}, fmt.Errorf("path %q must start with / and not contain //", value)
 		}
 		if typ == gwv1.PathMatchExact {
 			im.Path, p.path = &ir.StringMatch{Type: ir.MatchExact, Value: value}, rankExact
@@ -122,38 +124,31 @@ func httpMatch(m gwv1.HTTPRouteMatch) (ir.Match, precedence, error) {
 			im.Path, p.path = &ir.StringMatch{Type: ir.MatchPrefix, Value: value}, rankPrefix
 		}
 	case gwv1.PathMatchRegularExpression:
-		if _, err := regexp.Compile(value); err != nil {
-			return im, p, fmt.Errorf("path regex: %w", err)
+		n, err := measureRegex(value)
+		if err != nil {
+			return im, p, regexSize{}, fmt.Errorf("%s.path.value: %w", at, err)
 		}
+		insts = n
 		im.Path, p.path = &ir.StringMatch{Type: ir.MatchRegex, Value: value}, rankRegex
 	default:
-		return im, p, fmt.Errorf("path match type %q is not supported", typ)
+		return im, p, regexSize{}, fmt.Errorf("path match type %q is not supported", typ)
 	}
 	p.pathLen = len(value)
-	seen := map[string]bool{}
-	for _, h := range m.Headers {
-		// Only the first of equivalent (case-insensitive) header names counts.
-		if seen[strings.ToLower(string(h.Name))] {
-			continue
-		}
-		seen[strings.ToLower(string(h.Name))] = true
-		k, err := keyMatch("header", string(h.Name), (*string)(h.Type), h.Value)
-		if err != nil {
-			return im, p, err
-		}
-		im.Headers = append(im.Headers, k)
+	if im.Headers, insts, err = headerMatches(m.Headers, at, insts); err != nil {
+		return im, p, regexSize{}, err
 	}
-	seen = map[string]bool{}
-	for _, q := range m.QueryParams {
+	seen := map[string]bool{}
+	for k, q := range m.QueryParams {
 		if seen[string(q.Name)] {
 			continue
 		}
 		seen[string(q.Name)] = true
-		k, err := keyMatch("query param", string(q.Name), (*string)(q.Type), q.Value)
+		km, n, err := keyMatch(fmt.Sprintf("%s.queryParams[%d]", at, k), string(q.Name), (*string)(q.Type), q.Value)
 		if err != nil {
-			return im, p, err
+			return im, p, regexSize{}, err
 		}
-		im.QueryParams = append(im.QueryParams, k)
+		insts = insts.max(n)
+		im.QueryParams = append(im.QueryParams, km)
 	}
 	if m.Method != nil {
 		switch *m.Method {
@@ -161,33 +156,80 @@ func httpMatch(m gwv1.HTTPRouteMatch) (ir.Match, precedence, error) {
 			gwv1.HTTPMethodConnect, gwv1.HTTPMethodOptions, gwv1.HTTPMethodTrace, gwv1.HTTPMethodPatch:
 			im.Method, p.method = string(*m.Method), true
 		default:
-			return im, p, fmt.Errorf("method %q is not supported", *m.Method)
+			return im, p, regexSize{}, fmt.Errorf("method %q is not supported", *m.Method)
 		}
 	}
 	p.headers, p.queries = len(im.Headers), len(im.QueryParams)
-	return im, p, nil
+	return im, p, insts, nil
 }
 
-// keyMatch compiles a header or query parameter match; Exact is the default type.
-func keyMatch(what, name string, typ *string, value string) (ir.KeyMatch, error) {
+// headerMatches compiles the header matches of a match at field path at; insts is the largest
+// regex program so far, returned updated.
+func headerMatches(hs []gwv1.HTTPHeaderMatch, at string, insts regexSize) ([]ir.KeyMatch, regexSize, error) {
+	var out []ir.KeyMatch
+	seen := map[string]bool{}
+	for k, h := range hs {
+		// Only the first of equivalent (case-insensitive) header names counts.
+		if seen[strings.ToLower(string(h.Name))] {
+			continue
+		}
+		seen[strings.ToLower(string(h.Name))] = true
+		f := fmt.Sprintf("%s.headers[%d]", at, k)
+		if !ir.ValidHeaderName(string(h.Name)) {
+			return nil, regexSize{}, fmt.Errorf("%s.name: header name %q is not an RFC 9110 token", f, h.Name)
+		}
+		km, n, err := keyMatch(f, string(h.Name), (*string)(h.Type), h.Value)
+		if err != nil {
+			return nil, regexSize{}, err
+		}
+		insts = insts.max(n)
+		out = append(out, km)
+	}
+	return out, insts, nil
+}
+
+// keyMatch compiles a header or query parameter match at field path at; Exact is the default
+// type. insts is the regex's program size.
+func keyMatch(at, name string, typ *string, value string) (km ir.KeyMatch, insts regexSize, err error) {
 	t := "Exact"
 	if typ != nil && *typ != "" {
 		t = *typ
 	}
 	if name == "" {
-		return ir.KeyMatch{}, fmt.Errorf("%s match without a name", what)
+		return ir.KeyMatch{}, regexSize{}, fmt.Errorf("%s.name: match without a name", at)
 	}
 	switch t {
 	case "Exact":
-		return ir.KeyMatch{Name: name, Type: ir.MatchExact, Value: value}, nil
+		return ir.KeyMatch{Name: name, Type: ir.MatchExact, Value: value}, regexSize{}, nil
 	case "RegularExpression":
-		if _, err := regexp.Compile(value); err != nil {
-			return ir.KeyMatch{}, fmt.Errorf("%s %q regex: %w", what, name, err)
+		n, err := measureRegex(value)
+		if err != nil {
+			return ir.KeyMatch{}, regexSize{}, fmt.Errorf("%s.value: %w", at, err)
 		}
-		return ir.KeyMatch{Name: name, Type: ir.MatchRegex, Value: value}, nil
+		return ir.KeyMatch{Name: name, Type: ir.MatchRegex, Value: value}, n, nil
 	}
-	return ir.KeyMatch{}, fmt.Errorf("%s %q match type %q is not supported", what, name, t)
+	return ir.KeyMatch{}, regexSize{}, fmt.Errorf("%s.type: match type %q is not supported", at, t)
 }
+
+// regexSize is the size of the largest regex program of a match, measured once (measureRegex)
+// and judged against the limit of each class the route's gateways belong to (tooLarge).
+type regexSize struct{ insts, est int }
+
+// maxClassRegexInstructions is the largest GatewayClassConfig spec.proxy.maxRegexInstructions (the
+// CRD's maximum): the size is estimated far enough to judge a regex for any class, and counted
+// exactly only when near the default limit, which keeps a hostile regex cheap to refuse.
+const maxClassRegexInstructions = 100_000
+
+func measureRegex(expr string) (regexSize, error) {
+	n, est, err := ir.RegexInstructions(expr, ir.DefaultMaxRegexInstructions, maxClassRegexInstructions)
+	return regexSize{n, est}, err
+}
+
+func (a regexSize) max(b regexSize) regexSize {
+	return regexSize{max(a.insts, b.insts), max(a.est, b.est)}
+}
+
+func (a regexSize) tooLarge(limit int) bool { return ir.RegexTooLarge(a.insts, a.est, limit) }
 
 // durationRE is the Gateway API duration format (GEP-2257).
 var durationRE = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)

@@ -48,18 +48,18 @@ func TestComparePrecedence(t *testing.T) {
 func TestHTTPMatchPrecedence(t *testing.T) {
 	ptr := func(s string) *string { return &s }
 	exact, prefix := gwv1.PathMatchExact, gwv1.PathMatchPathPrefix
-	_, p, err := httpMatch(gwv1.HTTPRouteMatch{Path: &gwv1.HTTPPathMatch{Type: &prefix, Value: ptr("/foo/")}})
+	_, p, _, err := httpMatch(gwv1.HTTPRouteMatch{Path: &gwv1.HTTPPathMatch{Type: &prefix, Value: ptr("/foo/")}}, "m")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.path != rankPrefix || p.pathLen != 4 {
 		t.Errorf("prefix /foo/: got rank %d len %d, want prefix 4 (trailing slash ignored)", p.path, p.pathLen)
 	}
-	_, p, err = httpMatch(gwv1.HTTPRouteMatch{Path: &gwv1.HTTPPathMatch{Type: &exact, Value: ptr("/")}})
+	_, p, _, err = httpMatch(gwv1.HTTPRouteMatch{Path: &gwv1.HTTPPathMatch{Type: &exact, Value: ptr("/")}}, "m")
 	if err != nil || p.path != rankExact {
 		t.Errorf("exact /: got %+v, %v", p, err)
 	}
-	if _, _, err := httpMatch(gwv1.HTTPRouteMatch{Path: &gwv1.HTTPPathMatch{Type: &prefix, Value: ptr("foo")}}); err == nil {
+	if _, _, _, err := httpMatch(gwv1.HTTPRouteMatch{Path: &gwv1.HTTPPathMatch{Type: &prefix, Value: ptr("foo")}}, "m"); err == nil {
 		t.Error("relative prefix accepted")
 	}
 }

@@ -58,6 +58,38 @@ type route struct {
 type compiledMatch struct {
 	ir   ir.Route
 	prec precedence
+	// regexInsts is the program size of the match's largest regex; a class whose
+	// maxRegexInstructions it exceeds drops the rule (classRules, hostRoutes).
+	regexInsts regexSize
+}
+
+// servedBy reports whether a class with policy p serves the match: its regexes fit p's bound.
+func (m *compiledMatch) servedBy(p *proxyPolicy) bool {
+	return !m.regexInsts.tooLarge(p.maxRegexInstructions)
+}
+
+// classRules checks the route's valid rules against the limits of a parent's class: a rule with a
+// regex program above the class's bound is dropped on that class's gateways (dropped), and retry
+// attempts above its cap are served capped (notes, for the Accepted message).
+func (r *route) classRules(p *proxyPolicy) (dropped, notes []string) {
+	for i := 0; i < len(r.matches); {
+		m := &r.matches[i]
+		var biggest regexSize
+		j := i
+		for ; j < len(r.matches) && r.matches[j].prec.rule == m.prec.rule; j++ {
+			biggest = biggest.max(r.matches[j].regexInsts)
+		}
+		switch {
+		case biggest.tooLarge(p.maxRegexInstructions):
+			dropped = append(dropped, fmt.Sprintf("rule %d: a regex is too large: its compiled program exceeds the limit of %d instructions (GatewayClassConfig spec.proxy.maxRegexInstructions)",
+				m.prec.rule, p.maxRegexInstructions))
+		case m.ir.Retry != nil && m.ir.Retry.Attempts > p.maxRetryAttempts:
+			notes = append(notes, fmt.Sprintf("rule %d: retry.attempts %d capped at %d (GatewayClassConfig spec.proxy.maxRetryAttempts)",
+				m.prec.rule, m.ir.Retry.Attempts, p.maxRetryAttempts))
+		}
+		i = j
+	}
+	return dropped, notes
 }
 
 func (r *route) name() string { return r.nsName }
@@ -132,15 +164,23 @@ func (t *translator) attachRoute(r *route) {
 		if u == nil {
 			continue // not ours: another controller, or a parent that does not exist
 		}
-		accepted := t.attachToParent(r, u, set, ref)
+		classBad, notes := r.classRules(u.class.proxy)
+		accepted := t.attachToParent(r, u, set, ref, classBad)
+		if accepted.Status == metav1.ConditionTrue && len(notes) > 0 {
+			accepted.Message += "; " + strings.Join(notes, "; ")
+		}
+		bad := r.badRules
+		if len(classBad) > 0 {
+			bad = append(slices.Clone(bad), classBad...)
+		}
 		resolved := cond(string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "References are resolved", r.generation)
 		if r.refReason != "" {
 			resolved = cond(string(gwv1.RouteConditionResolvedRefs), false, r.refReason, strings.Join(r.refMsgs, "; "), r.generation)
 		}
 		conds := []metav1.Condition{accepted, resolved}
-		if accepted.Status == metav1.ConditionTrue && len(r.badRules) > 0 {
+		if accepted.Status == metav1.ConditionTrue && len(bad) > 0 {
 			conds = append(conds, cond(string(gwv1.RouteConditionPartiallyInvalid), true, string(gwv1.RouteReasonUnsupportedValue),
-				"Dropped Rule(s): "+strings.Join(r.badRules, "; "), r.generation))
+				"Dropped Rule(s): "+strings.Join(bad, "; "), r.generation))
 		}
 		parents = append(parents, gwv1.RouteParentStatus{ParentRef: ref, ControllerName: gwv1.GatewayController(snapshot.ControllerName), Conditions: conds})
 	}
@@ -201,7 +241,9 @@ func (t *translator) routeStatuses(byKind [][]*route) {
 	}
 }
 
-func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv1.ParentReference) metav1.Condition {
+// attachToParent attaches r to the listeners of u that accept it. classBad are the rules u's class
+// drops (classRules).
+func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv1.ParentReference, classBad []string) metav1.Condition {
 	gen := r.generation
 	reject := func(reason gwv1.RouteConditionReason, msg string) metav1.Condition {
 		return cond(string(gwv1.RouteConditionAccepted), false, string(reason), msg, gen)
@@ -265,8 +307,9 @@ func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv
 	if len(matched) == 0 {
 		return reject(gwv1.RouteReasonNoMatchingListenerHostname, "No listener hostname matches the route hostnames")
 	}
-	if r.rules > 0 && len(r.badRules) == r.rules {
-		return reject(gwv1.RouteConditionReason(r.badReason), "All rules are invalid: "+strings.Join(r.badRules, "; "))
+	if r.rules > 0 && len(r.badRules)+len(classBad) == r.rules {
+		reason := cmp.Or(r.badReason, string(gwv1.RouteReasonUnsupportedValue))
+		return reject(gwv1.RouteConditionReason(reason), "All rules are invalid: "+strings.Join(append(slices.Clone(r.badRules), classBad...), "; "))
 	}
 	if r.kind == kindHTTPRoute || r.kind == kindGRPCRoute {
 		var free []match

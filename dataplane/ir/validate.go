@@ -4,9 +4,26 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"regexp"
+	"regexp/syntax"
 	"strings"
 )
+
+// bounds are the limits Validate enforces on route authors' values, from Config.Limits or defaults.
+type bounds struct {
+	maxRetryAttempts     int
+	maxRegexInstructions int
+}
+
+func boundsOf(l *Limits) bounds {
+	b := bounds{maxRetryAttempts: DefaultMaxRetryAttempts, maxRegexInstructions: DefaultMaxRegexInstructions}
+	if l != nil && l.MaxRetryAttempts != 0 {
+		b.maxRetryAttempts = l.MaxRetryAttempts
+	}
+	if l != nil && l.MaxRegexInstructions != 0 {
+		b.maxRegexInstructions = l.MaxRegexInstructions
+	}
+	return b
+}
 
 // Validate reports every structural error in the config, so that a proxy can refuse (NACK) a config
 // it could not serve correctly instead of serving part of it.
@@ -18,6 +35,7 @@ func (c *Config) Validate() error {
 		udp  bool
 	}
 	ports := map[portKey]string{}
+	b := boundsOf(c.Limits)
 	for i := range c.Listeners {
 		l := &c.Listeners[i]
 		at := fmt.Sprintf("listener %q", l.Name)
@@ -36,12 +54,12 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: port %d already used by listener %q", at, l.Port, other))
 		}
 		ports[key] = l.Name
-		errs = append(errs, l.validate(at)...)
+		errs = append(errs, l.validate(at, b)...)
 	}
 	return errors.Join(errs...)
 }
 
-func (l *Listener) validate(at string) []error {
+func (l *Listener) validate(at string, b bounds) []error {
 	var errs []error
 	switch l.Protocol {
 	case ProtocolHTTP, ProtocolHTTPS:
@@ -68,7 +86,7 @@ func (l *Listener) validate(at string) []error {
 			} else {
 				hosts[k] = true
 			}
-			for _, err := range vh.validate() {
+			for _, err := range vh.validate(b) {
 				errs = append(errs, fmt.Errorf("%s%w", at, err))
 			}
 		}
@@ -107,9 +125,9 @@ func (l *Listener) validate(at string) []error {
 
 // ValidateHost reports the errors of one virtual host of listener l, as Validate would report
 // them within a config; duplicates, and whether l may hold virtual hosts at all, are the caller's
-// to check.
-func ValidateHost(l string, vh *VirtualHost) error {
-	errs := vh.validate()
+// to check. lim are the limits of the config the host belongs to.
+func ValidateHost(l string, vh *VirtualHost, lim *Limits) error {
+	errs := vh.validate(boundsOf(lim))
 	if len(errs) == 0 {
 		return nil
 	}
@@ -122,14 +140,14 @@ func ValidateHost(l string, vh *VirtualHost) error {
 
 // validate returns the host's errors, each starting with " host ..." for the caller to prefix
 // with the listener.
-func (vh *VirtualHost) validate() []error {
+func (vh *VirtualHost) validate(b bounds) []error {
 	var errs []error
 	if vh.SingleLabelWildcard && !strings.HasPrefix(vh.Hostname, "*.") {
 		errs = append(errs, fmt.Errorf(" host %q: singleLabelWildcard on a host that is not a wildcard", vh.Hostname))
 	}
 	for _, r := range vh.Routes {
 		// The place is formatted only for a route with errors: 100k routes cost no Sprintf.
-		for _, err := range r.validate() {
+		for _, err := range r.validate(b) {
 			errs = append(errs, fmt.Errorf(" host %q route %q%w", vh.Hostname, r.Name, err))
 		}
 	}
@@ -138,21 +156,24 @@ func (vh *VirtualHost) validate() []error {
 
 // validate returns the route's errors, each starting where in the route it lies (" path: ...")
 // for the caller to prefix with the route's place.
-func (r *Route) validate() []error {
+func (r *Route) validate(b bounds) []error {
 	const at = ""
 	var errs []error
 	prefixMatch := false
 	if p := r.Match.Path; p != nil {
-		errs = append(errs, validateString(at+" path", p.Type, p.Value, MatchExact, MatchPrefix, MatchRegex)...)
+		errs = append(errs, validateString(at+" path", p.Type, p.Value, b, MatchExact, MatchPrefix, MatchRegex)...)
 		prefixMatch = p.Type == MatchPrefix
 	}
 	for _, h := range r.Match.Headers {
-		for _, err := range validateString("", h.Type, h.Value, MatchExact, MatchRegex) {
+		if !ValidHeaderName(h.Name) {
+			errs = append(errs, fmt.Errorf(" header %q: not a valid header name", h.Name))
+		}
+		for _, err := range validateString("", h.Type, h.Value, b, MatchExact, MatchRegex) {
 			errs = append(errs, fmt.Errorf(" header %q%w", h.Name, err))
 		}
 	}
 	for _, q := range r.Match.QueryParams {
-		for _, err := range validateString("", q.Type, q.Value, MatchExact, MatchRegex) {
+		for _, err := range validateString("", q.Type, q.Value, b, MatchExact, MatchRegex) {
 			errs = append(errs, fmt.Errorf(" query %q%w", q.Name, err))
 		}
 	}
@@ -172,20 +193,39 @@ func (r *Route) validate() []error {
 			errs = append(errs, fmt.Errorf("%s mirror %q: bad fraction %d/%d", at, m.Backend.Name, m.Numerator, m.Denominator))
 		}
 	}
+	if rd := r.Filters.Redirect; rd != nil && !validHostValue(rd.Hostname) {
+		errs = append(errs, fmt.Errorf("%s redirect: hostname %q holds spaces or control characters", at, rd.Hostname))
+	}
+	if rw := r.Filters.Rewrite; rw != nil && !validHostValue(rw.Hostname) {
+		errs = append(errs, fmt.Errorf("%s rewrite: hostname %q holds spaces or control characters", at, rw.Hostname))
+	}
+	if c := r.Filters.CORS; c != nil {
+		errs = append(errs, validateCORS(at+" cors", c)...)
+	}
+	errs = append(errs, validateHeaderModifier(at+" request headers", r.Filters.RequestHeaders)...)
+	errs = append(errs, validateHeaderModifier(at+" response headers", r.Filters.ResponseHeaders)...)
 	if r.Retry != nil && r.Retry.Attempts < 0 {
 		errs = append(errs, fmt.Errorf("%s: negative retry attempts", at))
+	}
+	if r.Retry != nil && r.Retry.Attempts > b.maxRetryAttempts {
+		errs = append(errs, fmt.Errorf("%s: retry attempts %d above the limit %d", at, r.Retry.Attempts, b.maxRetryAttempts))
 	}
 	return append(errs, validateBackends(at, r.Backends)...)
 }
 
-func validateString(at string, t MatchType, value string, allowed ...MatchType) []error {
+func validateString(at string, t MatchType, value string, b bounds, allowed ...MatchType) []error {
 	for _, a := range allowed {
 		if t != a {
 			continue
 		}
 		if t == MatchRegex {
-			if _, err := regexp.Compile(value); err != nil {
+			// Only the program size is checked here: the proxy compiles the regex itself, once.
+			n, est, err := RegexInstructions(value, b.maxRegexInstructions, b.maxRegexInstructions)
+			if err != nil {
 				return []error{fmt.Errorf("%s: %w", at, err)}
+			}
+			if RegexTooLarge(n, est, b.maxRegexInstructions) {
+				return []error{fmt.Errorf("%s: regex program of %d instructions above the limit %d", at, n, b.maxRegexInstructions)}
 			}
 		}
 		return nil
@@ -212,6 +252,8 @@ func validatePathModifier(at string, p *PathModifier, prefixMatch bool) []error 
 func validateBackends(at string, backends []Backend) []error {
 	var errs []error
 	for _, b := range backends {
+		errs = append(errs, validateHeaderModifier(fmt.Sprintf("%s backend %q request headers", at, b.Name), b.Filters.RequestHeaders)...)
+		errs = append(errs, validateHeaderModifier(fmt.Sprintf("%s backend %q response headers", at, b.Name), b.Filters.ResponseHeaders)...)
 		if b.Invalid {
 			continue
 		}
@@ -232,6 +274,167 @@ func validateBackends(at string, backends []Backend) []error {
 			if e.Address == "" || e.Port == 0 || e.Port > 65535 {
 				errs = append(errs, fmt.Errorf("%s backend %q: bad endpoint %q:%d", at, b.Name, e.Address, e.Port))
 			}
+		}
+	}
+	return errs
+}
+
+// RegexInstructions parses a regex as Go's regexp does and returns the size of its compiled
+// program (regexp/syntax instructions, after Simplify): what a match costs per input byte and
+// what the compiled regexp holds in memory. est is an upper bound from the parse tree, worked out
+// only as far as it matters (above 4*max(limit, estLimit) it stops growing). A regex whose est is
+// above 4*limit is not compiled at all (expanding [a-z]{1,999} hundreds of times costs seconds and
+// hundreds of MB): insts is est then. So insts is never below the exact count, and
+// RegexTooLarge(insts, est, l) is Validate's verdict for every l ≤ estLimit.
+func RegexInstructions(expr string, limit, estLimit int) (insts, est int, err error) {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return 0, 0, err // syntax errors say "error parsing regexp" themselves
+	}
+	// +2: the program's fail and match instructions.
+	if est = estimateInsts(re, 4*max(limit, estLimit)) + 2; est > 4*limit {
+		return est, est, nil
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 0, 0, err
+	}
+	return len(prog.Inst), est, nil
+}
+
+// RegexTooLarge says whether a regex measured by RegexInstructions (with any limit) is above
+// limit. Measured with a larger limit it may refuse a regex Validate would accept, never the
+// reverse: translation measures once and judges for every class.
+func RegexTooLarge(insts, est, limit int) bool { return est > 4*limit || insts > limit }
+
+// estimateInsts bounds from above the program size of re (within a small factor), stopping once
+// above stop (a value above stop is then below the full estimate): a repeat counts its maximum (or minimum+1) copies of its operand, each with room for
+// the instructions that join them.
+func estimateInsts(re *syntax.Regexp, stop int) int {
+	sub := func() int {
+		n := 0
+		for _, s := range re.Sub {
+			n += estimateInsts(s, stop) + 1
+			if n > stop {
+				return n
+			}
+		}
+		return n
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(re.Rune) + 1
+	case syntax.OpCapture, syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpConcat, syntax.OpAlternate:
+		return sub() + 2
+	case syntax.OpRepeat:
+		n := max(re.Max, re.Min+1)
+		return min(n, stop+1) * (sub() + 2)
+	}
+	return 2
+}
+
+// ValidHeaderName reports whether s is an RFC 9110 field name (a token).
+func ValidHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isTokenChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isTokenChar(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// ValidHeaderValue reports whether s is an RFC 9110 field value: visible characters, obs-text,
+// spaces and tabs. CR, LF and NUL would split or end the header; the other control characters
+// are refused too, because net/http (the HTTPS, HTTP/2 and gRPC paths) refuses to send them, so a
+// value holding one would fail every request of the route with a 502.
+func ValidHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// ReservedHeader reports whether a header modifier may not name h: the proxy frames messages
+// itself (RFC 9112), so framing and hop-by-hop headers are its own, and Host changes only through
+// the URL rewrite hostname.
+func ReservedHeader(h string) bool {
+	switch strings.ToLower(h) {
+	case "content-length", "transfer-encoding", "connection", "keep-alive", "te", "upgrade", "trailer",
+		"proxy-connection", "host":
+		return true
+	}
+	return false
+}
+
+// HeaderProblem says what is wrong with one header of a modifier ("" when nothing): a name that
+// is not a token, a reserved name, or a value with control characters.
+func HeaderProblem(name, value string) string {
+	switch {
+	case !ValidHeaderName(name):
+		return fmt.Sprintf("header name %q is not an RFC 9110 token", name)
+	case ReservedHeader(name):
+		return fmt.Sprintf("header %q is managed by the proxy and cannot be modified", name)
+	case !ValidHeaderValue(value):
+		return fmt.Sprintf("value of header %q holds CR, LF, NUL or another control character", name)
+	}
+	return ""
+}
+
+// validHostValue reports whether a hostname can go into a Host or Location header as is.
+func validHostValue(h string) bool {
+	return ValidHeaderValue(h) && !strings.ContainsAny(h, " \t")
+}
+
+// validateCORS checks the CORS values the proxy writes into response headers: names and methods
+// are tokens, origins field values.
+func validateCORS(at string, c *CORS) []error {
+	var errs []error
+	for _, list := range [][]string{c.AllowHeaders, c.ExposeHeaders, c.AllowMethods} {
+		for _, h := range list {
+			if !ValidHeaderName(h) && h != "*" {
+				errs = append(errs, fmt.Errorf("%s: %q is not an RFC 9110 token", at, h))
+			}
+		}
+	}
+	for _, o := range c.AllowOrigins {
+		if !validHostValue(o) {
+			errs = append(errs, fmt.Errorf("%s: origin %q holds spaces or control characters", at, o))
+		}
+	}
+	return errs
+}
+
+func validateHeaderModifier(at string, m *HeaderModifier) []error {
+	if m == nil {
+		return nil
+	}
+	var errs []error
+	for _, h := range m.Set {
+		if p := HeaderProblem(h.Name, h.Value); p != "" {
+			errs = append(errs, fmt.Errorf("%s set: %s", at, p))
+		}
+	}
+	for _, h := range m.Add {
+		if p := HeaderProblem(h.Name, h.Value); p != "" {
+			errs = append(errs, fmt.Errorf("%s add: %s", at, p))
+		}
+	}
+	for _, h := range m.Remove {
+		if p := HeaderProblem(h, ""); p != "" {
+			errs = append(errs, fmt.Errorf("%s remove: %s", at, p))
 		}
 	}
 	return errs

@@ -3,6 +3,7 @@ package ir
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestValidate(t *testing.T) {
@@ -83,6 +84,75 @@ func TestValidate(t *testing.T) {
 		{name: "unknown protocol", mutate: func(c *Config) {
 			c.Listeners[0].Protocol = "SCTP"
 		}, want: "unknown protocol"},
+		{name: "request header value with CR LF", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.RequestHeaders = &HeaderModifier{Set: []Header{{Name: "X-A", Value: "v\r\nX-Injected: 1"}}}
+		}, want: `route "httproute/default/r/0/0" request headers set: value of header "X-A" holds CR, LF`},
+		{name: "response header value with NUL", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.ResponseHeaders = &HeaderModifier{Add: []Header{{Name: "X-A", Value: "a\x00"}}}
+		}, want: "response headers add: value"},
+		{name: "header value with tab and obs-text", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.ResponseHeaders = &HeaderModifier{Add: []Header{{Name: "X-A", Value: "a\tb \xe9"}}}
+		}},
+		{name: "header value with DEL", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.ResponseHeaders = &HeaderModifier{Add: []Header{{Name: "X-A", Value: "a\x7f"}}}
+		}, want: "control character"},
+		{name: "header name not a token", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.RequestHeaders = &HeaderModifier{Set: []Header{{Name: "X A", Value: "v"}}}
+		}, want: "not an RFC 9110 token"},
+		{name: "framing header modifier", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.RequestHeaders = &HeaderModifier{Set: []Header{{Name: "content-length", Value: "0"}}}
+		}, want: `header "content-length" is managed by the proxy`},
+		{name: "host header removal", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.RequestHeaders = &HeaderModifier{Remove: []string{"Host"}}
+		}, want: "request headers remove"},
+		{name: "backend filter header value", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Backends[0].Filters.ResponseHeaders = &HeaderModifier{Set: []Header{{Name: "X-A", Value: "\nSet-Cookie: a=b"}}}
+		}, want: `backend "c/default/svc:80" response headers set`},
+		{name: "header match name not a token", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Match.Headers = []KeyMatch{{Name: "X:A", Type: MatchExact, Value: "v"}}
+		}, want: "not a valid header name"},
+		{name: "cors values", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.CORS = &CORS{AllowOrigins: []string{"https://*.example.com", "*"},
+				AllowHeaders: []string{"*", "X-A"}, AllowMethods: []string{"GET", "*"}, ExposeHeaders: []string{"X-B"}}
+		}},
+		{name: "cors header with CR LF", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.CORS = &CORS{ExposeHeaders: []string{"X-B\r\nSet-Cookie: a=b"}}
+		}, want: "cors: \"X-B\\r\\nSet-Cookie: a=b\" is not an RFC 9110 token"},
+		{name: "cors origin with LF", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.CORS = &CORS{AllowOrigins: []string{"https://a.example\nX: 1"}}
+		}, want: "cors: origin"},
+		{name: "rewrite hostname with CR LF", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.Rewrite.Hostname = "a.example\r\nX-Injected: 1"
+		}, want: "rewrite: hostname"},
+		{name: "redirect hostname with a space", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters = Filters{Redirect: &Redirect{StatusCode: 302, Hostname: "a b"}}
+		}, want: "redirect: hostname"},
+		{name: "retry attempts above the default limit", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Retry = &Retry{Attempts: 2_000_000_000}
+		}, want: "retry attempts 2000000000 above the limit 5"},
+		{name: "retry attempts at the limit", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Retry = &Retry{Attempts: DefaultMaxRetryAttempts}
+		}},
+		{name: "retry attempts within the config's limit", mutate: func(c *Config) {
+			c.Limits = &Limits{MaxRetryAttempts: 8}
+			c.Listeners[0].VirtualHosts[0].Routes[0].Retry = &Retry{Attempts: 8}
+		}},
+		{name: "retry attempts above the config's limit", mutate: func(c *Config) {
+			c.Limits = &Limits{MaxRetryAttempts: 2}
+			c.Listeners[0].VirtualHosts[0].Routes[0].Retry = &Retry{Attempts: 3}
+		}, want: "above the limit 2"},
+		{name: "path regex program too large", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Match.Path = &StringMatch{Type: MatchRegex, Value: "/" + strings.Repeat("(abc|def)", 130)}
+			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.Rewrite = nil
+		}, want: "path: regex program of 1173 instructions above the limit 1000"},
+		{name: "header regex program above the config's limit", mutate: func(c *Config) {
+			c.Limits = &Limits{MaxRegexInstructions: 10}
+			c.Listeners[0].VirtualHosts[0].Routes[0].Match.Headers = []KeyMatch{{Name: "X-A", Type: MatchRegex, Value: "[a-z]{20}"}}
+		}, want: `header "X-A": regex program`},
+		{name: "query regex within the config's limit", mutate: func(c *Config) {
+			c.Limits = &Limits{MaxRegexInstructions: 5000}
+			c.Listeners[0].VirtualHosts[0].Routes[0].Match.QueryParams = []KeyMatch{{Name: "q", Type: MatchRegex, Value: "[a-z]{800}[0-9]{800}"}}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,5 +166,67 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// ValidateHost, used by incremental updates, applies the config's limits as Validate does.
+func TestValidateHostLimits(t *testing.T) {
+	vh := VirtualHost{Hostname: "a.example", Routes: []Route{{
+		Name:  "r",
+		Match: Match{Path: &StringMatch{Type: MatchRegex, Value: "[a-z]{50}"}},
+		Retry: &Retry{Attempts: 3},
+	}}}
+	tests := []struct {
+		name string
+		lim  *Limits
+		want string
+	}{
+		{name: "defaults", lim: nil},
+		{name: "regex over the limit", lim: &Limits{MaxRegexInstructions: 20}, want: "regex program"},
+		{name: "retries over the limit", lim: &Limits{MaxRetryAttempts: 2}, want: "retry attempts 3 above the limit 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateHost("http-80", &vh, tt.lim)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("ValidateHost() = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("ValidateHost() = %v, want error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRegexInstructions(t *testing.T) {
+	// The issue's header regex: 4,082 characters of bounded repetitions, half a million
+	// instructions once expanded.
+	var huge strings.Builder
+	for huge.Len() < 4082-len("[a-z0-9]{1,999}") {
+		huge.WriteString("[a-z0-9]{1,999}")
+	}
+	for _, tc := range []struct {
+		expr     string
+		limit    int
+		min, max int
+	}{
+		{"abc", DefaultMaxRegexInstructions, 3, 8},
+		{"/" + strings.Repeat("(abc|def)", 130), DefaultMaxRegexInstructions, 1100, 1200},
+		// Exact up to 4 times the limit; above, the estimate, which is never below the exact count.
+		{"[a-z]{800}[0-9]{800}", 10_000, 1600, 1610},
+		{"[a-z]{800}[0-9]{800}", 100, 1600, 5000},
+		{huge.String(), DefaultMaxRegexInstructions, 4 * DefaultMaxRegexInstructions, 1 << 30},
+	} {
+		start := time.Now()
+		n, _, err := RegexInstructions(tc.expr, tc.limit, tc.limit)
+		if err != nil || n < tc.min || n > tc.max {
+			t.Errorf("RegexInstructions(%.30q, %d) = %d, %v; want %d..%d", tc.expr, tc.limit, n, err, tc.min, tc.max)
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Errorf("RegexInstructions(%.30q, %d) took %s", tc.expr, tc.limit, d)
+		}
+	}
+	if _, _, err := RegexInstructions("(", DefaultMaxRegexInstructions, 0); err == nil {
+		t.Error("RegexInstructions(\"(\") = nil error")
 	}
 }

@@ -226,13 +226,23 @@ func (ex *exchange) bodyError(w http.ResponseWriter, r *http.Request, code int) 
 }
 
 // RoundTrip sends one request to the chosen backend, picking an endpoint per attempt and retrying
-// per the route's policy when the body can be replayed.
+// per the route's policy when the body can be replayed and the backend's retry budget allows.
 func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
 	rt, be := ex.rt, ex.be
 	tries := 1
 	if rt.retry != nil && (req.Body == nil || req.Body == http.NoBody || req.GetBody != nil) && req.Header.Get("Upgrade") == "" {
 		tries += rt.retry.attempts
 	}
+	be.inflight.Add(1)
+	defer be.inflight.Add(-1)
+	// retrying says this request holds a share of the backend's retry budget, from the decision
+	// to retry until the retry's answer (or failure) is in.
+	retrying := false
+	defer func() {
+		if retrying {
+			be.doneRetry()
+		}
+	}()
 	parent := req.Context()
 	var failed []string
 	for n := 0; ; n++ {
@@ -260,6 +270,10 @@ func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
 			out = out.WithContext(head.ctx)
 		}
 		res, err := be.rt.RoundTrip(out)
+		if retrying {
+			be.doneRetry()
+			retrying = false
+		}
 		if head != nil {
 			switch {
 			case !head.timer.Stop():
@@ -278,7 +292,8 @@ func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
 		last := n+1 >= tries || parent.Err() != nil
 		// An error is a failed connection or an attempt that hit the backendRequest timeout
 		// (HTTPRouteRetryConnectionError, HTTPRouteRetryBackendTimeout); both are retried.
-		if !last && (err != nil || rt.retry.codes[res.StatusCode]) {
+		if !last && (err != nil || rt.retry.codes[res.StatusCode]) && ex.takeRetry(be) {
+			retrying = true
 			failed = append(failed, ep)
 			if res != nil {
 				_, _ = io.CopyN(io.Discard, res.Body, 4<<10)
@@ -302,6 +317,27 @@ func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return res, err
 	}
+}
+
+// takeRetry asks the backend's retry budget, under the limits of the table in service, for one
+// retry; a refusal is counted, and the request gets the answer (or error) it has.
+func (ex *exchange) takeRetry(be *backend) bool {
+	if be.takeRetry(ex.s.retryBudget()) {
+		return true
+	}
+	if m := ex.s.metrics; m != nil {
+		m.retryBudgetRefused.Inc()
+	}
+	return false
+}
+
+// retryBudget is the retry budget of the table in service (percent of the requests in flight to a
+// backend, and the retries always allowed); a request holds no table, so a swap applies at once.
+func (s *Server) retryBudget() (percent, minConcurrent int) {
+	if t := s.cur.Load(); t != nil && t.limits != nil {
+		return t.limits.retryBudgetPercent, t.limits.retryBudgetMinConcurrent
+	}
+	return s.opts.RetryBudgetPercent, s.opts.RetryBudgetMinConcurrent
 }
 
 func retryRequest(req *http.Request) *http.Request {

@@ -22,6 +22,8 @@ type metrics struct {
 	mirrorDrops prometheus.Counter
 	limitHits   *prometheus.CounterVec
 	hits        limitHits
+	// retryBudgetRefused counts retries not made because the backend's retry budget was spent.
+	retryBudgetRefused prometheus.Counter
 
 	mu     sync.Mutex
 	routes map[[2]string]*routeStats
@@ -62,6 +64,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "fleetgate", Subsystem: "proxy", Name: "limit_hits_total",
 			Help: "Requests and connections cut short by a limit, by limit.",
 		}, []string{"limit"}),
+		retryBudgetRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "fleetgate", Subsystem: "proxy", Name: "retry_budget_exceeded_total",
+			Help: "Retries not made because the backend's retry budget (retries in flight) was spent.",
+		}),
 		routes: map[[2]string]*routeStats{},
 	}
 	m.hits = limitHits{
@@ -72,7 +78,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		requestTimeout:   m.limitHits.WithLabelValues("request_timeout"),
 		http2RapidResets: m.limitHits.WithLabelValues("http2_rapid_reset"),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.conns, m.l4Bytes, m.version, m.applies, m.mirrorDrops, m.limitHits} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.conns, m.l4Bytes, m.version, m.applies, m.mirrorDrops, m.limitHits, m.retryBudgetRefused} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering proxy metrics: %w", err)
 		}

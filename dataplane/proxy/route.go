@@ -26,7 +26,7 @@ type route struct {
 	pathType pathType
 	// path is the exact path, or the prefix without trailing slashes ("/" becomes "").
 	path    string
-	re      *regexp.Regexp
+	re      *boundedRegexp
 	method  string
 	headers []keyMatch
 	query   []keyMatch
@@ -51,7 +51,7 @@ type route struct {
 type keyMatch struct {
 	name  string // canonical MIME key for headers, verbatim for query params
 	value string
-	re    *regexp.Regexp
+	re    *boundedRegexp
 }
 
 func (k *keyMatch) matches(v string, ok bool) bool {
@@ -93,8 +93,26 @@ func compileKeyMatches(in []ir.KeyMatch, header bool) ([]keyMatch, error) {
 	return out, nil
 }
 
-func compileAnchored(expr string) (*regexp.Regexp, error) {
-	return regexp.Compile(`^(?:` + expr + `)$`)
+// maxRegexInput is the longest path, header or query value a regex is run on: a longer one does
+// not match a regex condition (an Exact or Prefix condition still sees it). Matching costs time
+// in proportion to program size times input length; with programs bounded by
+// ir.DefaultMaxRegexInstructions this keeps a match well under a millisecond. 8 KiB is nginx's
+// default limit of a request line or header line (large_client_header_buffers).
+const maxRegexInput = 8 << 10
+
+// boundedRegexp is an anchored regex that refuses inputs longer than maxRegexInput.
+type boundedRegexp struct{ re *regexp.Regexp }
+
+func (b *boundedRegexp) MatchString(s string) bool {
+	return len(s) <= maxRegexInput && b.re.MatchString(s)
+}
+
+func compileAnchored(expr string) (*boundedRegexp, error) {
+	re, err := regexp.Compile(`^(?:` + expr + `)$`)
+	if err != nil {
+		return nil, err // the callers say which regex
+	}
+	return &boundedRegexp{re}, nil
 }
 
 // matchPath is the path condition on its own, by definition rather than through the index.

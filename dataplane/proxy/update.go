@@ -102,7 +102,7 @@ func (s *compiler) patch(old *table, base *ir.Config, u *ir.Update, certs certCa
 		if listeners[h.Listener] == nil {
 			return nil, nil, fmt.Errorf("listener %q: hosts for a listener the config does not have", h.Listener)
 		}
-		if err := ir.ValidateHost(h.Listener, &h.Host); err != nil {
+		if err := ir.ValidateHost(h.Listener, &h.Host, base.Limits); err != nil {
 			errs = append(errs, err)
 		}
 		change(h.Listener).add = append(change(h.Listener).add, &h.Host)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
@@ -107,6 +108,11 @@ func pickCum(cum []uint64) int {
 }
 
 type backend struct {
+	// inflight counts the requests in RoundTrip to this backend and retries the retries among them
+	// holding a share of the retry budget (takeRetry).
+	inflight atomic.Int64
+	retries  atomic.Int64
+
 	name    string
 	invalid bool
 	scheme  string
@@ -296,11 +302,27 @@ func compileRetry(r *ir.Retry) *retryPolicy {
 	return p
 }
 
-// wait is the backoff before retry n (1-based): exponential from the configured minimum, capped.
+// minRetryBackoff is the least wait before a retry, as Envoy's default base interval: a route
+// without a backoff (or with a tiny one) must not make the proxy spin on a refusing backend.
+const minRetryBackoff = 25 * time.Millisecond
+
+// wait is the backoff before retry n (1-based): exponential from the configured backoff (at least
+// minRetryBackoff), capped at 16 times it, with up to 25% jitter so that retries do not align.
 func (p *retryPolicy) wait(n int) time.Duration {
-	if p.backoff <= 0 {
-		return 0
-	}
-	d := p.backoff << min(n-1, 4)
+	d := max(p.backoff, minRetryBackoff) << min(n-1, 4)
 	return d + rand.N(d/4+1)
 }
+
+// takeRetry reserves one retry of the backend's budget: retries in flight may be at most percent
+// of the requests in flight to it, and minConcurrent are always allowed (Envoy's retry budget).
+// A true return must be given back with doneRetry.
+func (b *backend) takeRetry(percent, minConcurrent int) bool {
+	allowed := max(int64(minConcurrent), b.inflight.Load()*int64(percent)/100)
+	if b.retries.Add(1) > allowed {
+		b.retries.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (b *backend) doneRetry() { b.retries.Add(-1) }
