@@ -12,7 +12,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fleetgate/fleetgate/dataplane/gcfloor"
+	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/dataplane/proxy"
 	"github.com/fleetgate/fleetgate/dataplane/xds"
 )
@@ -41,6 +44,8 @@ type Options struct {
 	Verbosity      int
 	DrainTimeout   time.Duration
 	GCHeapFloorMB  uint64
+	// DeniedEndpointCIDRs are networks the proxy never connects to, unless a config sets its own.
+	DeniedEndpointCIDRs []string
 }
 
 // ParseFlags reads Options from args (the words after `fleetgate dataplane`).
@@ -62,6 +67,21 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 	fs.IntVar(&o.Verbosity, "v", 0, "log verbosity")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 30*time.Second, "how long connections may finish on shutdown or when a listener goes")
 	fs.Uint64Var(&o.GCHeapFloorMB, "gc-heap-floor-mb", 64, "keep the GC heap goal at least this many MiB above the live heap (0: plain GOGC)")
+	o.DeniedEndpointCIDRs = ir.DefaultDeniedEndpointCIDRs()
+	fs.Func("denied-endpoint-cidrs", "comma-separated networks the proxy never connects to, whatever its config's endpoints say (\"\": none; default "+
+		strings.Join(o.DeniedEndpointCIDRs, ",")+"); a GatewayClassConfig's spec.proxy.deniedEndpointCIDRs replaces it", func(v string) error {
+		o.DeniedEndpointCIDRs = nil
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c == "" {
+				continue
+			}
+			if _, err := netip.ParsePrefix(c); err != nil {
+				return err
+			}
+			o.DeniedEndpointCIDRs = append(o.DeniedEndpointCIDRs, c)
+		}
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -83,7 +103,8 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		WithValues("gateway", o.Gateway, "node", o.Node)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	popts := proxy.Options{Address: o.Address, Log: log, DrainTimeout: o.DrainTimeout, Registry: reg}
+	popts := proxy.Options{Address: o.Address, Log: log, DrainTimeout: o.DrainTimeout, Registry: reg,
+		DeniedEndpointCIDRs: o.DeniedEndpointCIDRs}
 	if o.AccessLog {
 		popts.AccessLog = funcr.NewJSON(func(obj string) { fmt.Fprintln(stdout, obj) }, funcr.Options{})
 	}

@@ -20,6 +20,7 @@ type metrics struct {
 	version     prometheus.Gauge
 	applies     *prometheus.CounterVec
 	mirrorDrops prometheus.Counter
+	deniedDials prometheus.Counter
 
 	mu     sync.Mutex
 	routes map[[2]string]*routeStats
@@ -56,9 +57,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "fleetgate", Subsystem: "proxy", Name: "mirror_dropped_total",
 			Help: "Mirrored requests dropped because too many were in flight.",
 		}),
+		deniedDials: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "fleetgate", Subsystem: "proxy", Name: "denied_endpoint_dials_total",
+			Help: "Connections to backend endpoints refused because their address is in the denied networks.",
+		}),
 		routes: map[[2]string]*routeStats{},
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.conns, m.l4Bytes, m.version, m.applies, m.mirrorDrops} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.conns, m.l4Bytes, m.version, m.applies, m.mirrorDrops, m.deniedDials} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering proxy metrics: %w", err)
 		}

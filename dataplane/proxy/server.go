@@ -138,7 +138,6 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:     opts,
 		metrics:  m,
-		up:       newUpstreams(opts.DialTimeout),
 		accessOn: opts.AccessLog.GetSink() != nil,
 		mirrors:  make(chan struct{}, opts.MaxMirrors),
 		certs:    certCache{},
@@ -146,6 +145,7 @@ func New(opts Options) (*Server, error) {
 		tcp:      map[uint32]*tcpPort{},
 		udp:      map[uint32]*udpPort{},
 	}
+	s.up = newUpstreams(s.guardedDialer(&net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}))
 	s.exPool.New = func() any { return s.newExchange() }
 	return s, nil
 }
