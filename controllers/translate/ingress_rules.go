@@ -111,7 +111,7 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 		for _, o := range u.ingresses {
 			ing, ref := o.Obj, ingressRef(o)
 			self := pathOwner{ref: ref, created: ing.CreationTimestamp}
-			for _, p := range t.ingressPaths(o) {
+			for _, p := range t.ingressPaths(o, u.class.proxy) {
 				if prev, ok := owners[p.key]; ok {
 					if prev.ref != ref {
 						t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "%s is already served by the older %s; it is not served from this Ingress", p.key, prev)
@@ -138,7 +138,7 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 				c.fallback = &ir.Route{
 					Name:     fmt.Sprintf("%s/%s/%s/default", kindIngress, ing.Namespace, ing.Name),
 					Match:    ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: "/"}},
-					Backends: []ir.Backend{t.ingressBackend(o, *db, "defaultBackend")},
+					Backends: []ir.Backend{t.ingressBackend(o, *db, "defaultBackend", u.class.proxy)},
 				}
 			}
 			c.certs = append(c.certs, t.ingressCerts(o)...)
@@ -172,7 +172,7 @@ func (t *translator) olderRoute(claims []pathOwner, self pathOwner) *pathOwner {
 }
 
 // ingressPaths compiles the path rules of one Ingress, in rule order.
-func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress]) []ingressPath {
+func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], pol *proxyPolicy) []ingressPath {
 	ing, ref := o.Obj, ingressRef(o)
 	var out []ingressPath
 	for i, rule := range ing.Spec.Rules {
@@ -195,7 +195,7 @@ func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress]) []ing
 				route: ir.Route{
 					Name:     fmt.Sprintf("%s/%s/%s/%d/%d", kindIngress, ing.Namespace, ing.Name, i, j),
 					Match:    ir.Match{Path: &ir.StringMatch{Type: typ, Value: path}},
-					Backends: []ir.Backend{t.ingressBackend(o, p.Backend, fmt.Sprintf("rule %d path %s", i, path))},
+					Backends: []ir.Backend{t.ingressBackend(o, p.Backend, fmt.Sprintf("rule %d path %s", i, path), pol)},
 				},
 			})
 		}
@@ -235,7 +235,7 @@ func ingressPathMatch(p networkingv1.HTTPIngressPath) (ir.MatchType, string, err
 // ingressBackend resolves a Service backend in the Ingress's cluster and namespace. What cannot
 // be served (a resource backend, a missing Service or port) becomes a backend without endpoints,
 // which the proxy answers with 503, and a Warning notice: the rest of the Ingress keeps working.
-func (t *translator) ingressBackend(o snapshot.Object[networkingv1.Ingress], b networkingv1.IngressBackend, where string) ir.Backend {
+func (t *translator) ingressBackend(o snapshot.Object[networkingv1.Ingress], b networkingv1.IngressBackend, where string, pol *proxyPolicy) ir.Backend {
 	ing, ref := o.Obj, ingressRef(o)
 	if r := b.Resource; r != nil {
 		t.notice(ref, corev1.EventTypeWarning, "UnsupportedBackend", "%s: resource backend %s/%s %s is not supported; requests get 503", where, ptrStr(r.APIGroup), r.Kind, r.Name)
@@ -274,7 +274,11 @@ func (t *translator) ingressBackend(o snapshot.Object[networkingv1.Ingress], b n
 	if app, ok := useHTTP.appProtocol(sp.AppProtocol); ok {
 		be.AppProtocol = app
 	}
-	be.Endpoints = t.endpoints(o.Cluster, ing.Namespace, s.Name, sp.Name, corev1.ProtocolTCP)
+	var notes endpointNotes
+	be.Endpoints, notes = t.endpoints(pol, o.Cluster, ing.Namespace, s.Name, sp.Name, corev1.ProtocolTCP)
+	for _, m := range notes.messages(where + ": Service " + ing.Namespace + "/" + s.Name) {
+		t.notice(ref, corev1.EventTypeWarning, "EndpointsNotUsed", "%s", m)
+	}
 	return be
 }
 

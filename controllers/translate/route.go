@@ -42,6 +42,11 @@ type route struct {
 	badReason  string   // the Accepted reason when every rule is invalid
 	refReason  string   // first ResolvedRefs failure
 	refMsgs    []string
+	// refNotes say which endpoints were left out (untrusted slices, denied addresses); they do
+	// not make ResolvedRefs False, as the references themselves resolve.
+	refNotes []string
+	// endpointPolicy chose its backends' endpoints (routePolicy); nil if it has none.
+	endpointPolicy *proxyPolicy
 	generation int64
 	// policies are the BackendTLSPolicies its backends competed for; the route's Gateways are
 	// their ancestors.
@@ -133,9 +138,10 @@ func (t *translator) attachRoute(r *route) {
 			continue // not ours: another controller, or a parent that does not exist
 		}
 		accepted := t.attachToParent(r, u, set, ref)
-		resolved := cond(string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "References are resolved", r.generation)
+		resolved := cond(string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs),
+			strings.Join(append([]string{"References are resolved"}, r.refNotes...), "; "), r.generation)
 		if r.refReason != "" {
-			resolved = cond(string(gwv1.RouteConditionResolvedRefs), false, r.refReason, strings.Join(r.refMsgs, "; "), r.generation)
+			resolved = cond(string(gwv1.RouteConditionResolvedRefs), false, r.refReason, strings.Join(append(slices.Clip(r.refMsgs), r.refNotes...), "; "), r.generation)
 		}
 		conds := []metav1.Condition{accepted, resolved}
 		if accepted.Status == metav1.ConditionTrue && len(r.badRules) > 0 {

@@ -58,8 +58,9 @@ func Translate(s *snapshot.Snapshot) *Result {
 // Begin starts a Pass: its first stage runs now.
 func Begin(s *snapshot.Snapshot) *Pass { return begin(s, nil) }
 
-// memoFunc returns the compiled route of one route object, calling compile or not.
-type memoFunc func(kind, cluster string, m metav1.Object, compile func() *route) *route
+// memoFunc returns the compiled route of one route object, calling compile or not; a remembered
+// route is reused only if fresh says it still holds (its parents' classes' endpoint policy).
+type memoFunc func(kind, cluster string, m metav1.Object, compile func() *route, fresh func(*route) bool) *route
 
 // Pass is one translation in two stages. The first, run when the Pass is made, decides classes,
 // route attachment and BackendTLSPolicies: their statuses (Early) are final then, and do not wait
@@ -145,9 +146,16 @@ func compileAll[T any](t *translator, kind string, objs []snapshot.Object[T], co
 			out = append(out, compile(o))
 			continue
 		}
-		out = append(out, t.memo(kind, o.Cluster, o.Meta(), func() *route { return compile(o) }))
+		out = append(out, t.memo(kind, o.Cluster, o.Meta(), func() *route { return compile(o) }, t.policyFresh))
 	}
 	return out
+}
+
+// policyFresh reports whether a compiled route's endpoints were chosen by the policy its parents'
+// classes give it now: a GatewayClassConfig change (or a Gateway moving to another class) is not
+// among the backend inputs the Cache tracks.
+func (t *translator) policyFresh(r *route) bool {
+	return r.endpointPolicy == nil || samePolicy(r.endpointPolicy, t.routePolicy(r))
 }
 
 // compileRoutes compiles every route and orders them for attachment: HTTPRoutes and GRPCRoutes

@@ -228,7 +228,7 @@ func (e *trafficEnv) loadBalancerService(t *testing.T) {
 	must(t, c.Create(ctx, lbService("lb", snapshot.LoadBalancerClassInCluster)))
 	must(t, c.Create(ctx, &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "lb-1",
-			Labels: map[string]string{discoveryv1.LabelServiceName: "lb"}},
+			Labels: map[string]string{discoveryv1.LabelServiceName: "lb", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(9080))}},
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{testbed.BackendIP(30)}}},
