@@ -286,25 +286,28 @@ type endpointNotes struct {
 func (n endpointNotes) messages(what string) []string {
 	var out []string
 	if len(n.untrusted) > 0 {
-		out = append(out, fmt.Sprintf("%s: EndpointSlice %s ignored: not managed by %s (GatewayClassConfig spec.proxy.trustAllEndpointSlices)",
-			what, listSome(n.untrusted), endpointSliceController))
+		out = append(out, fmt.Sprintf("%s: ignoring %s not managed by %s (GatewayClassConfig spec.proxy.trustAllEndpointSlices)",
+			what, listSome("EndpointSlice", n.untrusted), endpointSliceController))
 	}
 	if len(n.denied) > 0 {
-		out = append(out, fmt.Sprintf("%s: endpoint %s not used: in the denied networks (GatewayClassConfig spec.proxy.deniedEndpointCIDRs)",
-			what, listSome(n.denied)))
+		out = append(out, fmt.Sprintf("%s: not using %s in the denied networks (GatewayClassConfig spec.proxy.deniedEndpointCIDRs)",
+			what, listSome("endpoint", n.denied)))
 	}
 	return out
 }
 
-// listSome joins sorted, distinct values, naming at most five.
-func listSome(vs []string) string {
+// listSome names sorted, distinct values after their noun, at most five of them.
+func listSome(noun string, vs []string) string {
 	slices.Sort(vs)
 	vs = slices.Compact(vs)
+	if len(vs) > 1 {
+		noun += "s"
+	}
 	const most = 5
 	if len(vs) > most {
-		return strings.Join(vs[:most], ", ") + fmt.Sprintf(" and %d more", len(vs)-most)
+		return noun + " " + strings.Join(vs[:most], ", ") + fmt.Sprintf(" and %d more", len(vs)-most)
 	}
-	return strings.Join(vs, ", ")
+	return noun + " " + strings.Join(vs, ", ")
 }
 
 // endpoints lists the ready endpoints of a Service in one cluster, with the target port taken from
