@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,8 +33,15 @@ type ingressPath struct {
 
 // compiledIngress is what one Ingress unit serves.
 type compiledIngress struct {
-	paths    []ingressPath // oldest Ingress first, in rule order
-	fallback *ir.Route     // the defaultBackend of the oldest Ingress that has one
+	paths []ingressPath // oldest Ingress first, in rule order
+	// named are the hosts some rule names; each gets its own virtual host, so that a request for
+	// it never reaches another tenant's host-less rules or defaultBackend.
+	named map[string]bool
+	// hostFallback is, per named host, the defaultBackend of the oldest Ingress naming it.
+	hostFallback map[string]*ir.Route
+	// fallback is the defaultBackend of the oldest Ingress that names no host: with the
+	// host-less rules, it serves only hosts no rule names.
+	fallback *ir.Route
 	certs    []ir.Certificate
 }
 
@@ -105,9 +113,10 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 	lost := map[*route][]int{}
 	out := make([]*compiledIngress, 0, len(units))
 	for _, u := range units {
-		c := &compiledIngress{}
+		c := &compiledIngress{named: map[string]bool{}, hostFallback: map[string]*ir.Route{}}
 		owners := map[pathKey]pathOwner{}
 		var fallbackOwner pathOwner
+		hostFallbackOwner := map[string]pathOwner{}
 		for _, o := range u.ingresses {
 			ing, ref := o.Obj, ingressRef(o)
 			self := pathOwner{ref: ref, created: ing.CreationTimestamp}
@@ -129,16 +138,33 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 				owners[p.key] = self
 				c.paths = append(c.paths, p)
 			}
+			hosts := ingressHosts(ing)
+			for _, h := range hosts {
+				c.named[h] = true
+			}
 			if db := ing.Spec.DefaultBackend; db != nil {
-				if c.fallback != nil {
-					t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "defaultBackend is ignored: the older %s has one", fallbackOwner)
-					continue
-				}
-				fallbackOwner = self
-				c.fallback = &ir.Route{
+				fb := &ir.Route{
 					Name:     fmt.Sprintf("%s/%s/%s/default", kindIngress, ing.Namespace, ing.Name),
 					Match:    ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: "/"}},
 					Backends: []ir.Backend{t.ingressBackend(o, *db, "defaultBackend", u.class.proxy)},
+				}
+				// KEP-1453: the defaultBackend of an Ingress with host rules is the default of those
+				// hosts; only an Ingress that names none gives the default of every other host.
+				for _, h := range hosts {
+					if prev, ok := hostFallbackOwner[h]; ok {
+						t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "defaultBackend is not used for host %s: the older %s names it too and has one", h, prev)
+						continue
+					}
+					hostFallbackOwner[h] = self
+					c.hostFallback[h] = fb
+				}
+				if len(hosts) == 0 {
+					if c.fallback != nil {
+						t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "defaultBackend is ignored: the older %s has one", fallbackOwner)
+					} else {
+						fallbackOwner = self
+						c.fallback = fb
+					}
 				}
 			}
 			c.certs = append(c.certs, t.ingressCerts(o)...)
@@ -158,6 +184,18 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 		})
 	}
 	return units, out
+}
+
+// ingressHosts lists the valid hosts an Ingress's rules name, with or without paths (a rule with a
+// host and no paths sends that host to the Ingress's defaultBackend).
+func ingressHosts(ing *networkingv1.Ingress) []string {
+	var out []string
+	for _, rule := range ing.Spec.Rules {
+		if h := strings.ToLower(rule.Host); h != "" && validHostname(h) && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // olderRoute returns the oldest HTTPRoute claim older than the Ingress, or nil.
@@ -324,33 +362,23 @@ func ingressHostMatches(pattern, h string) bool {
 	return ok && label != "" && label != "*" && rest == suffix
 }
 
-// virtualHosts lays out the unit's rules: per host its own paths (Exact first, then longest
-// prefix first, then oldest), then those of the wildcard covering it, then the rules without host,
-// then the default backend.
+// virtualHosts lays out the unit's rules. A host some rule names gets its own paths (Exact first,
+// then longest prefix first, then oldest), then those of the wildcard covering it, then the
+// defaultBackend of the oldest Ingress naming it, and nothing else (404): the rules without host
+// and the defaultBackend of an Ingress without host rules serve only hosts no rule names, so that
+// one tenant's fallbacks never answer for another's host.
 func (c *compiledIngress) virtualHosts() []ir.VirtualHost {
 	byHost := map[string][]ingressPath{}
-	var hosts []string
 	for _, p := range c.paths {
-		if _, ok := byHost[p.key.host]; !ok && p.key.host != "" {
-			hosts = append(hosts, p.key.host)
-		}
 		byHost[p.key.host] = append(byHost[p.key.host], p)
 	}
+	hosts := slices.Collect(maps.Keys(c.named))
 	for _, ps := range byHost {
 		slices.SortStableFunc(ps, func(a, b ingressPath) int {
 			return cmp.Or(compareBool(a.key.typ == ir.MatchPrefix, b.key.typ == ir.MatchPrefix), -cmp.Compare(len(a.key.path), len(b.key.path)))
 		})
 	}
-	slices.SortFunc(hosts, compareSpecificity)
-	tail := func(rs []ir.Route) []ir.Route {
-		for _, p := range byHost[""] {
-			rs = append(rs, p.route)
-		}
-		if c.fallback != nil {
-			rs = append(rs, *c.fallback)
-		}
-		return rs
-	}
+	slices.SortFunc(hosts, func(a, b string) int { return cmp.Or(compareSpecificity(a, b), cmp.Compare(a, b)) })
 	var out []ir.VirtualHost
 	for _, h := range hosts {
 		vh := ir.VirtualHost{Hostname: h, SingleLabelWildcard: strings.HasPrefix(h, "*.")}
@@ -364,10 +392,19 @@ func (c *compiledIngress) virtualHosts() []ir.VirtualHost {
 				}
 			}
 		}
-		vh.Routes = tail(vh.Routes)
+		if fb := c.hostFallback[h]; fb != nil {
+			vh.Routes = append(vh.Routes, *fb)
+		}
 		out = append(out, vh)
 	}
-	if rest := tail(nil); len(rest) > 0 {
+	var rest []ir.Route
+	for _, p := range byHost[""] {
+		rest = append(rest, p.route)
+	}
+	if c.fallback != nil {
+		rest = append(rest, *c.fallback)
+	}
+	if len(rest) > 0 {
 		out = append(out, ir.VirtualHost{Hostname: "*", Routes: rest})
 	}
 	return out
