@@ -39,8 +39,8 @@ type compiledIngress struct {
 	named map[string]bool
 	// hostFallback is, per named host, the defaultBackend of the oldest Ingress naming it.
 	hostFallback map[string]*ir.Route
-	// fallback is the defaultBackend of the oldest Ingress that names no host: with the
-	// host-less rules, it serves only hosts no rule names.
+	// fallback serves, after the host-less rules, the hosts no rule names: the defaultBackend of
+	// the oldest Ingress that names no host, else that of the oldest Ingress with one.
 	fallback *ir.Route
 	certs    []ir.Certificate
 }
@@ -115,7 +115,8 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 	for _, u := range units {
 		c := &compiledIngress{named: map[string]bool{}, hostFallback: map[string]*ir.Route{}}
 		owners := map[pathKey]pathOwner{}
-		var fallbackOwner pathOwner
+		var fallbackOwner, anyFallbackOwner pathOwner
+		var anyFallback *ir.Route
 		hostFallbackOwner := map[string]pathOwner{}
 		for _, o := range u.ingresses {
 			ing, ref := o.Obj, ingressRef(o)
@@ -149,7 +150,7 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 					Backends: []ir.Backend{t.ingressBackend(o, *db, "defaultBackend", u.class.proxy)},
 				}
 				// KEP-1453: the defaultBackend of an Ingress with host rules is the default of those
-				// hosts; only an Ingress that names none gives the default of every other host.
+				// hosts, never of a host only another Ingress names.
 				for _, h := range hosts {
 					if prev, ok := hostFallbackOwner[h]; ok {
 						t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "defaultBackend is not used for host %s: the older %s names it too and has one", h, prev)
@@ -158,16 +159,27 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 					hostFallbackOwner[h] = self
 					c.hostFallback[h] = fb
 				}
-				if len(hosts) == 0 {
-					if c.fallback != nil {
-						t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "defaultBackend is ignored: the older %s has one", fallbackOwner)
-					} else {
-						fallbackOwner = self
-						c.fallback = fb
+				switch {
+				case len(hosts) > 0:
+					// Serves hosts no rule names only while no Ingress without host rules has a
+					// defaultBackend: the API's "requests that match no rule" for a lone Ingress.
+					if anyFallback == nil {
+						anyFallback, anyFallbackOwner = fb, self
 					}
+				case c.fallback != nil:
+					t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "defaultBackend is ignored: the older %s has one", fallbackOwner)
+				default:
+					fallbackOwner = self
+					c.fallback = fb
 				}
 			}
 			c.certs = append(c.certs, t.ingressCerts(o)...)
+		}
+		if c.fallback == nil && anyFallback != nil {
+			c.fallback = anyFallback
+		} else if anyFallback != nil {
+			t.notice(anyFallbackOwner.ref, corev1.EventTypeNormal, "DefaultBackendForNamedHosts",
+				"defaultBackend serves only the hosts this Ingress names: %s, which names no host, has the default for other hosts", fallbackOwner)
 		}
 		slices.SortStableFunc(c.certs, func(a, b ir.Certificate) int {
 			return compareSpecificity(firstOr(a.Hostnames), firstOr(b.Hostnames))
@@ -365,8 +377,8 @@ func ingressHostMatches(pattern, h string) bool {
 // virtualHosts lays out the unit's rules. A host some rule names gets its own paths (Exact first,
 // then longest prefix first, then oldest), then those of the wildcard covering it, then the
 // defaultBackend of the oldest Ingress naming it, and nothing else (404): the rules without host
-// and the defaultBackend of an Ingress without host rules serve only hosts no rule names, so that
-// one tenant's fallbacks never answer for another's host.
+// and the unit's fallback serve only hosts no rule names, so that one tenant's fallbacks never
+// answer for another's host.
 func (c *compiledIngress) virtualHosts() []ir.VirtualHost {
 	byHost := map[string][]ingressPath{}
 	for _, p := range c.paths {
