@@ -282,16 +282,19 @@ type endpointNotes struct {
 	denied    []string // addresses
 }
 
-// messages says what was left out of the endpoints of what ("Service ns/name").
-func (n endpointNotes) messages(what string) []string {
-	var out []string
+// endpointNote is one thing endpoints left out, with the reason of its notice.
+type endpointNote struct{ reason, msg string }
+
+// notes says what was left out of the endpoints of what ("Service ns/name").
+func (n endpointNotes) notes(what string) []endpointNote {
+	var out []endpointNote
 	if len(n.untrusted) > 0 {
-		out = append(out, fmt.Sprintf("%s: ignoring %s not managed by %s (GatewayClassConfig spec.proxy.trustAllEndpointSlices)",
-			what, listSome("EndpointSlice", n.untrusted), endpointSliceController))
+		out = append(out, endpointNote{"EndpointSliceIgnored", fmt.Sprintf("%s: ignoring %s not managed by %s (GatewayClassConfig spec.proxy.trustAllEndpointSlices)",
+			what, listSome("EndpointSlice", n.untrusted), endpointSliceController)})
 	}
 	if len(n.denied) > 0 {
-		out = append(out, fmt.Sprintf("%s: not using %s in the denied networks (GatewayClassConfig spec.proxy.deniedEndpointCIDRs)",
-			what, listSome("endpoint", n.denied)))
+		out = append(out, endpointNote{"EndpointDenied", fmt.Sprintf("%s: not using %s in the denied networks (GatewayClassConfig spec.proxy.deniedEndpointCIDRs)",
+			what, listSome("endpoint", n.denied))})
 	}
 	return out
 }
@@ -411,9 +414,9 @@ func (t *translator) routeEndpoints(r *route, cluster, ns, svc, portName string,
 	if cluster != r.cluster {
 		what += " in cluster " + cluster
 	}
-	for _, m := range notes.messages(what) {
-		if !slices.Contains(r.refNotes, m) {
-			r.refNotes = append(r.refNotes, m)
+	for _, n := range notes.notes(what) {
+		if !slices.Contains(r.refNotes, n.msg) {
+			r.refNotes = append(r.refNotes, n.msg)
 		}
 	}
 	return eps

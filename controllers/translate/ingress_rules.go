@@ -326,8 +326,8 @@ func (t *translator) ingressBackend(o snapshot.Object[networkingv1.Ingress], b n
 	}
 	var notes endpointNotes
 	be.Endpoints, notes = t.endpoints(pol, o.Cluster, ing.Namespace, s.Name, sp.Name, corev1.ProtocolTCP)
-	for _, m := range notes.messages(where + ": Service " + ing.Namespace + "/" + s.Name) {
-		t.notice(ref, corev1.EventTypeWarning, "EndpointsNotUsed", "%s", m)
+	for _, n := range notes.notes(where + ": Service " + ing.Namespace + "/" + s.Name) {
+		t.notice(ref, corev1.EventTypeWarning, n.reason, "%s", n.msg)
 	}
 	return be
 }

@@ -99,8 +99,8 @@ func (t *translator) translateLBServices() {
 			}
 			port := strconv.Itoa(int(sp.Port))
 			eps, notes := t.endpoints(pol, o.Cluster, svc.Namespace, svc.Name, sp.Name, proto)
-			for _, m := range notes.messages(fmt.Sprintf("port %d", sp.Port)) {
-				t.notice(ref, corev1.EventTypeWarning, "EndpointsNotUsed", "%s", m)
+			for _, n := range notes.notes(fmt.Sprintf("port %d", sp.Port)) {
+				t.notice(ref, corev1.EventTypeWarning, n.reason, "%s", n.msg)
 			}
 			cfg.Listeners = append(cfg.Listeners, ir.Listener{
 				Name: lowerProto(proto) + "-" + port, Port: uint32(sp.Port), Protocol: irp, SourceRanges: ranges,
