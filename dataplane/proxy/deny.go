@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 )
 
 // errDeniedEndpoint is the dial error of an endpoint in the deny list in force; callers answer as
@@ -55,5 +56,32 @@ func (s *Server) guardedDialer(d *net.Dialer) func(ctx context.Context, network,
 			return nil, err
 		}
 		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// denyChanged, called with each table put in service (under Server.mu), closes the idle upstream
+// connections when the deny list changes: a kept-alive connection to an endpoint denied now would
+// otherwise carry requests without a dial. The fast path's pool drops only those to denied
+// endpoints; the net/http pools cannot tell theirs apart and drop every idle one (rare: the list is
+// operator-set).
+func (s *Server) denyChanged(t *table) {
+	if t.limits == nil || slices.Equal(s.deniedInForce, t.limits.deniedEndpoints) {
+		return
+	}
+	s.deniedInForce = t.limits.deniedEndpoints
+	p := &s.fastPool
+	p.mu.Lock()
+	for ep, list := range p.idle {
+		if deniedAddr(s.deniedInForce, ep) {
+			for _, uc := range list {
+				uc.c.Close()
+			}
+			delete(p.idle, ep)
+		}
+	}
+	p.mu.Unlock()
+	s.up.close()
+	for _, tp := range s.tlsPools {
+		tp.CloseIdleConnections()
 	}
 }

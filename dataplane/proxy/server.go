@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -126,6 +127,9 @@ type Server struct {
 	udp      map[uint32]*udpPort
 	draining sync.WaitGroup
 	closed   bool
+
+	// deniedInForce is the deny list of the table in service (denyChanged); guarded by mu.
+	deniedInForce []netip.Prefix
 }
 
 // New returns a Server that serves nothing until Apply.
@@ -295,6 +299,7 @@ func (s *Server) install(t *table) (*table, error) {
 // applied finishes a swap to t.
 func (s *Server) applied(t *table) {
 	s.fastPool.prune(false)
+	s.denyChanged(t)
 	s.metrics.version.Set(float64(t.version))
 	s.metrics.applies.WithLabelValues("ok").Inc()
 	s.opts.Log.V(1).Info("config applied", "version", t.version, "listeners", len(t.listeners))
