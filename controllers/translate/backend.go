@@ -383,7 +383,10 @@ func (t *translator) routePolicy(r *route) *proxyPolicy {
 		}
 	}
 	if pol == nil {
-		pol = defaultProxyPolicy()
+		if t.defaultPolicy == nil {
+			t.defaultPolicy = defaultProxyPolicy()
+		}
+		pol = t.defaultPolicy
 	}
 	return pol
 }

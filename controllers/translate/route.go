@@ -37,17 +37,12 @@ type route struct {
 	matches []compiledMatch // HTTPRoute and GRPCRoute
 	l4      []ir.Backend    // TLSRoute, TCPRoute and UDPRoute
 
-	rules     int
-	badRules  []string // "rule N: message", dropped from the dataplane
-	badReason string   // the Accepted reason when every rule is invalid
-	refReason string   // first ResolvedRefs failure
-	refMsgs   []string
-	// refNotes say which endpoints were left out (untrusted slices, denied addresses); they do
-	// not make ResolvedRefs False, as the references themselves resolve.
-	refNotes []string
-	// endpointPolicy chose its backends' endpoints (routePolicy); nil if it has none.
-	endpointPolicy *proxyPolicy
-	generation     int64
+	rules      int
+	badRules   []string // "rule N: message", dropped from the dataplane
+	badReason  string   // the Accepted reason when every rule is invalid
+	refReason  string   // first ResolvedRefs failure
+	refMsgs    []string
+	generation int64
 	// policies are the BackendTLSPolicies its backends competed for; the route's Gateways are
 	// their ancestors.
 	policies []*tlsPolicy
@@ -57,6 +52,12 @@ type route struct {
 	weightsErr     string
 	// parents is this pass's RouteParentStatus for each of our parents (attachRoute).
 	parents []gwv1.RouteParentStatus
+
+	// refNotes say which endpoints were left out (untrusted slices, denied addresses); they do
+	// not make ResolvedRefs False, as the references themselves resolve.
+	refNotes []string
+	// endpointPolicy chose its backends' endpoints (routePolicy); nil if it has none.
+	endpointPolicy *proxyPolicy
 }
 
 // compiledMatch is one match of one rule, ready to be placed in a virtual host.

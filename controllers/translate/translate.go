@@ -46,6 +46,9 @@ type translator struct {
 	// policies are every BackendTLSPolicy; policyByTarget orders the ones of each target, winner first.
 	policies       []*tlsPolicy
 	policyByTarget map[policyTarget][]*tlsPolicy
+
+	// defaultPolicy is the proxy policy of routes without a parent of ours (routePolicy).
+	defaultPolicy *proxyPolicy
 }
 
 // Translate computes the dataplane configs, load-balancer models and statuses for a snapshot.
