@@ -139,8 +139,11 @@ func (t *translator) attachRoute(r *route) {
 			continue // not ours: another controller, or a parent that does not exist
 		}
 		accepted := t.attachToParent(r, u, set, ref)
-		resolved := cond(string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs),
-			strings.Join(append([]string{"References are resolved"}, r.refNotes...), "; "), r.generation)
+		msg := "References are resolved"
+		if len(r.refNotes) > 0 {
+			msg = strings.Join(append([]string{msg}, r.refNotes...), "; ")
+		}
+		resolved := cond(string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), msg, r.generation)
 		if r.refReason != "" {
 			resolved = cond(string(gwv1.RouteConditionResolvedRefs), false, r.refReason, strings.Join(append(slices.Clip(r.refMsgs), r.refNotes...), "; "), r.generation)
 		}

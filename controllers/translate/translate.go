@@ -47,8 +47,11 @@ type translator struct {
 	policies       []*tlsPolicy
 	policyByTarget map[policyTarget][]*tlsPolicy
 
-	// defaultPolicy is the proxy policy of routes without a parent of ours (routePolicy).
+	// defaultPolicy is the proxy policy of routes without a parent of ours (routePolicy);
+	// shared, when sharedKnown, the policy every class has, or nil (policyFresh).
 	defaultPolicy *proxyPolicy
+	shared        *proxyPolicy
+	sharedKnown   bool
 }
 
 // Translate computes the dataplane configs, load-balancer models and statuses for a snapshot.
@@ -144,12 +147,13 @@ func (p *Pass) Finish() *Result {
 // compileAll compiles every route of one kind; Snapshot.Sort has dropped entries without an object.
 func compileAll[T any](t *translator, kind string, objs []snapshot.Object[T], compile func(snapshot.Object[T]) *route) []*route {
 	out := make([]*route, 0, len(objs))
+	fresh := t.policyFresh // one method value, not one per route
 	for _, o := range objs {
 		if t.memo == nil {
 			out = append(out, compile(o))
 			continue
 		}
-		out = append(out, t.memo(kind, o.Cluster, o.Meta(), func() *route { return compile(o) }, t.policyFresh))
+		out = append(out, t.memo(kind, o.Cluster, o.Meta(), func() *route { return compile(o) }, fresh))
 	}
 	return out
 }
@@ -158,7 +162,26 @@ func compileAll[T any](t *translator, kind string, objs []snapshot.Object[T], co
 // classes give it now: a GatewayClassConfig change (or a Gateway moving to another class) is not
 // among the backend inputs the Cache tracks.
 func (t *translator) policyFresh(r *route) bool {
-	return r.endpointPolicy == nil || samePolicy(r.endpointPolicy, t.routePolicy(r))
+	if r.endpointPolicy == nil {
+		return true
+	}
+	if !t.sharedKnown {
+		t.sharedKnown = true
+		for _, c := range t.classes {
+			if t.shared == nil {
+				t.shared = c.proxy
+			} else if !samePolicy(t.shared, c.proxy) {
+				t.shared = nil
+				break
+			}
+		}
+	}
+	// When every class has one policy, a route compiled under it has its parents' policy (or no
+	// parent of ours, and serves nowhere): no need to find them.
+	if t.shared != nil && samePolicy(r.endpointPolicy, t.shared) {
+		return true
+	}
+	return samePolicy(r.endpointPolicy, t.routePolicy(r))
 }
 
 // compileRoutes compiles every route and orders them for attachment: HTTPRoutes and GRPCRoutes
