@@ -3,8 +3,10 @@ package translate
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -129,7 +131,7 @@ func (t *translator) resolveBackend(r *route, ref gwv1.BackendObjectReference, w
 				return b
 			}
 			b.TLS = p.tls
-			b.Endpoints = t.endpoints(r.cluster, ns, string(ref.Name), sp.Name, u.transport())
+			b.Endpoints = t.routeEndpoints(r, r.cluster, ns, string(ref.Name), sp.Name, u.transport())
 			return b
 		}
 	}
@@ -138,7 +140,7 @@ func (t *translator) resolveBackend(r *route, ref gwv1.BackendObjectReference, w
 		return fail(gwv1.RouteReasonUnsupportedProtocol, "Service %s/%s port %d has appProtocol %q, which a %s cannot use", ns, ref.Name, port, *sp.AppProtocol, r.kind)
 	}
 	b.AppProtocol = app
-	b.Endpoints = t.endpoints(r.cluster, ns, string(ref.Name), sp.Name, u.transport())
+	b.Endpoints = t.routeEndpoints(r, r.cluster, ns, string(ref.Name), sp.Name, u.transport())
 	return b
 }
 
@@ -177,7 +179,7 @@ func (t *translator) resolveImport(r *route, b ir.Backend, ns, name string, port
 		if j < 0 {
 			continue
 		}
-		if eps := t.endpoints(c, ns, name, svc.Spec.Ports[j].Name, u.transport()); len(eps) > 0 {
+		if eps := t.routeEndpoints(r, c, ns, name, svc.Spec.Ports[j].Name, u.transport()); len(eps) > 0 {
 			perCluster = append(perCluster, eps)
 		}
 	}
@@ -267,13 +269,64 @@ func gcd(a, b uint64) uint64 {
 
 func lcm(a, b uint64) uint64 { return a / gcd(a, b) * b }
 
+// endpointSliceController is the managed-by value of Kubernetes' EndpointSlice controller. Only
+// its slices are used unless the class trusts every slice: anyone allowed to write an
+// EndpointSlice in a namespace could otherwise point a route at any address. ServiceImports
+// resolve to the slices of the exported Services in each member (fleetgate's MCS controller
+// writes ServiceImports, not slices), so the same rule covers them.
+const endpointSliceController = "endpointslice-controller.k8s.io"
+
+// endpointNotes are what endpoints left out, for the route's ResolvedRefs message or a notice.
+type endpointNotes struct {
+	untrusted []string // slice names
+	denied    []string // addresses
+}
+
+// endpointNote is one thing endpoints left out, with the reason of its notice.
+type endpointNote struct{ reason, msg string }
+
+// notes says what was left out of the endpoints of what ("Service ns/name").
+func (n endpointNotes) notes(what string) []endpointNote {
+	var out []endpointNote
+	if len(n.untrusted) > 0 {
+		out = append(out, endpointNote{"EndpointSliceIgnored", fmt.Sprintf("%s: ignoring %s not managed by %s (GatewayClassConfig spec.proxy.trustAllEndpointSlices)",
+			what, listSome("EndpointSlice", n.untrusted), endpointSliceController)})
+	}
+	if len(n.denied) > 0 {
+		out = append(out, endpointNote{"EndpointDenied", fmt.Sprintf("%s: not using %s in the denied networks (GatewayClassConfig spec.proxy.deniedEndpointCIDRs)",
+			what, listSome("endpoint", n.denied))})
+	}
+	return out
+}
+
+// listSome names sorted, distinct values after their noun, at most five of them.
+func listSome(noun string, vs []string) string {
+	slices.Sort(vs)
+	vs = slices.Compact(vs)
+	if len(vs) > 1 {
+		noun += "s"
+	}
+	const most = 5
+	if len(vs) > most {
+		return noun + " " + strings.Join(vs[:most], ", ") + fmt.Sprintf(" and %d more", len(vs)-most)
+	}
+	return noun + " " + strings.Join(vs, ", ")
+}
+
 // endpoints lists the ready endpoints of a Service in one cluster, with the target port taken from
 // the EndpointSlice port of the same name as the Service port. An endpoint whose ready condition
-// is unset counts as ready, as the EndpointSlice API says.
-func (t *translator) endpoints(cluster, ns, svc, portName string, proto corev1.Protocol) []ir.Endpoint {
+// is unset counts as ready, as the EndpointSlice API says. Slices the policy does not trust and
+// addresses it denies are left out and reported in notes: a Service whose every endpoint is denied
+// is served like one without endpoints.
+func (t *translator) endpoints(pol *proxyPolicy, cluster, ns, svc, portName string, proto corev1.Protocol) ([]ir.Endpoint, endpointNotes) {
 	var out []ir.Endpoint
+	var notes endpointNotes
 	for _, s := range t.idx.slices[nsName{cluster, ns, svc}] {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
+			continue
+		}
+		if !pol.trustAllSlices && s.Labels[discoveryv1.LabelManagedBy] != endpointSliceController {
+			notes.untrusted = append(notes.untrusted, s.Name)
 			continue
 		}
 		var port int32
@@ -294,6 +347,10 @@ func (t *translator) endpoints(cluster, ns, svc, portName string, proto corev1.P
 				if a == "" {
 					continue
 				}
+				if pol.denies(a) {
+					notes.denied = append(notes.denied, a)
+					continue
+				}
 				out = append(out, ir.Endpoint{Address: a, Port: uint32(port), Cluster: cluster})
 			}
 		}
@@ -301,7 +358,71 @@ func (t *translator) endpoints(cluster, ns, svc, portName string, proto corev1.P
 	slices.SortFunc(out, func(a, b ir.Endpoint) int {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
 	})
-	return slices.Compact(out)
+	return slices.Compact(out), notes
+}
+
+// routePolicy is the proxy policy a route's endpoints are chosen by: its parents' classes'. A
+// route attached to Gateways of several classes gets the strictest of them (slices trusted only
+// when every class trusts all, the union of the denied networks), as its compiled backends are
+// shared by all its Gateways.
+func (t *translator) routePolicy(r *route) *proxyPolicy {
+	var pol *proxyPolicy
+	for _, ref := range r.parentRefs {
+		u, _ := t.findParent(r, ref)
+		if u == nil || u.class == nil || u.class.proxy == nil {
+			continue
+		}
+		switch p := u.class.proxy; {
+		case pol == nil:
+			pol = p
+		case !samePolicy(pol, p):
+			pol = &proxyPolicy{
+				trustAllSlices:  pol.trustAllSlices && p.trustAllSlices,
+				deniedEndpoints: unionPrefixes(pol.deniedEndpoints, p.deniedEndpoints),
+			}
+		}
+	}
+	if pol == nil {
+		if t.defaultPolicy == nil {
+			t.defaultPolicy = defaultProxyPolicy()
+		}
+		pol = t.defaultPolicy
+	}
+	return pol
+}
+
+// samePolicy compares what decides a route's endpoints.
+func samePolicy(a, b *proxyPolicy) bool {
+	return a.trustAllSlices == b.trustAllSlices && slices.Equal(a.deniedEndpoints, b.deniedEndpoints)
+}
+
+func unionPrefixes(a, b []netip.Prefix) []netip.Prefix {
+	out := slices.Clone(a)
+	for _, p := range b {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// routeEndpoints resolves endpoints for a route's backend, reporting what the policy left out on
+// the route's ResolvedRefs condition.
+func (t *translator) routeEndpoints(r *route, cluster, ns, svc, portName string, proto corev1.Protocol) []ir.Endpoint {
+	if r.endpointPolicy == nil {
+		r.endpointPolicy = t.routePolicy(r)
+	}
+	eps, notes := t.endpoints(r.endpointPolicy, cluster, ns, svc, portName, proto)
+	what := "Service " + ns + "/" + svc
+	if cluster != r.cluster {
+		what += " in cluster " + cluster
+	}
+	for _, n := range notes.notes(what) {
+		if !slices.Contains(r.refNotes, n.msg) {
+			r.refNotes = append(r.refNotes, n.msg)
+		}
+	}
+	return eps
 }
 
 // backendList resolves a rule's weighted backendRefs, dropping zero-weight entries: they get no

@@ -19,6 +19,12 @@
 // A Service backendRef resolves in the route's own cluster, through the EndpointSlices labelled
 // kubernetes.io/service-name with that Service's name; the target port is the EndpointSlice port
 // named like the Service port; only ready endpoints (ready unset counts as ready) are used.
+// Only slices with endpointslice.kubernetes.io/managed-by endpointslice-controller.k8s.io count
+// unless the class's GatewayClassConfig sets spec.proxy.trustAllEndpointSlices, and endpoints in
+// its spec.proxy.deniedEndpointCIDRs (default: loopback, link-local, cloud metadata) are dropped;
+// both are named in the route's ResolvedRefs message, which stays True (a Service left without
+// endpoints is served like one that has none). A route attached to Gateways of several classes
+// gets the stricter of their policies.
 // A ServiceImport backendRef needs the ServiceImport in the route's cluster; its endpoints are
 // those of the same-named Service in every cluster of the snapshot that has a ServiceExport for
 // it, resolved the same way (ServiceImport port → Service port of the same name → slice port).

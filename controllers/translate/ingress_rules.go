@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,8 +33,15 @@ type ingressPath struct {
 
 // compiledIngress is what one Ingress unit serves.
 type compiledIngress struct {
-	paths    []ingressPath // oldest Ingress first, in rule order
-	fallback *ir.Route     // the defaultBackend of the oldest Ingress that has one
+	paths []ingressPath // oldest Ingress first, in rule order
+	// named are the hosts some rule names; each gets its own virtual host, so that a request for
+	// it never reaches another tenant's host-less rules or defaultBackend.
+	named map[string]bool
+	// hostFallback is, per named host, the defaultBackend of the oldest Ingress naming it.
+	hostFallback map[string]*ir.Route
+	// fallback serves, after the host-less rules, the hosts no rule names: the defaultBackend of
+	// the oldest Ingress that names no host, else that of the oldest Ingress with one.
+	fallback *ir.Route
 	certs    []ir.Certificate
 }
 
@@ -105,13 +113,15 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 	lost := map[*route][]int{}
 	out := make([]*compiledIngress, 0, len(units))
 	for _, u := range units {
-		c := &compiledIngress{}
+		c := &compiledIngress{named: map[string]bool{}, hostFallback: map[string]*ir.Route{}}
 		owners := map[pathKey]pathOwner{}
-		var fallbackOwner pathOwner
+		var fallbackOwner, anyFallbackOwner pathOwner
+		var anyFallback *ir.Route
+		hostFallbackOwner := map[string]pathOwner{}
 		for _, o := range u.ingresses {
 			ing, ref := o.Obj, ingressRef(o)
 			self := pathOwner{ref: ref, created: ing.CreationTimestamp}
-			for _, p := range t.ingressPaths(o) {
+			for _, p := range t.ingressPaths(o, u.class.proxy) {
 				if prev, ok := owners[p.key]; ok {
 					if prev.ref != ref {
 						t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "%s is already served by the older %s; it is not served from this Ingress", p.key, prev)
@@ -129,19 +139,47 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 				owners[p.key] = self
 				c.paths = append(c.paths, p)
 			}
+			hosts := ingressHosts(ing)
+			for _, h := range hosts {
+				c.named[h] = true
+			}
 			if db := ing.Spec.DefaultBackend; db != nil {
-				if c.fallback != nil {
-					t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "defaultBackend is ignored: the older %s has one", fallbackOwner)
-					continue
-				}
-				fallbackOwner = self
-				c.fallback = &ir.Route{
+				fb := &ir.Route{
 					Name:     fmt.Sprintf("%s/%s/%s/default", kindIngress, ing.Namespace, ing.Name),
 					Match:    ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: "/"}},
-					Backends: []ir.Backend{t.ingressBackend(o, *db, "defaultBackend")},
+					Backends: []ir.Backend{t.ingressBackend(o, *db, "defaultBackend", u.class.proxy)},
+				}
+				// KEP-1453: the defaultBackend of an Ingress with host rules is the default of those
+				// hosts, never of a host only another Ingress names.
+				for _, h := range hosts {
+					if prev, ok := hostFallbackOwner[h]; ok {
+						t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "defaultBackend is not used for host %s: the older %s names it too and has one", h, prev)
+						continue
+					}
+					hostFallbackOwner[h] = self
+					c.hostFallback[h] = fb
+				}
+				switch {
+				case len(hosts) > 0:
+					// Serves hosts no rule names only while no Ingress without host rules has a
+					// defaultBackend: the API's "requests that match no rule" for a lone Ingress.
+					if anyFallback == nil {
+						anyFallback, anyFallbackOwner = fb, self
+					}
+				case c.fallback != nil:
+					t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "defaultBackend is ignored: the older %s has one", fallbackOwner)
+				default:
+					fallbackOwner = self
+					c.fallback = fb
 				}
 			}
 			c.certs = append(c.certs, t.ingressCerts(o)...)
+		}
+		if c.fallback == nil && anyFallback != nil {
+			c.fallback = anyFallback
+		} else if anyFallback != nil {
+			t.notice(anyFallbackOwner.ref, corev1.EventTypeNormal, "DefaultBackendForNamedHosts",
+				"defaultBackend serves only the hosts this Ingress names: %s, which names no host, has the default for other hosts", fallbackOwner)
 		}
 		slices.SortStableFunc(c.certs, func(a, b ir.Certificate) int {
 			return compareSpecificity(firstOr(a.Hostnames), firstOr(b.Hostnames))
@@ -160,6 +198,18 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 	return units, out
 }
 
+// ingressHosts lists the valid hosts an Ingress's rules name, with or without paths (a rule with a
+// host and no paths sends that host to the Ingress's defaultBackend).
+func ingressHosts(ing *networkingv1.Ingress) []string {
+	var out []string
+	for _, rule := range ing.Spec.Rules {
+		if h := strings.ToLower(rule.Host); h != "" && validHostname(h) && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // olderRoute returns the oldest HTTPRoute claim older than the Ingress, or nil.
 func (t *translator) olderRoute(claims []pathOwner, self pathOwner) *pathOwner {
 	var best *pathOwner
@@ -172,7 +222,7 @@ func (t *translator) olderRoute(claims []pathOwner, self pathOwner) *pathOwner {
 }
 
 // ingressPaths compiles the path rules of one Ingress, in rule order.
-func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress]) []ingressPath {
+func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], pol *proxyPolicy) []ingressPath {
 	ing, ref := o.Obj, ingressRef(o)
 	var out []ingressPath
 	for i, rule := range ing.Spec.Rules {
@@ -195,7 +245,7 @@ func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress]) []ing
 				route: ir.Route{
 					Name:     fmt.Sprintf("%s/%s/%s/%d/%d", kindIngress, ing.Namespace, ing.Name, i, j),
 					Match:    ir.Match{Path: &ir.StringMatch{Type: typ, Value: path}},
-					Backends: []ir.Backend{t.ingressBackend(o, p.Backend, fmt.Sprintf("rule %d path %s", i, path))},
+					Backends: []ir.Backend{t.ingressBackend(o, p.Backend, fmt.Sprintf("rule %d path %s", i, path), pol)},
 				},
 			})
 		}
@@ -235,7 +285,7 @@ func ingressPathMatch(p networkingv1.HTTPIngressPath) (ir.MatchType, string, err
 // ingressBackend resolves a Service backend in the Ingress's cluster and namespace. What cannot
 // be served (a resource backend, a missing Service or port) becomes a backend without endpoints,
 // which the proxy answers with 503, and a Warning notice: the rest of the Ingress keeps working.
-func (t *translator) ingressBackend(o snapshot.Object[networkingv1.Ingress], b networkingv1.IngressBackend, where string) ir.Backend {
+func (t *translator) ingressBackend(o snapshot.Object[networkingv1.Ingress], b networkingv1.IngressBackend, where string, pol *proxyPolicy) ir.Backend {
 	ing, ref := o.Obj, ingressRef(o)
 	if r := b.Resource; r != nil {
 		t.notice(ref, corev1.EventTypeWarning, "UnsupportedBackend", "%s: resource backend %s/%s %s is not supported; requests get 503", where, ptrStr(r.APIGroup), r.Kind, r.Name)
@@ -274,7 +324,11 @@ func (t *translator) ingressBackend(o snapshot.Object[networkingv1.Ingress], b n
 	if app, ok := useHTTP.appProtocol(sp.AppProtocol); ok {
 		be.AppProtocol = app
 	}
-	be.Endpoints = t.endpoints(o.Cluster, ing.Namespace, s.Name, sp.Name, corev1.ProtocolTCP)
+	var notes endpointNotes
+	be.Endpoints, notes = t.endpoints(pol, o.Cluster, ing.Namespace, s.Name, sp.Name, corev1.ProtocolTCP)
+	for _, n := range notes.notes(where + ": Service " + ing.Namespace + "/" + s.Name) {
+		t.notice(ref, corev1.EventTypeWarning, n.reason, "%s", n.msg)
+	}
 	return be
 }
 
@@ -320,33 +374,23 @@ func ingressHostMatches(pattern, h string) bool {
 	return ok && label != "" && label != "*" && rest == suffix
 }
 
-// virtualHosts lays out the unit's rules: per host its own paths (Exact first, then longest
-// prefix first, then oldest), then those of the wildcard covering it, then the rules without host,
-// then the default backend.
+// virtualHosts lays out the unit's rules. A host some rule names gets its own paths (Exact first,
+// then longest prefix first, then oldest), then those of the wildcard covering it, then the
+// defaultBackend of the oldest Ingress naming it, and nothing else (404): the rules without host
+// and the unit's fallback serve only hosts no rule names, so that one tenant's fallbacks never
+// answer for another's host.
 func (c *compiledIngress) virtualHosts() []ir.VirtualHost {
 	byHost := map[string][]ingressPath{}
-	var hosts []string
 	for _, p := range c.paths {
-		if _, ok := byHost[p.key.host]; !ok && p.key.host != "" {
-			hosts = append(hosts, p.key.host)
-		}
 		byHost[p.key.host] = append(byHost[p.key.host], p)
 	}
+	hosts := slices.Collect(maps.Keys(c.named))
 	for _, ps := range byHost {
 		slices.SortStableFunc(ps, func(a, b ingressPath) int {
 			return cmp.Or(compareBool(a.key.typ == ir.MatchPrefix, b.key.typ == ir.MatchPrefix), -cmp.Compare(len(a.key.path), len(b.key.path)))
 		})
 	}
-	slices.SortFunc(hosts, compareSpecificity)
-	tail := func(rs []ir.Route) []ir.Route {
-		for _, p := range byHost[""] {
-			rs = append(rs, p.route)
-		}
-		if c.fallback != nil {
-			rs = append(rs, *c.fallback)
-		}
-		return rs
-	}
+	slices.SortFunc(hosts, func(a, b string) int { return cmp.Or(compareSpecificity(a, b), cmp.Compare(a, b)) })
 	var out []ir.VirtualHost
 	for _, h := range hosts {
 		vh := ir.VirtualHost{Hostname: h, SingleLabelWildcard: strings.HasPrefix(h, "*.")}
@@ -360,10 +404,19 @@ func (c *compiledIngress) virtualHosts() []ir.VirtualHost {
 				}
 			}
 		}
-		vh.Routes = tail(vh.Routes)
+		if fb := c.hostFallback[h]; fb != nil {
+			vh.Routes = append(vh.Routes, *fb)
+		}
 		out = append(out, vh)
 	}
-	if rest := tail(nil); len(rest) > 0 {
+	var rest []ir.Route
+	for _, p := range byHost[""] {
+		rest = append(rest, p.route)
+	}
+	if c.fallback != nil {
+		rest = append(rest, *c.fallback)
+	}
+	if len(rest) > 0 {
 		out = append(out, ir.VirtualHost{Hostname: "*", Routes: rest})
 	}
 	return out

@@ -32,6 +32,8 @@ import (
 //   away; timeoutSeconds is not applied). The cloud providers do not set stickiness on their
 //   target groups yet, which is reported as a Normal notice.
 // - SCTP ports are not served and are reported.
+// - endpoints come from the EndpointSlice controller's slices only, minus the default denied
+//   networks (loopback, link-local, metadata); what is left out is reported.
 // - status.loadBalancer.ingress gets the provider's addresses with the ports, ipMode Proxy for the
 //   in-cluster proxy (it terminates connections), once the proxies ACKed.
 
@@ -53,6 +55,7 @@ func lbClassProvider(class string) (v1alpha1.Provider, bool) {
 
 // translateLBServices adds the config, model and status of every LoadBalancer Service of ours.
 func (t *translator) translateLBServices() {
+	pol := defaultProxyPolicy() // these Services have no class of ours to configure it
 	for _, o := range t.snap.Services {
 		svc := o.Obj
 		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Spec.LoadBalancerClass == nil {
@@ -95,11 +98,15 @@ func (t *translator) translateLBServices() {
 				continue
 			}
 			port := strconv.Itoa(int(sp.Port))
+			eps, notes := t.endpoints(pol, o.Cluster, svc.Namespace, svc.Name, sp.Name, proto)
+			for _, n := range notes.notes(fmt.Sprintf("port %d", sp.Port)) {
+				t.notice(ref, corev1.EventTypeWarning, n.reason, "%s", n.msg)
+			}
 			cfg.Listeners = append(cfg.Listeners, ir.Listener{
 				Name: lowerProto(proto) + "-" + port, Port: uint32(sp.Port), Protocol: irp, SourceRanges: ranges,
 				L4: &ir.L4Route{Name: kindService + "/" + svc.Namespace + "/" + svc.Name + ":" + port, Backends: []ir.Backend{{
 					Name: o.Cluster + "/" + svc.Namespace + "/" + svc.Name + ":" + port, Weight: 1,
-					Endpoints: t.endpoints(o.Cluster, svc.Namespace, svc.Name, sp.Name, proto),
+					Endpoints: eps,
 				}}, ClientIPAffinity: affinity},
 			})
 			st.Ports = append(st.Ports, corev1.PortStatus{Port: sp.Port, Protocol: proto})

@@ -92,14 +92,14 @@ func (c *Cache) Begin(s *snapshot.Snapshot) *Pass {
 	c.pass++
 	c.hits, c.uncached = 0, 0
 	used := 0
-	p := begin(s, func(kind, cluster string, m metav1.Object, compile func() *route) *route {
+	p := begin(s, func(kind, cluster string, m metav1.Object, compile func() *route, fresh func(*route) bool) *route {
 		uid, rv := m.GetUID(), m.GetResourceVersion()
 		if !versioned || uid == "" || rv == "" {
 			return compile() // a change could not be told from no change (e.g. a test input)
 		}
 		k := routeKey{cluster, kind, uid}
 		e := c.routes[k]
-		if e != nil && e.resourceVersion == rv {
+		if e != nil && e.resourceVersion == rv && fresh(&e.r) {
 			e.pass = c.pass
 			c.hits++
 			used++

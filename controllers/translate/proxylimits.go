@@ -82,7 +82,7 @@ func (p *proxyPolicy) denies(addr string) bool {
 	if err != nil {
 		return true
 	}
-	a = a.Unmap()
+	a = a.WithZone("").Unmap() // a zone would make every prefix miss
 	for _, pfx := range p.deniedEndpoints {
 		if pfx.Contains(a) {
 			return true

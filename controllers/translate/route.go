@@ -52,6 +52,12 @@ type route struct {
 	weightsErr     string
 	// parents is this pass's RouteParentStatus for each of our parents (attachRoute).
 	parents []gwv1.RouteParentStatus
+
+	// refNotes say which endpoints were left out (untrusted slices, denied addresses); they do
+	// not make ResolvedRefs False, as the references themselves resolve.
+	refNotes []string
+	// endpointPolicy chose its backends' endpoints (routePolicy); nil if it has none.
+	endpointPolicy *proxyPolicy
 }
 
 // compiledMatch is one match of one rule, ready to be placed in a virtual host.
@@ -173,9 +179,13 @@ func (t *translator) attachRoute(r *route) {
 		if len(classBad) > 0 {
 			bad = append(slices.Clone(bad), classBad...)
 		}
-		resolved := cond(string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "References are resolved", r.generation)
+		msg := "References are resolved"
+		if len(r.refNotes) > 0 {
+			msg = strings.Join(append([]string{msg}, r.refNotes...), "; ")
+		}
+		resolved := cond(string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), msg, r.generation)
 		if r.refReason != "" {
-			resolved = cond(string(gwv1.RouteConditionResolvedRefs), false, r.refReason, strings.Join(r.refMsgs, "; "), r.generation)
+			resolved = cond(string(gwv1.RouteConditionResolvedRefs), false, r.refReason, strings.Join(append(slices.Clip(r.refMsgs), r.refNotes...), "; "), r.generation)
 		}
 		conds := []metav1.Condition{accepted, resolved}
 		if accepted.Status == metav1.ConditionTrue && len(bad) > 0 {

@@ -38,7 +38,7 @@ func fleetSnapshot(n int) *snapshot.Snapshot {
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: types.UID("svc-" + c), ResourceVersion: "1"},
 			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}})
 		s.EndpointSlices = append(s.EndpointSlices, snapshot.Object[discoveryv1.EndpointSlice]{Cluster: c, Obj: &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-1", UID: types.UID("eps-" + c), ResourceVersion: "1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-1", UID: types.UID("eps-" + c), ResourceVersion: "1", Labels: map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](9080)}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"198.18.0.51"}}}}})

@@ -46,6 +46,12 @@ type translator struct {
 	// policies are every BackendTLSPolicy; policyByTarget orders the ones of each target, winner first.
 	policies       []*tlsPolicy
 	policyByTarget map[policyTarget][]*tlsPolicy
+
+	// defaultPolicy is the proxy policy of routes without a parent of ours (routePolicy);
+	// shared, when sharedKnown, the policy every class has, or nil (policyFresh).
+	defaultPolicy *proxyPolicy
+	shared        *proxyPolicy
+	sharedKnown   bool
 }
 
 // Translate computes the dataplane configs, load-balancer models and statuses for a snapshot.
@@ -58,8 +64,9 @@ func Translate(s *snapshot.Snapshot) *Result {
 // Begin starts a Pass: its first stage runs now.
 func Begin(s *snapshot.Snapshot) *Pass { return begin(s, nil) }
 
-// memoFunc returns the compiled route of one route object, calling compile or not.
-type memoFunc func(kind, cluster string, m metav1.Object, compile func() *route) *route
+// memoFunc returns the compiled route of one route object, calling compile or not; a remembered
+// route is reused only if fresh says it still holds (its parents' classes' endpoint policy).
+type memoFunc func(kind, cluster string, m metav1.Object, compile func() *route, fresh func(*route) bool) *route
 
 // Pass is one translation in two stages. The first, run when the Pass is made, decides classes,
 // route attachment and BackendTLSPolicies: their statuses (Early) are final then, and do not wait
@@ -140,14 +147,41 @@ func (p *Pass) Finish() *Result {
 // compileAll compiles every route of one kind; Snapshot.Sort has dropped entries without an object.
 func compileAll[T any](t *translator, kind string, objs []snapshot.Object[T], compile func(snapshot.Object[T]) *route) []*route {
 	out := make([]*route, 0, len(objs))
+	fresh := t.policyFresh // one method value, not one per route
 	for _, o := range objs {
 		if t.memo == nil {
 			out = append(out, compile(o))
 			continue
 		}
-		out = append(out, t.memo(kind, o.Cluster, o.Meta(), func() *route { return compile(o) }))
+		out = append(out, t.memo(kind, o.Cluster, o.Meta(), func() *route { return compile(o) }, fresh))
 	}
 	return out
+}
+
+// policyFresh reports whether a compiled route's endpoints were chosen by the policy its parents'
+// classes give it now: a GatewayClassConfig change (or a Gateway moving to another class) is not
+// among the backend inputs the Cache tracks.
+func (t *translator) policyFresh(r *route) bool {
+	if r.endpointPolicy == nil {
+		return true
+	}
+	if !t.sharedKnown {
+		t.sharedKnown = true
+		for _, c := range t.classes {
+			if t.shared == nil {
+				t.shared = c.proxy
+			} else if !samePolicy(t.shared, c.proxy) {
+				t.shared = nil
+				break
+			}
+		}
+	}
+	// When every class has one policy, a route compiled under it has its parents' policy (or no
+	// parent of ours, and serves nowhere): no need to find them.
+	if t.shared != nil && samePolicy(r.endpointPolicy, t.shared) {
+		return true
+	}
+	return samePolicy(r.endpointPolicy, t.routePolicy(r))
 }
 
 // compileRoutes compiles every route and orders them for attachment: HTTPRoutes and GRPCRoutes

@@ -41,8 +41,9 @@ type Limits struct {
 	RetryBudgetMinConcurrent int `json:"retryBudgetMinConcurrent,omitempty"`
 	// MaxRegexInstructions bounds each compiled regex (default DefaultMaxRegexInstructions).
 	MaxRegexInstructions int `json:"maxRegexInstructions,omitempty"`
-	// DeniedEndpointCIDRs are never dialled; nil means the proxy's own list (its flag).
-	DeniedEndpointCIDRs []string `json:"deniedEndpointCIDRs,omitempty"`
+	// DeniedEndpointCIDRs are never dialled; nil means the proxy's own list (its flag), empty
+	// denies nothing (omitzero keeps the two apart on the wire).
+	DeniedEndpointCIDRs []string `json:"deniedEndpointCIDRs,omitzero"`
 	// AllowUnderscoresInHeaders forwards request header names containing "_".
 	AllowUnderscoresInHeaders bool `json:"allowUnderscoresInHeaders,omitempty"`
 	// AllowCBCCipherSuites offers TLS 1.2 CBC suites.

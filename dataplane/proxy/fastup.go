@@ -111,6 +111,9 @@ func (p *upPool) prune(all bool) {
 }
 
 func (s *Server) dialUp(ep string) (*upConn, error) {
+	if err := s.checkEndpoint(ep); err != nil {
+		return nil, err
+	}
 	c, err := net.DialTimeout("tcp", ep, s.opts.DialTimeout)
 	if err != nil {
 		return nil, err

@@ -2,7 +2,11 @@ package proxy
 
 import (
 	"flag"
+	"net/netip"
+	"strings"
 	"time"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
 // LimitFlags registers the flags of the limits a proxy process applies when its config does not
@@ -20,4 +24,19 @@ func (o *Options) LimitFlags(fs *flag.FlagSet) {
 		"streams an HTTP/2 client may cancel per second (and in a burst) before its connection gets a GOAWAY and is closed")
 	fs.BoolVar(&o.AllowCBCCipherSuites, "allow-cbc-cipher-suites", false,
 		"also offer the TLS 1.2 CBC-SHA cipher suites (by default only AEAD suites)")
+	o.DeniedEndpointCIDRs = ir.DefaultDeniedEndpointCIDRs()
+	fs.Func("denied-endpoint-cidrs", "comma-separated networks the proxy never connects to, whatever its config's endpoints say (\"\": none; default "+
+		strings.Join(o.DeniedEndpointCIDRs, ",")+"); a GatewayClassConfig's spec.proxy.deniedEndpointCIDRs replaces it", func(v string) error {
+		o.DeniedEndpointCIDRs = nil
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c == "" {
+				continue
+			}
+			if _, err := netip.ParsePrefix(c); err != nil {
+				return err
+			}
+			o.DeniedEndpointCIDRs = append(o.DeniedEndpointCIDRs, c)
+		}
+		return nil
+	})
 }

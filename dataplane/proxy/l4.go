@@ -75,6 +75,10 @@ func (s *Server) forward(c net.Conn, lt *listenerTable, route string, bs *backen
 	if !ok {
 		return
 	}
+	if err := s.checkEndpoint(ep); err != nil {
+		s.opts.Log.V(1).Info("backend dial refused", "listener", lt.name, "route", route, "backend", be.name, "err", err)
+		return
+	}
 	up, err := net.DialTimeout("tcp", ep, s.opts.DialTimeout)
 	if err != nil {
 		s.opts.Log.V(1).Info("backend dial failed", "listener", lt.name, "route", route, "backend", be.name, "err", err)
@@ -192,6 +196,10 @@ func (p *udpPort) session(from netip.AddrPort) *udpSession {
 	}
 	ep, ok := be.endpointFor(client)
 	if !ok {
+		return nil
+	}
+	if err := p.s.checkEndpoint(ep); err != nil {
+		p.s.opts.Log.V(1).Info("udp backend dial refused", "listener", lt.name, "backend", be.name, "err", err)
 		return nil
 	}
 	ua, err := net.ResolveUDPAddr("udp", ep)

@@ -24,6 +24,7 @@ type metrics struct {
 	hits        limitHits
 	// retryBudgetRefused counts retries not made because the backend's retry budget was spent.
 	retryBudgetRefused prometheus.Counter
+	deniedDials        prometheus.Counter
 
 	mu     sync.Mutex
 	routes map[[2]string]*routeStats
@@ -68,6 +69,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "fleetgate", Subsystem: "proxy", Name: "retry_budget_exceeded_total",
 			Help: "Retries not made because the backend's retry budget (retries in flight) was spent.",
 		}),
+		deniedDials: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "fleetgate", Subsystem: "proxy", Name: "denied_endpoint_dials_total",
+			Help: "Connections to backend endpoints refused because their address is in the denied networks.",
+		}),
 		routes: map[[2]string]*routeStats{},
 	}
 	m.hits = limitHits{
@@ -78,7 +83,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		requestTimeout:   m.limitHits.WithLabelValues("request_timeout"),
 		http2RapidResets: m.limitHits.WithLabelValues("http2_rapid_reset"),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.conns, m.l4Bytes, m.version, m.applies, m.mirrorDrops, m.limitHits, m.retryBudgetRefused} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.conns, m.l4Bytes, m.version, m.applies, m.mirrorDrops, m.limitHits, m.retryBudgetRefused, m.deniedDials} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering proxy metrics: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -138,6 +139,9 @@ type Server struct {
 	udp      map[uint32]*udpPort
 	draining sync.WaitGroup
 	closed   bool
+
+	// deniedInForce is the deny list of the table in service (denyChanged); guarded by mu.
+	deniedInForce []netip.Prefix
 }
 
 // New returns a Server that serves nothing until Apply.
@@ -150,7 +154,6 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:     opts,
 		metrics:  m,
-		up:       newUpstreams(opts.DialTimeout, opts.UpstreamIdleTimeout),
 		fastPool: upPool{idleTimeout: opts.UpstreamIdleTimeout},
 		accessOn: opts.AccessLog.GetSink() != nil,
 		mirrors:  make(chan struct{}, opts.MaxMirrors),
@@ -159,6 +162,7 @@ func New(opts Options) (*Server, error) {
 		tcp:      map[uint32]*tcpPort{},
 		udp:      map[uint32]*udpPort{},
 	}
+	s.up = newUpstreams(s.guardedDialer(&net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}), opts.UpstreamIdleTimeout)
 	s.exPool.New = func() any { return s.newExchange() }
 	return s, nil
 }
@@ -308,6 +312,7 @@ func (s *Server) install(t *table) (*table, error) {
 // applied finishes a swap to t.
 func (s *Server) applied(t *table) {
 	s.fastPool.prune(false)
+	s.denyChanged(t)
 	s.metrics.version.Set(float64(t.version))
 	s.metrics.applies.WithLabelValues("ok").Inc()
 	s.opts.Log.V(1).Info("config applied", "version", t.version, "listeners", len(t.listeners))

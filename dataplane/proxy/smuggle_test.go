@@ -450,7 +450,11 @@ func TestUpstreamRetryUnanswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep := be.addr.String()
+	// The connection goes back to the pool just after the answer reaches the client.
 	uc := s.fastPool.pop(ep)
+	for deadline := time.Now().Add(2 * time.Second); uc == nil && time.Now().Before(deadline); uc = s.fastPool.pop(ep) {
+		time.Sleep(time.Millisecond)
+	}
 	if uc == nil {
 		t.Fatal("no pooled connection")
 	}

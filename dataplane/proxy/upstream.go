@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -249,11 +250,11 @@ type upstreams struct {
 	http1, h2c, tls *http.Transport
 }
 
-func newUpstreams(dialTimeout, idleTimeout time.Duration) upstreams {
-	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+// dial is the dialer of every pool; TLS backends' pools are clones, so they share it.
+func newUpstreams(dial func(ctx context.Context, network, addr string) (net.Conn, error), idleTimeout time.Duration) upstreams {
 	base := func() *http.Transport {
 		return &http.Transport{
-			DialContext:           d.DialContext,
+			DialContext:           dial,
 			MaxIdleConns:          0,
 			MaxIdleConnsPerHost:   1024,
 			IdleConnTimeout:       idleTimeout,

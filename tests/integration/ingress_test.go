@@ -41,11 +41,11 @@ func ingressRule(host string, paths ...networkingv1.HTTPIngressPath) networkingv
 
 // ingressAddress waits until the Ingress's status.loadBalancer has an IP (written only once the
 // proxy ACKed its config) and returns it.
-func (e *trafficEnv) ingressAddress(name string, timeout time.Duration) string {
+func (e *trafficEnv) ingressAddress(ns, name string, timeout time.Duration) string {
 	var ip string
 	testbed.Eventually(e.t, timeout, func() error {
 		var ing networkingv1.Ingress
-		if err := e.c.Client.Get(e.t.Context(), client.ObjectKey{Namespace: "default", Name: name}, &ing); err != nil {
+		if err := e.c.Client.Get(e.t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &ing); err != nil {
 			return err
 		}
 		if lb := ing.Status.LoadBalancer.Ingress; len(lb) != 1 || lb[0].IP == "" {
@@ -114,7 +114,7 @@ func TestIngressServesTraffic(t *testing.T) {
 		},
 	}))
 
-	ip := e.ingressAddress("web", 60*time.Second)
+	ip := e.ingressAddress("default", "web", 60*time.Second)
 	addr := net.JoinHostPort(ip, "80")
 	// status.loadBalancer is written only after the proxy ACKed, so the first request must work.
 	if code, body := get(addr, "www.example.com", "/foo"); code != http.StatusOK || !strings.HasPrefix(body, "a ") {
@@ -228,7 +228,7 @@ func (e *trafficEnv) loadBalancerService(t *testing.T) {
 	must(t, c.Create(ctx, lbService("lb", snapshot.LoadBalancerClassInCluster)))
 	must(t, c.Create(ctx, &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "lb-1",
-			Labels: map[string]string{discoveryv1.LabelServiceName: "lb"}},
+			Labels: map[string]string{discoveryv1.LabelServiceName: "lb", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(9080))}},
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{testbed.BackendIP(30)}}},

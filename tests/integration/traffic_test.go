@@ -54,8 +54,11 @@ func (e *trafficEnv) startOperator() {
 	e.op = op
 }
 
-// backend starts an echo server on 198.18.0.n:port and publishes it as Service name.
-func (e *trafficEnv) backend(n byte, name string, port int32) {
+// backend starts an echo server on 198.18.0.n:port and publishes it as Service default/name.
+func (e *trafficEnv) backend(n byte, name string, port int32) { e.backendIn("default", n, name, port) }
+
+// backendIn is backend in namespace ns.
+func (e *trafficEnv) backendIn(ns string, n byte, name string, port int32) {
 	t := e.t
 	ip := testbed.BackendIP(n)
 	remove, err := testbed.AddBackendIP(ip)
@@ -68,12 +71,12 @@ func (e *trafficEnv) backend(n byte, name string, port int32) {
 	t.Cleanup(func() { _ = echo.Close() })
 	ctx := t.Context()
 	must(t, e.c.Client.Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 	}))
 	must(t, e.c.Client.Create(ctx, &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-1",
-			Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-1",
+			Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(port)}},
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},

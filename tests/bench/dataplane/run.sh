@@ -2,7 +2,8 @@
 # Side-by-side benchmark of the fleetgate proxy against nginx and haproxy (caddy when installed):
 # same backend, upstream keepalive on, logs off, each proxy pinned to core 0, load generator and
 # backend on core 1, every measurement repeated in rounds (REPS) and reported as medians. Writes
-# results.md and results.png under tests/bench/results/.
+# results.md and results.png under tests/bench/results/. The backend is on loopback, which the
+# proxy denies by default: fleetgate runs with -denied-endpoint-cidrs= (none).
 # Needs: nginx, haproxy, wrk, caddy, h2load, matplotlib (`make bench-deps` installs them).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -87,7 +88,7 @@ run_wrk() {
 
 start_fleetgate() { # $1 hostnames
 	python3 tests/bench/dataplane/genconfig.py "$1" $FG_PORT $BE_PORT >"$WORK/fg.json"
-	GOMAXPROCS=1 taskset -c 0 "$WORK/fleetgate-proxy" -config "$WORK/fg.json" -address 127.0.0.1 -watch 100ms -drain-timeout 2s 2>"$WORK/fg.log" &
+	GOMAXPROCS=1 taskset -c 0 "$WORK/fleetgate-proxy" -config "$WORK/fg.json" -address 127.0.0.1 -watch 100ms -drain-timeout 2s -denied-endpoint-cidrs= 2>"$WORK/fg.log" &
 	FG_PID=$!
 	PIDS+=($FG_PID)
 	wait_port $FG_PORT
