@@ -123,8 +123,8 @@ type ProxyOptions struct {
 	DeniedEndpointCIDRs []string `json:"deniedEndpointCIDRs,omitempty"`
 
 	// TrustAllEndpointSlices uses every EndpointSlice labelled with a Service's name; by default
-	// only slices managed by the EndpointSlice controller (and, for ServiceImports, by the MCS
-	// controller) are used, so that nobody who can write an EndpointSlice steers traffic.
+	// only slices managed by the EndpointSlice controller are used (for a ServiceImport, those of
+	// each exporting member), so that nobody who can write an EndpointSlice steers traffic.
 	// +optional
 	TrustAllEndpointSlices bool `json:"trustAllEndpointSlices,omitempty"`
 
