@@ -269,11 +269,14 @@ func gcd(a, b uint64) uint64 {
 
 func lcm(a, b uint64) uint64 { return a / gcd(a, b) * b }
 
-// endpointSliceController is the managed-by value of Kubernetes' EndpointSlice controller. Only
-// its slices are used unless the class trusts every slice: anyone allowed to write an
-// EndpointSlice in a namespace could otherwise point a route at any address. ServiceImports
-// resolve to the slices of the exported Services in each member (fleetgate's MCS controller
-// writes ServiceImports, not slices), so the same rule covers them.
+// endpointSliceController is the managed-by value of Kubernetes' EndpointSlice controller. For a
+// Service with a selector only its slices are used unless the class trusts every slice: anyone
+// allowed to write an EndpointSlice in a namespace could otherwise point a route at any address.
+// A Service without a selector has no controller-managed slices: its endpoints are the slices
+// written for it by hand (or by another controller), as kube-proxy and the Gateway API
+// conformance suite (HTTPRouteServiceTypes) expect. ServiceImports resolve to the slices of the
+// exported Services in each member (fleetgate's MCS controller writes ServiceImports, not
+// slices), so the same rule covers them. The deny list applies to every slice.
 const endpointSliceController = "endpointslice-controller.k8s.io"
 
 // endpointNotes are what endpoints left out, for the route's ResolvedRefs message or a notice.
@@ -321,11 +324,15 @@ func listSome(noun string, vs []string) string {
 func (t *translator) endpoints(pol *proxyPolicy, cluster, ns, svc, portName string, proto corev1.Protocol) ([]ir.Endpoint, endpointNotes) {
 	var out []ir.Endpoint
 	var notes endpointNotes
+	trustAll := pol.trustAllSlices
+	if sv := t.idx.services[nsName{cluster, ns, svc}]; sv != nil && len(sv.Spec.Selector) == 0 {
+		trustAll = true
+	}
 	for _, s := range t.idx.slices[nsName{cluster, ns, svc}] {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
 			continue
 		}
-		if !pol.trustAllSlices && s.Labels[discoveryv1.LabelManagedBy] != endpointSliceController {
+		if !trustAll && s.Labels[discoveryv1.LabelManagedBy] != endpointSliceController {
 			notes.untrusted = append(notes.untrusted, s.Name)
 			continue
 		}
