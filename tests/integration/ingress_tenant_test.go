@@ -41,11 +41,13 @@ func TestIngressTenantIsolation(t *testing.T) {
 	e.backendIn("team-b", 43, "b-default", 9080)
 	// "meta" stands for a metadata service: its address is one the class denies.
 	e.backendIn("team-b", 45, "meta", 9080)
-	// "evil" is published by a hand-written slice that claims no manager.
+	// "evil" selects pods (so the EndpointSlice controller owns its slices) but is published by a
+	// hand-written slice that claims no manager.
 	e.backendIn("team-b", 44, "evil-target", 9080)
 	must(t, c.Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "evil"},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "evil"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 	}))
 	must(t, c.Create(ctx, &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "evil-1",
