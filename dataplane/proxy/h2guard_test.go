@@ -80,7 +80,7 @@ func testRapidReset(t *testing.T, useTLS bool) {
 				f, err := fr.ReadFrame()
 				if err != nil {
 					var ne net.Error
-					closed = !(errors.As(err, &ne) && ne.Timeout())
+					closed = !errors.As(err, &ne) || !ne.Timeout()
 					return
 				}
 				if _, ok := f.(*http2.GoAwayFrame); ok {
