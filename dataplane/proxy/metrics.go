@@ -82,6 +82,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		backendResponse:  m.limitHits.WithLabelValues("backend_response_timeout"),
 		requestTimeout:   m.limitHits.WithLabelValues("request_timeout"),
 		http2RapidResets: m.limitHits.WithLabelValues("http2_rapid_reset"),
+		targetTooLong:    m.limitHits.WithLabelValues("request_target_too_long"),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.conns, m.l4Bytes, m.version, m.applies, m.mirrorDrops, m.limitHits, m.retryBudgetRefused, m.deniedDials} {
 		if err := reg.Register(c); err != nil {
@@ -93,7 +94,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 
 // limitHits are the series of fleetgate_proxy_limit_hits_total, resolved once.
 type limitHits struct {
-	maxConns, bodyIdle, writeIdle, backendResponse, requestTimeout, http2RapidResets prometheus.Counter
+	maxConns, bodyIdle, writeIdle, backendResponse, requestTimeout, http2RapidResets, targetTooLong prometheus.Counter
 }
 
 // routeStats are the series of one route. They are cached by listener and route name so that a

@@ -30,6 +30,7 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request) bool {
 		refuse(w, r, http.StatusBadRequest)
 		return false
 	case len(r.RequestURI) > maxTarget:
+		s.metrics.hits.targetTooLong.Inc()
 		refuse(w, r, http.StatusRequestURITooLong)
 		return false
 	}

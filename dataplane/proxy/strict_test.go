@@ -1,6 +1,11 @@
 package proxy
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 func TestValidHost(t *testing.T) {
 	for _, tc := range []struct {
@@ -88,5 +93,23 @@ func TestParseLength(t *testing.T) {
 		if n != tc.want || ok != tc.ok {
 			t.Errorf("parseLength(%q) = %d, %v, want %d, %v", tc.v, n, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestTargetTooLongCounted: a 414 on either path is a limit hit.
+func TestTargetTooLongCounted(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fast", false: "nethttp"}[fast], func(t *testing.T) {
+			be := newRecBackend(t, 0)
+			port, s := smuggleProxy(t, be, fast)
+			c := dialRaw(t, port)
+			c.send("GET /" + strings.Repeat("a", maxTarget+1) + " HTTP/1.1\r\nHost: a.example.com\r\n\r\n")
+			if got := c.read("GET"); !strings.HasPrefix(got, "414") {
+				t.Fatalf("answer %q, want 414", got)
+			}
+			if n := limitHit(t, s.opts.Registry.(*prometheus.Registry), "request_target_too_long"); n != 1 {
+				t.Errorf("request_target_too_long hits = %v, want 1", n)
+			}
+		})
 	}
 }
