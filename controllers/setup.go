@@ -73,6 +73,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	writer := NewStatusWriter(mgr.GetLogger().WithName("status"), SupportedFeatures(), m)
 	writer.SetTarget(snapshot.HubCluster, statusTarget{
 		Reader:   mgr.GetClient(),
+		Live:     mgr.GetAPIReader(),
 		Writer:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("fleetgate"),
 	})
@@ -138,7 +139,7 @@ func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events chan<-
 		// fleetgate's own status writes come back as updates; they change nothing translation reads.
 		UpdateMatters: inputChanged,
 		Ready: func(m fleet.Member) {
-			writer.SetTarget(m.Name, statusTarget{Reader: m.Reader, Writer: m.Writer, Recorder: m.Recorder})
+			writer.SetTarget(m.Name, statusTarget{Reader: m.Reader, Live: m.Writer, Writer: m.Writer, Recorder: m.Recorder})
 		},
 		Lost: writer.RemoveTarget,
 		Log:  mgr.GetLogger().WithName("fleet"),

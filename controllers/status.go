@@ -27,7 +27,11 @@ import (
 type statusTarget struct {
 	// Reader may be a cache: a write that conflicts with a newer object is retried after the queue's
 	// backoff, by when the cache has caught up.
-	Reader   client.Reader
+	Reader client.Reader
+	// Live reads the API server itself. A cache that has not yet seen the writer's own last write
+	// may show the status that write replaced, which can equal the one now wanted: the writer then
+	// asks Live before it takes the write for a no-op.
+	Live     client.Reader
 	Writer   client.StatusClient
 	Recorder events.EventRecorder
 }
@@ -48,6 +52,8 @@ type StatusWriter struct {
 	// passes numbers the Publish calls of each part; count holds how many desired entries each
 	// part has, so that a Publish that named them all can skip looking for dropped ones.
 	passes, count [2]uint64
+	// written is the resourceVersion each object got from the writer's last write to it.
+	written map[translate.ObjectRef]string
 	// notified are the notices already turned into Events (notices.go).
 	notified map[translate.Notice]bool
 	queue    workqueue.TypedRateLimitingInterface[translate.ObjectRef]
@@ -79,6 +85,7 @@ func NewStatusWriter(log logr.Logger, features []gwv1.SupportedFeature, m *Metri
 		metrics:     m,
 		targets:     map[string]statusTarget{},
 		desired:     map[translate.ObjectRef]*desiredStatus{},
+		written:     map[translate.ObjectRef]string{},
 		countsDelay: attachedRoutesDelay,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			statusRateLimiter(),
@@ -309,7 +316,12 @@ func (w *StatusWriter) work(ctx context.Context) {
 		err := w.write(ctx, ref)
 		w.queue.Done(ref)
 		if err != nil {
-			w.log.Error(err, "writing status", "cluster", ref.Cluster, "kind", ref.Kind, "namespace", ref.Namespace, "name", ref.Name)
+			if apierrors.IsConflict(err) {
+				// Expected: another writer, or our own last write the cache has not seen yet.
+				w.log.V(1).Info("status conflict, retrying", "cluster", ref.Cluster, "kind", ref.Kind, "namespace", ref.Namespace, "name", ref.Name)
+			} else {
+				w.log.Error(err, "writing status", "cluster", ref.Cluster, "kind", ref.Kind, "namespace", ref.Namespace, "name", ref.Name)
+			}
 			w.queue.AddRateLimited(ref)
 			continue
 		}
@@ -344,6 +356,9 @@ func (w *StatusWriter) write(ctx context.Context, ref translate.ObjectRef) error
 	key := client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
 	if err := target.Reader.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
+			w.mu.Lock()
+			delete(w.written, ref)
+			w.mu.Unlock()
 			return nil // deleted: nothing to write
 		}
 		return fmt.Errorf("reading %s %s: %w", ref.Kind, key, err)
@@ -351,20 +366,49 @@ func (w *StatusWriter) write(ctx context.Context, ref translate.ObjectRef) error
 	before := obj.DeepCopyObject().(client.Object)
 	transitions := applyStatus(obj, want, w.features)
 	if equality.Semantic.DeepEqual(before, obj) {
-		w.metrics.statusWrites.WithLabelValues(ref.Kind, "unchanged").Inc()
-		return nil
+		w.mu.Lock()
+		rv, wrote := w.written[ref]
+		w.mu.Unlock()
+		if !wrote || rv == before.GetResourceVersion() || target.Live == nil {
+			w.metrics.statusWrites.WithLabelValues(ref.Kind, "unchanged").Inc()
+			return nil
+		}
+		// The cache may predate our last write, which changed the status: look at the object itself.
+		if obj, err = newObject(ref.Kind); err != nil {
+			return err
+		}
+		if err := target.Live.Get(ctx, key, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("reading %s %s: %w", ref.Kind, key, err)
+		}
+		before = obj.DeepCopyObject().(client.Object)
+		transitions = applyStatus(obj, want, w.features)
+		if equality.Semantic.DeepEqual(before, obj) {
+			w.mu.Lock()
+			w.written[ref] = before.GetResourceVersion()
+			w.mu.Unlock()
+			w.metrics.statusWrites.WithLabelValues(ref.Kind, "unchanged").Inc()
+			return nil
+		}
 	}
 	if err := target.Writer.Status().Update(ctx, obj); err != nil {
-		w.metrics.statusWrites.WithLabelValues(ref.Kind, "error").Inc()
 		if apierrors.IsNotFound(err) {
+			w.metrics.statusWrites.WithLabelValues(ref.Kind, "error").Inc()
 			return nil // deleted since the cache read it
 		}
 		if apierrors.IsConflict(err) {
-			// Someone else wrote the object; the retry reads it again.
+			// Someone else wrote the object, or the cache is behind: the retry reads it again.
+			w.metrics.statusWrites.WithLabelValues(ref.Kind, "conflict").Inc()
 			return fmt.Errorf("conflict writing %s %s status: %w", ref.Kind, key, err)
 		}
+		w.metrics.statusWrites.WithLabelValues(ref.Kind, "error").Inc()
 		return fmt.Errorf("writing %s %s status: %w", ref.Kind, key, err)
 	}
+	w.mu.Lock()
+	w.written[ref] = obj.GetResourceVersion()
+	w.mu.Unlock()
 	w.metrics.statusWrites.WithLabelValues(ref.Kind, "written").Inc()
 	w.metrics.statusWriteSeconds.Observe(time.Since(start).Seconds())
 	for _, c := range transitions {
