@@ -29,7 +29,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"kind"}),
 		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fleetgate_status_writes_total",
-			Help: "Status writes by object kind and result (written, unchanged, error).",
+			Help: "Status writes by object kind and result (written, unchanged, conflict, error).",
 		}, []string{"kind", "result"}),
 		statusWriteSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "fleetgate_status_write_duration_seconds",
