@@ -65,30 +65,17 @@ func newProxyPolicy(o *v1alpha1.ProxyOptions) (*proxyPolicy, error) {
 		p.trustAllSlices = o.TrustAllEndpointSlices
 		p.limits = l
 	}
-	for _, c := range cidrs {
-		pfx, err := netip.ParsePrefix(c)
-		if err != nil {
-			return p, fmt.Errorf("spec.proxy.deniedEndpointCIDRs: %w", err)
-		}
-		p.deniedEndpoints = append(p.deniedEndpoints, pfx.Masked())
+	nets, err := ir.ParseNetworks(cidrs)
+	if err != nil {
+		return p, fmt.Errorf("spec.proxy.deniedEndpointCIDRs: %w", err)
 	}
+	p.deniedEndpoints = nets
 	return p, nil
 }
 
-// denies reports whether an endpoint address is in a denied network. An address that does not
-// parse is denied too: a proxy could not dial it safely.
+// denies reports whether an endpoint address is in a denied network (ir.InNetworks).
 func (p *proxyPolicy) denies(addr string) bool {
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		return true
-	}
-	a = a.WithZone("").Unmap() // a zone would make every prefix miss
-	for _, pfx := range p.deniedEndpoints {
-		if pfx.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return ir.InNetworks(p.deniedEndpoints, addr)
 }
 
 func deref[T any](p *T) T {

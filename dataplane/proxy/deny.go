@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
 // errDeniedEndpoint is the dial error of an endpoint in the deny list in force; callers answer as
@@ -34,18 +36,7 @@ func deniedAddr(denied []netip.Prefix, ep string) bool {
 	if err != nil {
 		host = ep
 	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return true
-	}
-	// A zone would make every prefix miss; ::ffff:169.254.169.254 is 169.254.169.254.
-	a = a.WithZone("").Unmap()
-	for _, p := range denied {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return ir.InNetworks(denied, host)
 }
 
 // guardedDialer dials for the net/http transports (HTTP/1.1, h2c, TLS backends, mirrors), after

@@ -57,12 +57,10 @@ func (o *Options) resolveLimits(l *ir.Limits) (*limits, error) {
 	if l.DeniedEndpointCIDRs != nil {
 		cidrs = l.DeniedEndpointCIDRs
 	}
-	for _, c := range cidrs {
-		p, err := netip.ParsePrefix(c)
-		if err != nil {
-			return nil, fmt.Errorf("denied endpoint CIDR: %w", err)
-		}
-		out.deniedEndpoints = append(out.deniedEndpoints, p.Masked())
+	nets, err := ir.ParseNetworks(cidrs)
+	if err != nil {
+		return nil, fmt.Errorf("denied endpoint CIDRs: %w", err)
 	}
+	out.deniedEndpoints = nets
 	return out, nil
 }
