@@ -169,7 +169,7 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 		lt := p.cur.Load()
 		var req *http.Request
 		if err == nil && lt.proto == ir.ProtocolHTTP {
-			fc.underscores = s.allowUnderscores()
+			fc.underscores = lt.lim.allowUnderscores
 			req = fc.parseHead(headText(&fc.head, head, !s.accessOn))
 		}
 		var rt *route

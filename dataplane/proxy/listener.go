@@ -195,7 +195,7 @@ func (p *tcpPort) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusMisdirectedRequest)
 		return
 	}
-	if !p.s.screen(w, r) {
+	if !p.s.screen(w, r, lt) {
 		return
 	}
 	if r.ProtoMajor == 2 {

@@ -14,15 +14,10 @@ import (
 // maxTarget bounds a request target; a longer one gets 414, as from nginx (whose default is 8 KiB).
 const maxTarget = fastHeadMax
 
-// allowUnderscores reports whether the table in service keeps header names with underscores.
-func (s *Server) allowUnderscores() bool {
-	t := s.cur.Load()
-	return t != nil && t.limits != nil && t.limits.allowUnderscores
-}
-
 // screen answers a request net/http parsed that the fast path would not have served either, and
-// strips what must not reach a backend; it reports whether r may go on to routing.
-func (s *Server) screen(w http.ResponseWriter, r *http.Request) bool {
+// strips what must not reach a backend; it reports whether r may go on to routing. lt is the
+// listener the request came in on.
+func (s *Server) screen(w http.ResponseWriter, r *http.Request, lt *listenerTable) bool {
 	switch {
 	case r.URL.User != nil, r.Host != "" && !validHost(r.Host):
 		// Userinfo in an absolute-form target (nginx: 400); a Host that no wildcard may route.
@@ -34,7 +29,7 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request) bool {
 		refuse(w, r, http.StatusRequestURITooLong)
 		return false
 	}
-	if !s.allowUnderscores() {
+	if !lt.lim.allowUnderscores {
 		for k := range r.Header {
 			if strings.IndexByte(k, '_') >= 0 {
 				delete(r.Header, k)
