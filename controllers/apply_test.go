@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -31,6 +32,11 @@ func (f *fakeProvider) Ensure(context.Context, *providers.LoadBalancer) (provide
 func (f *fakeProvider) Delete(_ context.Context, lb *providers.LoadBalancer) error {
 	f.deleted = append(f.deleted, lb.Gateway)
 	return nil
+}
+
+func (*fakeProvider) List(context.Context) ([]providers.LoadBalancer, error) { return nil, nil }
+func (*fakeProvider) Capabilities(json.RawMessage) (providers.Capabilities, error) {
+	return providers.FullCapabilities(), nil
 }
 
 type fakeProviders map[string]providers.Provider

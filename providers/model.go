@@ -1,5 +1,11 @@
 package providers
 
+import (
+	"encoding/json"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
 // LoadBalancer is the provider-neutral model of the load balancer one Gateway (or one fleet
 // gateway) needs. Translation produces it from the Gateway spec alone; providers turn it into cloud
 // resources and report addresses back. It holds no Kubernetes types so that providers stay free of
@@ -28,17 +34,17 @@ type LoadBalancer struct {
 	// creating Kubernetes objects can make the Gateway their owner (and the garbage collector
 	// remove them with it). A cluster without a UID gets objects without an owner reference.
 	GatewayUIDs map[string]string `json:"gatewayUIDs,omitempty"`
-	// InCluster holds the in-cluster provider's parameters (GatewayClassConfig spec.inCluster);
-	// nil, or zero fields, mean the defaults.
-	InCluster *InClusterParams `json:"inCluster,omitempty"`
-}
-
-// InClusterParams tune the in-cluster proxy of one gateway.
-type InClusterParams struct {
-	// Replicas of the proxy Deployment; 0 means DefaultReplicas.
-	Replicas int32 `json:"replicas,omitempty"`
-	// ServiceType is LoadBalancer, NodePort or ClusterIP; empty means LoadBalancer.
-	ServiceType string `json:"serviceType,omitempty"`
+	// Parameters is the provider's own section of the class's GatewayClassConfig (spec.inCluster,
+	// spec.aws, spec.gcp) as JSON, null or empty when the section is unset. The provider decodes and
+	// validates it itself (Provider.Capabilities rejects what it cannot use), so that no provider's
+	// options live in this neutral model.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	// Routing is the gateway's routing as the fleetgate proxies get it: listeners with hostnames
+	// and certificates, virtual hosts, route rules with their matches, filters, timeouts and
+	// weighted backends with endpoints per member cluster. An L7 cloud load balancer is built
+	// from it; translation checked every rule in it against the provider's Capabilities. It is
+	// the same value as the gateway's ir.Config and must not be modified.
+	Routing *ir.Config `json:"-"`
 }
 
 // Transport is the L4 protocol a port is opened with.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,14 +17,26 @@ import (
 // must be idempotent: Ensure with an unchanged model makes no mutating calls, and Delete of
 // something that does not exist succeeds. Both take the whole model so that a provider can find
 // its resources from the gateway key and the clusters alone; Delete needs only Gateway,
-// Namespace, Name and Clusters.
+// Namespace, Name and Clusters. The provisioning engine calls Ensure and Delete of different
+// gateways concurrently, never two calls for one gateway at once, and cancels ctx on shutdown:
+// an interrupted call must leave state that the next Ensure (or Delete) completes.
 type Provider interface {
+	// Capabilities validates the provider's parameters (LoadBalancer.Parameters, the provider's
+	// section of a GatewayClassConfig) and returns what a class with them can express. It is
+	// pure: no I/O, the same answer for the same input. An error makes the GatewayClass not
+	// Accepted (InvalidParameters) with the error as its message.
+	Capabilities(params json.RawMessage) (Capabilities, error)
 	// Ensure creates or updates every resource of lb and reports its readiness and addresses.
 	// A not-ready Status is not an error; errors are for calls that failed and should be retried.
 	Ensure(ctx context.Context, lb *LoadBalancer) (Status, error)
 	// Delete removes every resource owned by lb.Gateway in lb.Clusters. Calling it with a
 	// subset of the clusters removes the gateway from those clusters only.
 	Delete(ctx context.Context, lb *LoadBalancer) error
+	// List finds, by ownership labels/tags alone (never by name, never from memory), every
+	// gateway that has resources of this provider, so that the orphan sweep can delete those no
+	// live object owns. Each entry has Gateway, Namespace, Name, Provider and Clusters set:
+	// enough for Delete.
+	List(ctx context.Context) ([]LoadBalancer, error)
 }
 
 // Status is what a provider observed after Ensure.
@@ -177,6 +190,16 @@ func (r *Registry) Get(name string) (Provider, bool) {
 	defer r.mu.RUnlock()
 	p, ok := r.providers[name]
 	return p, ok
+}
+
+// Capabilities is the named provider's Capabilities; ok is false for a provider that is not registered.
+func (r *Registry) Capabilities(name string, params json.RawMessage) (c Capabilities, ok bool, err error) {
+	p, ok := r.Get(name)
+	if !ok {
+		return Capabilities{}, false, nil
+	}
+	c, err = p.Capabilities(params)
+	return c, true, err
 }
 
 // Names returns the registered names, sorted.

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"context"
+	"encoding/json"
 	"regexp"
 	"testing"
 
@@ -106,6 +107,10 @@ type fake struct{ name string }
 
 func (fake) Ensure(context.Context, *LoadBalancer) (Status, error) { return Status{}, nil }
 func (fake) Delete(context.Context, *LoadBalancer) error           { return nil }
+func (fake) List(context.Context) ([]LoadBalancer, error)          { return nil, nil }
+func (fake) Capabilities(json.RawMessage) (Capabilities, error) {
+	return FullCapabilities(), nil
+}
 
 func TestRegistry(t *testing.T) {
 	r := NewRegistry()

@@ -220,7 +220,7 @@ func (t *translator) buildLoadBalancer(u *unit, cfg ir.Config) providers.LoadBal
 	lb := providers.LoadBalancer{
 		Gateway: u.key, Namespace: u.namespace, Name: u.name,
 		Class: u.class.name, Provider: u.class.provider, Scope: u.class.scope,
-		InCluster: u.class.inCluster,
+		Parameters: u.class.parameters,
 	}
 	for _, m := range u.members {
 		if !slices.Contains(lb.Clusters, m.obj.Cluster) {

@@ -1,13 +1,13 @@
 package translate
 
 import (
+	"encoding/json"
 	"fmt"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
-	"github.com/fleetgate/fleetgate/providers"
 )
 
 // classInfo is one of our GatewayClasses with its resolved parameters.
@@ -18,8 +18,8 @@ type classInfo struct {
 	message  string
 	provider string
 	scope    string
-	// inCluster holds the in-cluster provider's options from the GatewayClassConfig, if any.
-	inCluster *providers.InClusterParams
+	// parameters is the provider's own section of the GatewayClassConfig as JSON, if any.
+	parameters json.RawMessage
 	// proxy is the class's spec.proxy, resolved; never nil.
 	proxy *proxyPolicy
 }
@@ -76,12 +76,11 @@ func (t *translator) resolveParams(cluster string, ref *gwv1.ParametersReference
 		return fmt.Errorf("GatewayClassConfig %q: unknown scope %q", ref.Name, cfg.Spec.Scope)
 	}
 	ci.provider = string(cfg.Spec.Provider)
-	if o := cfg.Spec.InCluster; o != nil {
-		ci.inCluster = &providers.InClusterParams{ServiceType: string(o.ServiceType)}
-		if o.Replicas != nil {
-			ci.inCluster.Replicas = *o.Replicas
-		}
+	params, err := providerParameters(cfg)
+	if err != nil {
+		return fmt.Errorf("GatewayClassConfig %q: %w", ref.Name, err)
 	}
+	ci.parameters = params
 	if cfg.Spec.Scope != "" {
 		ci.scope = string(cfg.Spec.Scope)
 	}
@@ -91,4 +90,31 @@ func (t *translator) resolveParams(cluster string, ref *gwv1.ParametersReference
 	}
 	ci.proxy = pp
 	return nil
+}
+
+// providerParameters is the GatewayClassConfig's section of its provider, as JSON; nil when unset.
+func providerParameters(cfg *v1alpha1.GatewayClassConfig) (json.RawMessage, error) {
+	var section any
+	switch cfg.Spec.Provider {
+	case v1alpha1.ProviderInCluster:
+		if cfg.Spec.InCluster != nil {
+			section = cfg.Spec.InCluster
+		}
+	case v1alpha1.ProviderAWS:
+		if cfg.Spec.AWS != nil {
+			section = cfg.Spec.AWS
+		}
+	case v1alpha1.ProviderGCP:
+		if cfg.Spec.GCP != nil {
+			section = cfg.Spec.GCP
+		}
+	}
+	if section == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(section)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s parameters: %w", cfg.Spec.Provider, err)
+	}
+	return b, nil
 }

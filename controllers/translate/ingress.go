@@ -2,6 +2,7 @@ package translate
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -147,7 +148,7 @@ type ingressClass struct {
 	isDefault     bool
 	provider      string
 	scope         string
-	inCluster     *providers.InClusterParams
+	parameters    json.RawMessage
 	proxy         *proxyPolicy
 }
 
@@ -213,7 +214,7 @@ func (t *translator) ingressClassParams(cluster string, p *networkingv1.IngressC
 	if err := t.resolveParams(cluster, ref, ci); err != nil {
 		return err
 	}
-	c.provider, c.scope, c.inCluster, c.proxy = ci.provider, ci.scope, ci.inCluster, ci.proxy
+	c.provider, c.scope, c.parameters, c.proxy = ci.provider, ci.scope, ci.parameters, ci.proxy
 	return nil
 }
 
@@ -289,7 +290,7 @@ func (t *translator) emitIngress(u *ingressUnit, c *compiledIngress) {
 	}
 	lb := providers.LoadBalancer{
 		Gateway: u.key, Namespace: ingressProxyNamespace, Name: "ingress-" + u.class.name,
-		Class: u.class.name, Provider: u.class.provider, Scope: u.class.scope, InCluster: u.class.inCluster,
+		Class: u.class.name, Provider: u.class.provider, Scope: u.class.scope, Parameters: u.class.parameters,
 	}
 	for _, o := range u.ingresses {
 		if !slices.Contains(lb.Clusters, o.Cluster) {

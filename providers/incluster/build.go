@@ -1,6 +1,8 @@
 package incluster
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
@@ -13,6 +15,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
 )
 
@@ -32,18 +35,44 @@ const (
 // ObjectName is the name of every object made for lb (providers.ResourceName).
 func ObjectName(lb *providers.LoadBalancer) string { return providers.ResourceName(lb) }
 
-// params are lb's in-cluster parameters with defaults filled in.
+// params are lb's in-cluster parameters with defaults filled in; the model's Parameters were
+// validated by Capabilities when the class was accepted, so a bad value here falls back to the
+// defaults.
 func params(lb *providers.LoadBalancer) (replicas int32, svcType corev1.ServiceType) {
 	replicas, svcType = DefaultReplicas, DefaultServiceType
-	if in := lb.InCluster; in != nil {
-		if in.Replicas > 0 {
-			replicas = in.Replicas
-		}
-		if in.ServiceType != "" {
-			svcType = corev1.ServiceType(in.ServiceType)
-		}
+	in, err := decodeParams(lb.Parameters)
+	if err != nil || in == nil {
+		return replicas, svcType
+	}
+	if in.Replicas != nil && *in.Replicas > 0 {
+		replicas = *in.Replicas
+	}
+	if in.ServiceType != "" {
+		svcType = corev1.ServiceType(in.ServiceType)
 	}
 	return replicas, svcType
+}
+
+// decodeParams reads the GatewayClassConfig's spec.inCluster; nil when unset.
+func decodeParams(raw json.RawMessage) (*v1alpha1.InClusterOptions, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var in v1alpha1.InClusterOptions
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return nil, fmt.Errorf("inCluster parameters: %w", err)
+	}
+	if in.Replicas != nil && (*in.Replicas < 1 || *in.Replicas > 100) {
+		return nil, fmt.Errorf("inCluster.replicas must be within 1..100, not %d", *in.Replicas)
+	}
+	switch corev1.ServiceType(in.ServiceType) {
+	case "", corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeNodePort, corev1.ServiceTypeClusterIP:
+	default:
+		return nil, fmt.Errorf("inCluster.serviceType must be LoadBalancer, NodePort or ClusterIP, not %q", in.ServiceType)
+	}
+	return &in, nil
 }
 
 // selector selects the proxy pods of lb; it is immutable on a Deployment, so it holds only

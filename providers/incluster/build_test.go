@@ -1,6 +1,7 @@
 package incluster
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
 )
 
@@ -144,7 +146,7 @@ func TestBuildService(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		params  *providers.InClusterParams
+		params  json.RawMessage
 		cluster string
 		plan    addressPlan
 		want    *corev1ac.ServiceApplyConfiguration
@@ -155,18 +157,18 @@ func TestBuildService(t *testing.T) {
 		name: "requested-ip", cluster: "east", plan: addressPlan{loadBalancerIP: "10.0.0.1"},
 		want: svc(corev1ac.ServiceSpec().WithType(corev1.ServiceTypeLoadBalancer).WithLoadBalancerIP("10.0.0.1")),
 	}, {
-		name: "nodeport-external-ips", cluster: "east", params: &providers.InClusterParams{ServiceType: "NodePort"},
+		name: "nodeport-external-ips", cluster: "east", params: inClusterParams(0, "NodePort"),
 		plan: addressPlan{externalIPs: []string{"10.0.0.1"}},
 		want: svc(corev1ac.ServiceSpec().WithType(corev1.ServiceTypeNodePort).WithExternalIPs("10.0.0.1")),
 	}, {
-		name: "no-uid-no-owner", cluster: "west", params: &providers.InClusterParams{ServiceType: "ClusterIP"},
+		name: "no-uid-no-owner", cluster: "west", params: inClusterParams(0, "ClusterIP"),
 		want: corev1ac.Service(name, "apps").WithLabels(labels).WithAnnotations(annotations).
 			WithSpec(corev1ac.ServiceSpec().WithType(corev1.ServiceTypeClusterIP).WithSelector(sel).WithPorts(ports...)),
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lb := testModel()
-			lb.InCluster = tt.params
+			lb.Parameters = tt.params
 			if d := cmp.Diff(tt.want, buildService(lb, tt.cluster, tt.plan)); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}
@@ -177,7 +179,7 @@ func TestBuildService(t *testing.T) {
 func TestBuildDeployment(t *testing.T) {
 	p := &Provider{opts: Options{Image: "img:1", XDSAddress: "xds:1", Args: DefaultArgs}}
 	lb := testModel()
-	lb.InCluster = &providers.InClusterParams{Replicas: 3}
+	lb.Parameters = inClusterParams(3, "")
 	name := ObjectName(lb)
 	labels, annotations, owner := wantMeta(lb)
 	sel := map[string]string{
@@ -208,7 +210,7 @@ func TestBuildDeployment(t *testing.T) {
 	}
 
 	// Defaults: two replicas; Customize sees the pod spec.
-	lb.InCluster = nil
+	lb.Parameters = nil
 	p.opts.Customize = func(_ *providers.LoadBalancer, cluster string, pod *corev1ac.PodSpecApplyConfiguration) {
 		pod.WithNodeSelector(map[string]string{"cluster": cluster})
 	}
@@ -219,4 +221,18 @@ func TestBuildDeployment(t *testing.T) {
 	if d := cmp.Diff(map[string]string{"cluster": "east"}, got.Spec.Template.Spec.NodeSelector); d != "" {
 		t.Errorf("Customize (-want +got):\n%s", d)
 	}
+}
+
+// inClusterParams is a GatewayClassConfig spec.inCluster as the model carries it; 0 and "" leave a
+// field unset.
+func inClusterParams(replicas int32, serviceType string) json.RawMessage {
+	in := v1alpha1.InClusterOptions{ServiceType: v1alpha1.ServiceType(serviceType)}
+	if replicas > 0 {
+		in.Replicas = &replicas
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -5,6 +5,7 @@ package incluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -299,3 +300,16 @@ func deleteOwned(ctx context.Context, c client.Client, lb *providers.LoadBalance
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Capabilities validates spec.inCluster; the fleetgate proxy expresses everything.
+func (p *Provider) Capabilities(params json.RawMessage) (providers.Capabilities, error) {
+	if _, err := decodeParams(params); err != nil {
+		return providers.Capabilities{}, err
+	}
+	return providers.FullCapabilities(), nil
+}
+
+// List is not implemented yet (contract placeholder, replaced by the providers work of issue #16).
+func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
+	return nil, errors.New("incluster: List not implemented")
+}

@@ -2,6 +2,7 @@ package incluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/incluster"
 	"github.com/fleetgate/fleetgate/providers/providertest"
@@ -224,7 +226,7 @@ func TestProvider(t *testing.T) {
 	t.Run("ObjectsAreOwnedAndLabelled", func(t *testing.T) {
 		ctx := t.Context()
 		p, lb := e.provider(t), model("owned")
-		lb.InCluster = &providers.InClusterParams{Replicas: 3, ServiceType: "ClusterIP"}
+		lb.Parameters = inClusterParams(3, "ClusterIP")
 		t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
 		if _, err := p.Ensure(ctx, lb); err != nil {
 			t.Fatal(err)
@@ -263,7 +265,7 @@ func TestProvider(t *testing.T) {
 	t.Run("ServiceTypesAndAddresses", func(t *testing.T) {
 		tests := []struct {
 			name      string
-			params    *providers.InClusterParams
+			params    json.RawMessage
 			addresses []providers.Address
 			settle    bool
 			want      providers.Status
@@ -286,26 +288,26 @@ func TestProvider(t *testing.T) {
 				Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "192.0.2.222"}}},
 		}, {
 			name:   "nodeport-has-no-address",
-			params: &providers.InClusterParams{ServiceType: "NodePort"},
+			params: inClusterParams(0, "NodePort"),
 			settle: true,
 			want:   providers.Status{Reason: providers.ReasonAddressNotAssigned},
 		}, {
 			name:      "nodeport-external-ip",
-			params:    &providers.InClusterParams{ServiceType: "NodePort"},
+			params:    inClusterParams(0, "NodePort"),
 			addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "203.0.113.9"}},
 			settle:    true,
 			want: providers.Status{Ready: true, Reason: providers.ReasonProgrammed,
 				Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "203.0.113.9"}}},
 		}, {
 			name:   "clusterip-pending-replicas",
-			params: &providers.InClusterParams{ServiceType: "ClusterIP", Replicas: 1},
+			params: inClusterParams(1, "ClusterIP"),
 			want:   providers.Status{Reason: providers.ReasonPending},
 		}}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				ctx := t.Context()
 				p, lb := e.provider(t), model(tt.name)
-				lb.InCluster, lb.Addresses = tt.params, tt.addresses
+				lb.Parameters, lb.Addresses = tt.params, tt.addresses
 				t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
 				if _, err := p.Ensure(ctx, lb); err != nil {
 					t.Fatal(err)
@@ -335,7 +337,7 @@ func TestProvider(t *testing.T) {
 		p, lb := e.provider(t), model("fleet")
 		lb.Gateway = namespace + "/fleet" // a fleet gateway's key has no cluster
 		lb.Clusters = []string{clusterName, otherCluster}
-		lb.InCluster = &providers.InClusterParams{ServiceType: "ClusterIP"}
+		lb.Parameters = inClusterParams(0, "ClusterIP")
 		t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
 		st, err := p.Ensure(ctx, lb)
 		if err != nil {
@@ -413,7 +415,7 @@ func TestProvider(t *testing.T) {
 		p, lb := e.provider(t), model("retype")
 		t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
 		for _, st := range []string{"LoadBalancer", "ClusterIP", "NodePort", "LoadBalancer"} {
-			lb.InCluster = &providers.InClusterParams{ServiceType: st}
+			lb.Parameters = inClusterParams(0, st)
 			if _, err := p.Ensure(ctx, lb); err != nil {
 				t.Fatalf("to %s: %v", st, err)
 			}
@@ -429,3 +431,17 @@ func TestProvider(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// inClusterParams is a GatewayClassConfig spec.inCluster as the model carries it; 0 and "" leave a
+// field unset.
+func inClusterParams(replicas int32, serviceType string) json.RawMessage {
+	in := v1alpha1.InClusterOptions{ServiceType: v1alpha1.ServiceType(serviceType)}
+	if replicas > 0 {
+		in.Replicas = &replicas
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -5,6 +5,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -314,4 +315,15 @@ func running(pr *proc) providers.Status {
 		Reason:    providers.ReasonProgrammed,
 		Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: pr.addr.String()}},
 	}
+}
+
+// Capabilities: the local proxies are fleetgate proxies, which express everything; the local
+// provider takes no parameters of its own beyond the in-cluster ones, which it ignores.
+func (p *Provider) Capabilities(json.RawMessage) (providers.Capabilities, error) {
+	return providers.FullCapabilities(), nil
+}
+
+// List is not implemented yet (contract placeholder, replaced by the providers work of issue #16).
+func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
+	return nil, errors.New("local: List not implemented")
 }

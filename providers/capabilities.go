@@ -1,0 +1,64 @@
+package providers
+
+import "slices"
+
+// Capabilities is what one provider class can express, as data: translation consults it before any
+// cloud call, and gives a route rule (or listener) that asks for more a condition naming the
+// field (reason UnsupportedValue) instead of dropping it silently. The zero value expresses
+// nothing; FullCapabilities expresses everything the fleetgate proxy does.
+//
+// Names are the Gateway API's own spellings: protocols as in gwv1.ProtocolType ("HTTP",
+// "HTTPS", "TLS", "TCP", "UDP"), match types as in gwv1.PathMatchType / HeaderMatchType /
+// QueryParamMatchType ("Exact", "PathPrefix", "RegularExpression"), filters as in
+// gwv1.HTTPRouteFilterType ("RequestHeaderModifier", "URLRewrite", …), route kinds as Kinds
+// ("HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute").
+type Capabilities struct {
+	// All, when set, expresses everything: the other fields are ignored.
+	All bool `json:"all,omitempty"`
+	// Protocols are the listener protocols the load balancer can serve.
+	Protocols []string `json:"protocols,omitempty"`
+	// RouteKinds are the route kinds it can serve.
+	RouteKinds []string `json:"routeKinds,omitempty"`
+	// PathMatches, HeaderMatches and QueryMatches are the match types of HTTPRoute (and, for
+	// headers, GRPCRoute) rules it can evaluate.
+	PathMatches   []string `json:"pathMatches,omitempty"`
+	HeaderMatches []string `json:"headerMatches,omitempty"`
+	QueryMatches  []string `json:"queryMatches,omitempty"`
+	// MethodMatch: it can match on the HTTP method.
+	MethodMatch bool `json:"methodMatch,omitempty"`
+	// Filters are the HTTPRoute/GRPCRoute filter types it can apply.
+	Filters []string `json:"filters,omitempty"`
+	// Weights: it can split a rule's traffic across backends by weight (otherwise a rule may
+	// have one backend, or several of equal weight).
+	Weights bool `json:"weights,omitempty"`
+	// Timeouts and Retries: it honours HTTPRoute rule timeouts and retry policies.
+	Timeouts bool `json:"timeouts,omitempty"`
+	Retries  bool `json:"retries,omitempty"`
+	// SessionPersistence: it honours a rule's sessionPersistence.
+	SessionPersistence bool `json:"sessionPersistence,omitempty"`
+	// Limits; 0 means no limit.
+	MaxBackendsPerRule      int `json:"maxBackendsPerRule,omitempty"`
+	MaxMatchesPerRule       int `json:"maxMatchesPerRule,omitempty"`
+	MaxRulesPerListener     int `json:"maxRulesPerListener,omitempty"`
+	MaxHostnamesPerListener int `json:"maxHostnamesPerListener,omitempty"`
+}
+
+// FullCapabilities is what the fleetgate proxy expresses: everything.
+func FullCapabilities() Capabilities { return Capabilities{All: true} }
+
+// Protocol tells whether listeners of protocol p can be served.
+func (c Capabilities) Protocol(p string) bool { return c.All || slices.Contains(c.Protocols, p) }
+
+// RouteKind tells whether routes of kind k can be served.
+func (c Capabilities) RouteKind(k string) bool { return c.All || slices.Contains(c.RouteKinds, k) }
+
+// PathMatch, HeaderMatch and QueryMatch tell whether a match type can be evaluated.
+func (c Capabilities) PathMatch(t string) bool   { return c.All || slices.Contains(c.PathMatches, t) }
+func (c Capabilities) HeaderMatch(t string) bool { return c.All || slices.Contains(c.HeaderMatches, t) }
+func (c Capabilities) QueryMatch(t string) bool  { return c.All || slices.Contains(c.QueryMatches, t) }
+
+// Filter tells whether a filter type can be applied.
+func (c Capabilities) Filter(t string) bool { return c.All || slices.Contains(c.Filters, t) }
+
+// Within tells whether n is within limit (0 = no limit).
+func (c Capabilities) Within(n, limit int) bool { return c.All || limit == 0 || n <= limit }
