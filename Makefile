@@ -54,7 +54,7 @@ testbed-crds: ## Copy the third-party CRDs the test bed installs from the pinned
 	     $$gw/config/crd/experimental/gateway.networking.k8s.io_backendtlspolicies.yaml \
 	     $$gw/config/crd/experimental/gateway.networking.k8s.io_listenersets.yaml tests/testbed/crds/
 	mcs=$$(go list -m -f '{{.Dir}}' sigs.k8s.io/mcs-api); cp $$mcs/config/crd/*.yaml tests/testbed/crds/
-	edns=$$(go list -m -f '{{.Dir}}' sigs.k8s.io/external-dns); \
+	edns=$$(go mod download -json sigs.k8s.io/external-dns@v0.22.0 | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'); \
 	  cp $$edns/config/crd/standard/dnsendpoints.externaldns.k8s.io.yaml tests/testbed/crds/
 	chmod 644 tests/testbed/crds/*.yaml
 
@@ -71,9 +71,11 @@ lint: $(GOLANGCI_LINT) ## golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests ## Fail when generated files are stale.
+verify: generate manifests ## Fail when generated files are stale or go.mod is not tidy.
 	go run ./bundle/gen --version $(BUNDLE_VERSION) --image $(IMG) --config config --out bundle
 	git diff --exit-code -- api config bundle
+	@# -e: the module proxy refuses a module that nothing we build needs (external-dns's graph).
+	go mod tidy -e -diff
 
 ##@ Build
 

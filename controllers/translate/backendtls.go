@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
@@ -240,7 +241,7 @@ func (t *translator) policyStatuses() {
 		for _, g := range gws[:min(len(gws), maxAncestors)] {
 			ns := gwv1.Namespace(g.namespace)
 			st.Ancestors = append(st.Ancestors, gwv1.PolicyAncestorStatus{
-				AncestorRef:    gwv1.ParentReference{Group: &routeGroup, Kind: ptrTo(gwv1.Kind("Gateway")), Namespace: &ns, Name: gwv1.ObjectName(g.name)},
+				AncestorRef:    gwv1.ParentReference{Group: &routeGroup, Kind: ptr.To(gwv1.Kind("Gateway")), Namespace: &ns, Name: gwv1.ObjectName(g.name)},
 				ControllerName: gwv1.GatewayController(snapshot.ControllerName),
 				Conditions:     []metav1.Condition{accepted, resolved},
 			})
@@ -248,5 +249,3 @@ func (t *translator) policyStatuses() {
 		t.res.Policies = append(t.res.Policies, st)
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgate/fleetgate/providers"
@@ -291,15 +292,13 @@ func deleteOwned(ctx context.Context, c client.Client, lb *providers.LoadBalance
 	for _, o := range objs {
 		// Preconditions make sure we delete the object we listed, not a namesake made since.
 		err := c.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground),
-			client.Preconditions{UID: ptr(o.GetUID())})
+			client.Preconditions{UID: ptr.To(o.GetUID())})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
 		}
 	}
 	return nil
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // Capabilities validates spec.inCluster; the fleetgate proxy expresses everything.
 func (p *Provider) Capabilities(params json.RawMessage) (providers.Capabilities, error) {

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -245,7 +246,7 @@ func TestProvider(t *testing.T) {
 			}
 			want := []metav1.OwnerReference{{
 				APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: "owned",
-				UID: gatewayUID, Controller: ptr(true),
+				UID: gatewayUID, Controller: ptr.To(true),
 			}}
 			if d := cmp.Diff(want, o.GetOwnerReferences()); d != "" {
 				t.Errorf("%T owner references (-want +got):\n%s", o, d)
@@ -384,7 +385,7 @@ func TestProvider(t *testing.T) {
 		if err := e.admin.Get(ctx, key, dep); err != nil {
 			t.Fatal(err)
 		}
-		dep.Spec.Replicas = ptr(int32(7))
+		dep.Spec.Replicas = ptr.To(int32(7))
 		if err := e.admin.Update(ctx, dep); err != nil {
 			t.Fatal(err)
 		}
@@ -429,8 +430,6 @@ func TestProvider(t *testing.T) {
 		}
 	})
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // inClusterParams is a GatewayClassConfig spec.inCluster as the model carries it; 0 and "" leave a
 // field unset.
