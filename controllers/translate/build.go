@@ -73,7 +73,7 @@ func (t *translator) buildConfig(u *unit) ir.Config {
 		})
 		switch proto {
 		case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
-			il.VirtualHosts = t.virtualHosts(u.key, u.class.proxy, g)
+			il.VirtualHosts = t.virtualHosts(u.key, u.class, g)
 		case gwv1.TLSProtocolType:
 			il.SNIRoutes = sniRoutes(g)
 		case gwv1.TCPProtocolType, gwv1.UDPProtocolType:
@@ -100,7 +100,8 @@ func firstOr(hs []string) string {
 	return hs[0]
 }
 
-func (t *translator) virtualHosts(unit string, p *proxyPolicy, g portGroup) []ir.VirtualHost {
+func (t *translator) virtualHosts(unit string, c *classInfo, g portGroup) []ir.VirtualHost {
+	p := c.proxy
 	// Pointers into the routes' matches: a route reused from an earlier pass keeps them, which
 	// lets hostRoutes reuse that pass's route list of a host whose matches are all the same.
 	byHost := map[string][]*compiledMatch{}
@@ -111,7 +112,7 @@ func (t *translator) virtualHosts(unit string, p *proxyPolicy, g portGroup) []ir
 					continue
 				}
 				for i := range a.route.matches {
-					if m := &a.route.matches[i]; m.servedBy(p) {
+					if m := &a.route.matches[i]; m.servedBy(p) && a.route.expressedBy(c, m.prec.rule) {
 						byHost[h] = append(byHost[h], m)
 					}
 				}

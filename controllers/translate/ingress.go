@@ -150,6 +150,7 @@ type ingressClass struct {
 	scope         string
 	parameters    json.RawMessage
 	proxy         *proxyPolicy
+	caps          providers.Capabilities
 }
 
 // ingressUnit is the gateway of one Ingress class: every Ingress of it, oldest first.
@@ -204,7 +205,9 @@ func (t *translator) ingressClasses() map[string]map[string]*ingressClass {
 func (t *translator) ingressClassParams(cluster string, p *networkingv1.IngressClassParametersReference, c *ingressClass) error {
 	c.provider, c.scope, c.proxy = string(v1alpha1.ProviderInCluster), string(v1alpha1.ScopeCluster), defaultProxyPolicy()
 	if p == nil {
-		return nil
+		var err error
+		c.caps, err = t.capabilities(c.provider, nil)
+		return err
 	}
 	if p.Scope != nil && *p.Scope != networkingv1.IngressClassParametersReferenceScopeCluster {
 		return fmt.Errorf("parameters must be the cluster-scoped %s/GatewayClassConfig, not scope %s", v1alpha1.Group, *p.Scope)
@@ -214,7 +217,7 @@ func (t *translator) ingressClassParams(cluster string, p *networkingv1.IngressC
 	if err := t.resolveParams(cluster, ref, ci); err != nil {
 		return err
 	}
-	c.provider, c.scope, c.parameters, c.proxy = ci.provider, ci.scope, ci.parameters, ci.proxy
+	c.provider, c.scope, c.parameters, c.proxy, c.caps = ci.provider, ci.scope, ci.parameters, ci.proxy, ci.caps
 	return nil
 }
 

@@ -121,7 +121,7 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 		for _, o := range u.ingresses {
 			ing, ref := o.Obj, ingressRef(o)
 			self := pathOwner{ref: ref, created: ing.CreationTimestamp}
-			for _, p := range t.ingressPaths(o, u.class.proxy) {
+			for _, p := range t.ingressPaths(o, u.class) {
 				if prev, ok := owners[p.key]; ok {
 					if prev.ref != ref {
 						t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "%s is already served by the older %s; it is not served from this Ingress", p.key, prev)
@@ -222,7 +222,8 @@ func (t *translator) olderRoute(claims []pathOwner, self pathOwner) *pathOwner {
 }
 
 // ingressPaths compiles the path rules of one Ingress, in rule order.
-func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], pol *proxyPolicy) []ingressPath {
+func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], c *ingressClass) []ingressPath {
+	pol := c.proxy
 	ing, ref := o.Obj, ingressRef(o)
 	var out []ingressPath
 	for i, rule := range ing.Spec.Rules {
@@ -238,6 +239,11 @@ func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], pol *
 			typ, path, err := ingressPathMatch(p)
 			if err != nil {
 				t.notice(ref, corev1.EventTypeWarning, "InvalidPath", "rule %d path %d: %v; the path is not served", i, j, err)
+				continue
+			}
+			if pt := ingressPathType(typ); !c.caps.PathMatch(pt) {
+				t.notice(ref, corev1.EventTypeWarning, string(gwv1.RouteReasonUnsupportedValue), "rule %d path %d: %s; the path is not served",
+					i, j, unsupported(fmt.Sprintf("spec.rules[%d].http.paths[%d].pathType", i, j), pt, c.provider))
 				continue
 			}
 			out = append(out, ingressPath{

@@ -46,6 +46,8 @@ type listener struct {
 	// every pair) on listeners that carry only one of the two.
 	hosts      []attachment
 	hostsKinds map[string]int
+	// rules counts the route rules attached, when the provider limits them (MaxRulesPerListener).
+	rules int
 }
 
 // attachment is one route on one listener, serving the given hostnames ("" = any).
@@ -134,8 +136,11 @@ func (t *translator) validateListeners(u *unit) {
 func (t *translator) validateListener(l *listener) {
 	spec := l.spec
 	supported := defaultKinds(spec.Protocol)
+	c := l.unit.class
 	if supported == nil {
 		l.accept(false, string(gwv1.ListenerReasonUnsupportedProtocol), fmt.Sprintf("protocol %q is not supported", spec.Protocol))
+	} else if !c.caps.Protocol(string(spec.Protocol)) {
+		l.accept(false, string(gwv1.ListenerReasonUnsupportedProtocol), unsupported("protocol", string(spec.Protocol), c.provider))
 	}
 	if spec.Port < 1 || spec.Port > 65535 {
 		l.accept(false, string(gwv1.ListenerReasonPortUnavailable), fmt.Sprintf("port %d is not usable", spec.Port))
@@ -152,17 +157,24 @@ func (t *translator) validateListener(l *listener) {
 
 func (t *translator) listenerKinds(l *listener, supported []string) {
 	ar := l.spec.AllowedRoutes
+	caps := l.unit.class.caps
 	if ar == nil || len(ar.Kinds) == 0 {
 		for _, k := range supported {
-			l.kinds = append(l.kinds, gwv1.RouteGroupKind{Group: &routeGroup, Kind: gwv1.Kind(k)})
+			if caps.RouteKind(k) {
+				l.kinds = append(l.kinds, gwv1.RouteGroupKind{Group: &routeGroup, Kind: gwv1.Kind(k)})
+			}
 		}
 		return
 	}
-	var bad []string
+	var bad, refused []string
 	for _, k := range ar.Kinds {
 		group := gwv1.GroupName
 		if k.Group != nil {
 			group = string(*k.Group)
+		}
+		if group == gwv1.GroupName && slices.Contains(supported, string(k.Kind)) && !caps.RouteKind(string(k.Kind)) {
+			refused = append(refused, string(k.Kind))
+			continue
 		}
 		if group == gwv1.GroupName && slices.Contains(supported, string(k.Kind)) {
 			if !slices.ContainsFunc(l.kinds, func(x gwv1.RouteGroupKind) bool { return x.Kind == k.Kind }) {
@@ -174,6 +186,9 @@ func (t *translator) listenerKinds(l *listener, supported []string) {
 	}
 	if len(bad) > 0 {
 		l.unresolved(gwv1.ListenerReasonInvalidRouteKinds, fmt.Sprintf("route kinds not supported on a %s listener: %s", l.spec.Protocol, strings.Join(bad, ", ")))
+	}
+	if len(refused) > 0 {
+		l.unresolved(gwv1.ListenerReasonInvalidRouteKinds, unsupported("allowedRoutes.kinds", strings.Join(refused, ", "), l.unit.class.provider))
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 // A Cache may be used from one goroutine at a time; Translate serializes callers.
 type Cache struct {
 	mu     sync.Mutex
+	opts   options
 	deps   []version
 	weight map[string]int32
 	routes map[routeKey]*cachedRoute
@@ -70,8 +71,8 @@ type version struct {
 	resourceVersion string
 }
 
-// NewCache returns an empty cache.
-func NewCache() *Cache { return &Cache{} }
+// NewCache returns an empty cache whose passes translate with opts.
+func NewCache(opts ...Option) *Cache { return &Cache{opts: newOptions(opts)} }
 
 // Translate is Translate with compiled routes and virtual hosts reused from earlier calls.
 func (c *Cache) Translate(s *snapshot.Snapshot) *Result { return c.Begin(s).Finish() }
@@ -121,7 +122,7 @@ func (c *Cache) Begin(s *snapshot.Snapshot) *Pass {
 		c.routes[k] = &cachedRoute{resourceVersion: rv, pass: c.pass, r: kept}
 		used++
 		return r
-	})
+	}, c.opts)
 	if used < len(c.routes) {
 		// Deleted routes, and old versions of changed ones under another pass number.
 		maps.DeleteFunc(c.routes, func(_ routeKey, e *cachedRoute) bool { return e.pass != c.pass })

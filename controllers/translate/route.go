@@ -35,6 +35,10 @@ type route struct {
 	usesHostname bool
 
 	matches []compiledMatch // HTTPRoute and GRPCRoute
+	// httpRules and grpcRules are the spec's rules, checked against the capabilities of each
+	// parent's provider (inexpressible) only when it cannot express everything.
+	httpRules []gwv1.HTTPRouteRule
+	grpcRules []gwv1.GRPCRouteRule
 	l4      []ir.Backend    // TLSRoute, TCPRoute and UDPRoute
 
 	rules      int
@@ -58,6 +62,8 @@ type route struct {
 	refNotes []string
 	// endpointPolicy chose its backends' endpoints (routePolicy); nil if it has none.
 	endpointPolicy *proxyPolicy
+	// unexpressed are, per parent class, the valid rules its provider cannot express (classRules).
+	unexpressed map[*classInfo][]int
 }
 
 // compiledMatch is one match of one rule, ready to be placed in a virtual host.
@@ -74,10 +80,12 @@ func (m *compiledMatch) servedBy(p *proxyPolicy) bool {
 	return !m.regexInsts.tooLarge(p.maxRegexInstructions)
 }
 
-// classRules checks the route's valid rules against the limits of a parent's class: a rule with a
-// regex program above the class's bound is dropped on that class's gateways (dropped), and retry
-// attempts above its cap are served capped (notes, for the Accepted message).
-func (r *route) classRules(p *proxyPolicy) (dropped, notes []string) {
+// classRules checks the route's valid rules against a parent's class: a rule with a regex program
+// above the class's bound, or one its provider cannot express (inexpressible), is dropped on that
+// class's gateways (dropped, and the latter in r.unexpressed for the configs), and retry attempts
+// above its cap are served capped (notes, for the Accepted message).
+func (r *route) classRules(c *classInfo) (dropped, notes []string) {
+	p := c.proxy
 	for i := 0; i < len(r.matches); {
 		m := &r.matches[i]
 		var biggest regexSize
@@ -85,17 +93,46 @@ func (r *route) classRules(p *proxyPolicy) (dropped, notes []string) {
 		for ; j < len(r.matches) && r.matches[j].prec.rule == m.prec.rule; j++ {
 			biggest = biggest.max(r.matches[j].regexInsts)
 		}
-		switch {
-		case biggest.tooLarge(p.maxRegexInstructions):
+		if biggest.tooLarge(p.maxRegexInstructions) {
 			dropped = append(dropped, fmt.Sprintf("rule %d: a regex is too large: its compiled program exceeds the limit of %d instructions (GatewayClassConfig spec.proxy.maxRegexInstructions)",
 				m.prec.rule, p.maxRegexInstructions))
-		case m.ir.Retry != nil && m.ir.Retry.Attempts > p.maxRetryAttempts:
+		} else if msg := r.inexpressible(c.caps, c.provider, m.prec.rule); msg != "" {
+			dropped = append(dropped, fmt.Sprintf("rule %d: %s", m.prec.rule, msg))
+			r.unexpress(c, m.prec.rule)
+		} else if m.ir.Retry != nil && m.ir.Retry.Attempts > p.maxRetryAttempts {
 			notes = append(notes, fmt.Sprintf("rule %d: retry.attempts %d capped at %d (GatewayClassConfig spec.proxy.maxRetryAttempts)",
 				m.prec.rule, m.ir.Retry.Attempts, p.maxRetryAttempts))
 		}
 		i = j
 	}
 	return dropped, notes
+}
+
+// unexpress records that c's provider cannot express rule i. The map is this pass's: a route
+// reused from the memo starts without one.
+func (r *route) unexpress(c *classInfo, i int) {
+	if r.unexpressed == nil {
+		r.unexpressed = map[*classInfo][]int{}
+	}
+	if !slices.Contains(r.unexpressed[c], i) {
+		r.unexpressed[c] = append(r.unexpressed[c], i)
+	}
+}
+
+// expressedBy reports whether rule i goes into the configs of class c's gateways.
+func (r *route) expressedBy(c *classInfo, i int) bool {
+	return c.caps.All || !slices.Contains(r.unexpressed[c], i)
+}
+
+// ruleCount is the number of valid rules that c's provider can express.
+func (r *route) ruleCount(c *classInfo) int {
+	n := 0
+	for i := range r.matches {
+		if (i == 0 || r.matches[i].prec.rule != r.matches[i-1].prec.rule) && r.expressedBy(c, r.matches[i].prec.rule) {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *route) name() string { return r.nsName }
@@ -170,7 +207,7 @@ func (t *translator) attachRoute(r *route) {
 		if u == nil {
 			continue // not ours: another controller, or a parent that does not exist
 		}
-		classBad, notes := r.classRules(u.class.proxy)
+		classBad, notes := r.classRules(u.class)
 		accepted := t.attachToParent(r, u, set, ref, classBad)
 		if accepted.Status == metav1.ConditionTrue && len(notes) > 0 {
 			accepted.Message += "; " + strings.Join(notes, "; ")
@@ -297,6 +334,11 @@ func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv
 			// asks for NotAllowedByListeners, like every other kind a listener does not allow.
 			return reject(gwv1.RouteReasonNotAllowedByListeners, "TLSRoute needs a listener of protocol TLS")
 		}
+		for _, l := range cands {
+			if msg := unservableKind(l, r.kind); msg != "" {
+				return reject(gwv1.RouteReasonNotAllowedByListeners, "No listener allows this route kind: "+msg)
+			}
+		}
 		return reject(gwv1.RouteReasonNotAllowedByListeners, "No listener allows this route kind from this namespace")
 	}
 	type match struct {
@@ -332,6 +374,26 @@ func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv
 			return reject(gwv1.RouteReasonNotAllowedByListeners, "Hostnames conflict with an older route of the other kind (HTTPRoute/GRPCRoute) on every matching listener")
 		}
 		matched = free
+		if c := u.class; c.caps.MaxRulesPerListener > 0 {
+			n, refusal := r.ruleCount(c), ""
+			fits := matched[:0:0]
+			for _, m := range matched {
+				if m.l.attached[r] {
+					fits = append(fits, m)
+				} else if refusal = rulesPerListener(c.caps, c.provider, m.l, m.l.rules, n); refusal == "" {
+					fits = append(fits, m)
+				}
+			}
+			if len(fits) == 0 {
+				return reject(gwv1.RouteReasonUnsupportedValue, refusal)
+			}
+			for _, m := range fits {
+				if !m.l.attached[r] {
+					m.l.rules += n
+				}
+			}
+			matched = fits
+		}
 	}
 	for _, m := range matched {
 		if m.l.attached[r] {

@@ -36,6 +36,7 @@ type translator struct {
 	// matches and the route lists of virtual hosts (Cache).
 	memo      memoFunc
 	hosts     *hostMemo
+	catalog   Catalog
 	snap      *snapshot.Snapshot
 	idx       *index
 	res       *Result
@@ -57,12 +58,12 @@ type translator struct {
 // Translate computes the dataplane configs, load-balancer models and statuses for a snapshot.
 // It never panics on bad input: invalid objects are reported through their conditions and left
 // out of the dataplane without affecting the others. s must be sorted (Snapshot.Sort).
-func Translate(s *snapshot.Snapshot) *Result {
-	return begin(s, nil).Finish()
+func Translate(s *snapshot.Snapshot, opts ...Option) *Result {
+	return begin(s, nil, newOptions(opts)).Finish()
 }
 
 // Begin starts a Pass: its first stage runs now.
-func Begin(s *snapshot.Snapshot) *Pass { return begin(s, nil) }
+func Begin(s *snapshot.Snapshot, opts ...Option) *Pass { return begin(s, nil, newOptions(opts)) }
 
 // memoFunc returns the compiled route of one route object, calling compile or not; a remembered
 // route is reused only if fresh says it still holds (its parents' classes' endpoint policy).
@@ -79,9 +80,10 @@ type Pass struct {
 	done func()
 }
 
-func begin(s *snapshot.Snapshot, memo memoFunc) *Pass {
+func begin(s *snapshot.Snapshot, memo memoFunc, o options) *Pass {
 	t := &translator{
 		memo:      memo,
+		catalog:   o.catalog,
 		snap:      s,
 		idx:       newIndex(s),
 		res:       &Result{},
@@ -135,6 +137,10 @@ func (p *Pass) Finish() *Result {
 		t.emitIngress(u, ingresses[i])
 	}
 	t.translateLBServices()
+	// Configs is final now: the models may point into it.
+	for i := range t.res.LoadBalancers {
+		t.res.LoadBalancers[i].Routing = &t.res.Configs[i]
+	}
 	slices.SortFunc(t.res.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortFunc(t.res.ListenerSets, func(a, b ListenerSetStatus) int { return a.Ref.compare(b.Ref) })
 	t.sortExtras()
