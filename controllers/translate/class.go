@@ -85,9 +85,11 @@ func (t *translator) resolveParams(cluster string, ref *gwv1.ParametersReference
 		return fmt.Errorf("GatewayClassConfig %q: %w", ref.Name, err)
 	}
 	ci.parameters = params
-	if ci.caps, err = t.capabilities(ci.provider, params); err != nil {
+	caps, err := t.capabilities(ci.provider, params)
+	if err != nil {
 		return fmt.Errorf("GatewayClassConfig %q: %w", ref.Name, err)
 	}
+	ci.caps = caps
 	if cfg.Spec.Scope != "" {
 		ci.scope = string(cfg.Spec.Scope)
 	}

@@ -242,8 +242,8 @@ func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], c *in
 				continue
 			}
 			if pt := ingressPathType(typ); !c.caps.PathMatch(pt) {
-				t.notice(ref, corev1.EventTypeWarning, string(gwv1.RouteReasonUnsupportedValue), "rule %d path %d: %s; the path is not served",
-					i, j, unsupported(fmt.Sprintf("spec.rules[%d].http.paths[%d].pathType", i, j), pt, c.provider))
+				t.notice(ref, corev1.EventTypeWarning, string(gwv1.RouteReasonUnsupportedValue), "%s; the path is not served",
+					unsupported(fmt.Sprintf("spec.rules[%d].http.paths[%d].pathType", i, j), pt, c.provider))
 				continue
 			}
 			out = append(out, ingressPath{

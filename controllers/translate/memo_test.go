@@ -75,14 +75,21 @@ func render(t *testing.T, res *Result, fx fixtures) string {
 
 // TestCacheMatchesTranslate runs every golden input through one shared Cache, forwards and then
 // backwards (so inputs meet routes compiled for other inputs), twice each, and requires exactly
-// what Translate returns; the second translation of each input must reuse all its routes.
+// what Translate returns; the second translation of each input must reuse all its routes. It
+// does so without a catalog and with the goldens' one, whose refusals differ per parent class.
 func TestCacheMatchesTranslate(t *testing.T) {
+	for name, opts := range map[string][]Option{"no catalog": nil, "catalog": {WithCatalog(testCatalog{})}} {
+		t.Run(name, func(t *testing.T) { testCacheMatchesTranslate(t, opts) })
+	}
+}
+
+func testCacheMatchesTranslate(t *testing.T, opts []Option) {
 	fx := readFixtures(t)
 	ins, err := filepath.Glob(filepath.Join("testdata", "*.in.yaml"))
 	if err != nil || len(ins) == 0 {
 		t.Fatalf("no golden inputs: %v", err)
 	}
-	c := NewCache()
+	c := NewCache(opts...)
 	order := slices.Clone(ins)
 	for i := len(ins) - 1; i >= 0; i-- {
 		order = append(order, ins[i])
@@ -91,7 +98,7 @@ func TestCacheMatchesTranslate(t *testing.T) {
 	for _, in := range order {
 		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
 		s := loadVersioned(t, in, fx)
-		want := render(t, Translate(s), fx)
+		want := render(t, Translate(s, opts...), fx)
 		for pass := range 2 {
 			got := render(t, c.Translate(s), fx)
 			if diff := cmp.Diff(want, got); diff != "" {

@@ -39,7 +39,7 @@ type route struct {
 	// parent's provider (inexpressible) only when it cannot express everything.
 	httpRules []gwv1.HTTPRouteRule
 	grpcRules []gwv1.GRPCRouteRule
-	l4      []ir.Backend    // TLSRoute, TCPRoute and UDPRoute
+	l4        []ir.Backend // TLSRoute, TCPRoute and UDPRoute
 
 	rules      int
 	badRules   []string // "rule N: message", dropped from the dataplane
