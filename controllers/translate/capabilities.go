@@ -229,12 +229,46 @@ func ingressPathType(t ir.MatchType) string {
 	return string(gwv1.PathMatchPathPrefix)
 }
 
-// rulesPerListener checks that a listener holding held rules can take n more.
-func rulesPerListener(c providers.Capabilities, provider string, l *listener, held, n int) string {
-	if c.Within(held+n, c.MaxRulesPerListener) {
-		return ""
+// withinListenerLimits keeps the listeners of matched that can take r within the limits of c's
+// provider (rules and hostnames per listener) and books r on them; refusal says why when none can.
+// Routes come oldest first, so the older route keeps its place.
+func withinListenerLimits(r *route, c *classInfo, matched []match) (fits []match, refusal string) {
+	rules := r.ruleCount(c)
+	for _, m := range matched {
+		if m.l.attached[r] {
+			fits = append(fits, m)
+			continue
+		}
+		hosts := m.hosts
+		if len(hosts) == 0 {
+			hosts = []string{m.l.hostname}
+		}
+		added := 0
+		for _, h := range hosts {
+			if !m.l.hostnames[h] {
+				added++
+			}
+		}
+		switch {
+		case !c.caps.Within(m.l.rules+rules, c.caps.MaxRulesPerListener):
+			refusal = fmt.Sprintf("listener %q would hold %d rules, provider %s allows at most %d per listener",
+				m.l.spec.Name, m.l.rules+rules, c.provider, c.caps.MaxRulesPerListener)
+			continue
+		case !c.caps.Within(len(m.l.hostnames)+added, c.caps.MaxHostnamesPerListener):
+			refusal = fmt.Sprintf("listener %q would serve %d hostnames, provider %s allows at most %d per listener",
+				m.l.spec.Name, len(m.l.hostnames)+added, c.provider, c.caps.MaxHostnamesPerListener)
+			continue
+		}
+		m.l.rules += rules
+		if m.l.hostnames == nil {
+			m.l.hostnames = map[string]bool{}
+		}
+		for _, h := range hosts {
+			m.l.hostnames[h] = true
+		}
+		fits = append(fits, m)
 	}
-	return fmt.Sprintf("listener %q would hold %d rules, provider %s allows at most %d per listener", l.spec.Name, held+n, provider, c.MaxRulesPerListener)
+	return fits, refusal
 }
 
 // unservableKind says why a listener of l's protocol does not take routes of kind: its class's

@@ -42,15 +42,16 @@ func (testCatalog) Capabilities(provider string, params json.RawMessage) (provid
 }
 
 var testAWS = providers.Capabilities{
-	Protocols:           []string{"HTTP", "HTTPS"},
-	RouteKinds:          []string{"HTTPRoute"},
-	PathMatches:         []string{"PathPrefix"},
-	HeaderMatches:       []string{"Exact"},
-	QueryMatches:        []string{"Exact"},
-	Filters:             []string{"RequestHeaderModifier", "RequestRedirect"},
-	MaxBackendsPerRule:  2,
-	MaxMatchesPerRule:   2,
-	MaxRulesPerListener: 3,
+	Protocols:               []string{"HTTP", "HTTPS"},
+	RouteKinds:              []string{"HTTPRoute"},
+	PathMatches:             []string{"PathPrefix"},
+	HeaderMatches:           []string{"Exact"},
+	QueryMatches:            []string{"Exact"},
+	Filters:                 []string{"RequestHeaderModifier", "RequestRedirect"},
+	MaxBackendsPerRule:      2,
+	MaxMatchesPerRule:       2,
+	MaxRulesPerListener:     3,
+	MaxHostnamesPerListener: 2,
 }
 
 func TestHTTPRuleProblem(t *testing.T) {

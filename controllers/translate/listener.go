@@ -46,8 +46,10 @@ type listener struct {
 	// every pair) on listeners that carry only one of the two.
 	hosts      []attachment
 	hostsKinds map[string]int
-	// rules counts the route rules attached, when the provider limits them (MaxRulesPerListener).
-	rules int
+	// rules and hostnames count the route rules and hostnames attached, when the provider limits
+	// them (withinListenerLimits).
+	rules     int
+	hostnames map[string]bool
 }
 
 // attachment is one route on one listener, serving the given hostnames ("" = any).

@@ -341,10 +341,6 @@ func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv
 		}
 		return reject(gwv1.RouteReasonNotAllowedByListeners, "No listener allows this route kind from this namespace")
 	}
-	type match struct {
-		l     *listener
-		hosts []string
-	}
 	var matched []match
 	for _, l := range allowed {
 		var hosts []string
@@ -374,25 +370,11 @@ func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv
 			return reject(gwv1.RouteReasonNotAllowedByListeners, "Hostnames conflict with an older route of the other kind (HTTPRoute/GRPCRoute) on every matching listener")
 		}
 		matched = free
-		if c := u.class; c.caps.MaxRulesPerListener > 0 {
-			n, refusal := r.ruleCount(c), ""
-			fits := matched[:0:0]
-			for _, m := range matched {
-				if m.l.attached[r] {
-					fits = append(fits, m)
-				} else if refusal = rulesPerListener(c.caps, c.provider, m.l, m.l.rules, n); refusal == "" {
-					fits = append(fits, m)
-				}
-			}
-			if len(fits) == 0 {
+		if c := u.class; c.caps.MaxRulesPerListener > 0 || c.caps.MaxHostnamesPerListener > 0 {
+			var refusal string
+			if matched, refusal = withinListenerLimits(r, c, matched); len(matched) == 0 {
 				return reject(gwv1.RouteReasonUnsupportedValue, refusal)
 			}
-			for _, m := range fits {
-				if !m.l.attached[r] {
-					m.l.rules += n
-				}
-			}
-			matched = fits
 		}
 	}
 	for _, m := range matched {
@@ -413,6 +395,12 @@ func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv
 		}
 	}
 	return cond(string(gwv1.RouteConditionAccepted), true, string(gwv1.RouteReasonAccepted), "Route is accepted", gen)
+}
+
+// match is a listener a route attaches to, with the hostnames it serves there.
+type match struct {
+	l     *listener
+	hosts []string
 }
 
 // webConflict reports whether an HTTPRoute (GRPCRoute) would share a hostname of listener l with
