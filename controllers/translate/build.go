@@ -112,7 +112,7 @@ func (t *translator) virtualHosts(unit string, c *classInfo, g portGroup) []ir.V
 					continue
 				}
 				for i := range a.route.matches {
-					if m := &a.route.matches[i]; m.servedBy(p) && a.route.expressedBy(c, m.prec.rule) {
+					if m := &a.route.matches[i]; m.servedBy(p) && t.expressedBy(a.route, c, m.prec.rule) {
 						byHost[h] = append(byHost[h], m)
 					}
 				}

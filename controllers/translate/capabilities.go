@@ -68,10 +68,10 @@ func (r *route) inexpressible(c providers.Capabilities, provider string, i int) 
 	switch {
 	case c.All:
 		return ""
-	case i < len(r.httpRules):
-		return httpRuleProblem(c, provider, i, r.httpRules[i])
-	case i < len(r.grpcRules):
-		return grpcRuleProblem(c, provider, i, r.grpcRules[i])
+	case r.httpSpec != nil && i < len(r.httpSpec.Rules):
+		return httpRuleProblem(c, provider, i, r.httpSpec.Rules[i])
+	case r.grpcSpec != nil && i < len(r.grpcSpec.Rules):
+		return grpcRuleProblem(c, provider, i, r.grpcSpec.Rules[i])
 	}
 	return ""
 }
@@ -232,8 +232,8 @@ func ingressPathType(t ir.MatchType) string {
 // withinListenerLimits keeps the listeners of matched that can take r within the limits of c's
 // provider (rules and hostnames per listener) and books r on them; refusal says why when none can.
 // Routes come oldest first, so the older route keeps its place.
-func withinListenerLimits(r *route, c *classInfo, matched []match) (fits []match, refusal string) {
-	rules := r.ruleCount(c)
+func (t *translator) withinListenerLimits(r *route, c *classInfo, matched []match) (fits []match, refusal string) {
+	rules := t.ruleCount(r, c)
 	for _, m := range matched {
 		if m.l.attached[r] {
 			fits = append(fits, m)

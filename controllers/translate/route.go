@@ -35,11 +35,11 @@ type route struct {
 	usesHostname bool
 
 	matches []compiledMatch // HTTPRoute and GRPCRoute
-	// httpRules and grpcRules are the spec's rules, checked against the capabilities of each
-	// parent's provider (inexpressible) only when it cannot express everything.
-	httpRules []gwv1.HTTPRouteRule
-	grpcRules []gwv1.GRPCRouteRule
-	l4        []ir.Backend // TLSRoute, TCPRoute and UDPRoute
+	// httpSpec or grpcSpec is the route's spec, whose rules are checked against the capabilities
+	// of each parent's provider (inexpressible) only when it cannot express everything.
+	httpSpec *gwv1.HTTPRouteSpec
+	grpcSpec *gwv1.GRPCRouteSpec
+	l4       []ir.Backend // TLSRoute, TCPRoute and UDPRoute
 
 	rules      int
 	badRules   []string // "rule N: message", dropped from the dataplane
@@ -62,8 +62,6 @@ type route struct {
 	refNotes []string
 	// endpointPolicy chose its backends' endpoints (routePolicy); nil if it has none.
 	endpointPolicy *proxyPolicy
-	// unexpressed are, per parent class, the valid rules its provider cannot express (classRules).
-	unexpressed map[*classInfo][]int
 }
 
 // compiledMatch is one match of one rule, ready to be placed in a virtual host.
@@ -82,9 +80,9 @@ func (m *compiledMatch) servedBy(p *proxyPolicy) bool {
 
 // classRules checks the route's valid rules against a parent's class: a rule with a regex program
 // above the class's bound, or one its provider cannot express (inexpressible), is dropped on that
-// class's gateways (dropped, and the latter in r.unexpressed for the configs), and retry attempts
+// class's gateways (dropped, and the latter in t.unexpressed for the configs), and retry attempts
 // above its cap are served capped (notes, for the Accepted message).
-func (r *route) classRules(c *classInfo) (dropped, notes []string) {
+func (t *translator) classRules(r *route, c *classInfo) (dropped, notes []string) {
 	p := c.proxy
 	for i := 0; i < len(r.matches); {
 		m := &r.matches[i]
@@ -98,7 +96,10 @@ func (r *route) classRules(c *classInfo) (dropped, notes []string) {
 				m.prec.rule, p.maxRegexInstructions))
 		} else if msg := r.inexpressible(c.caps, c.provider, m.prec.rule); msg != "" {
 			dropped = append(dropped, fmt.Sprintf("rule %d: %s", m.prec.rule, msg))
-			r.unexpress(c, m.prec.rule)
+			if t.unexpressed == nil {
+				t.unexpressed = map[ruleAt]bool{}
+			}
+			t.unexpressed[ruleAt{r, c, m.prec.rule}] = true
 		} else if m.ir.Retry != nil && m.ir.Retry.Attempts > p.maxRetryAttempts {
 			notes = append(notes, fmt.Sprintf("rule %d: retry.attempts %d capped at %d (GatewayClassConfig spec.proxy.maxRetryAttempts)",
 				m.prec.rule, m.ir.Retry.Attempts, p.maxRetryAttempts))
@@ -108,27 +109,23 @@ func (r *route) classRules(c *classInfo) (dropped, notes []string) {
 	return dropped, notes
 }
 
-// unexpress records that c's provider cannot express rule i. The map is this pass's: a route
-// reused from the memo starts without one.
-func (r *route) unexpress(c *classInfo, i int) {
-	if r.unexpressed == nil {
-		r.unexpressed = map[*classInfo][]int{}
-	}
-	if !slices.Contains(r.unexpressed[c], i) {
-		r.unexpressed[c] = append(r.unexpressed[c], i)
-	}
+// ruleAt is one rule of one route on the gateways of one class.
+type ruleAt struct {
+	r    *route
+	c    *classInfo
+	rule int
 }
 
-// expressedBy reports whether rule i goes into the configs of class c's gateways.
-func (r *route) expressedBy(c *classInfo, i int) bool {
-	return c.caps.All || !slices.Contains(r.unexpressed[c], i)
+// expressedBy reports whether rule i of r goes into the configs of class c's gateways.
+func (t *translator) expressedBy(r *route, c *classInfo, i int) bool {
+	return c.caps.All || !t.unexpressed[ruleAt{r, c, i}]
 }
 
 // ruleCount is the number of valid rules that c's provider can express.
-func (r *route) ruleCount(c *classInfo) int {
+func (t *translator) ruleCount(r *route, c *classInfo) int {
 	n := 0
 	for i := range r.matches {
-		if (i == 0 || r.matches[i].prec.rule != r.matches[i-1].prec.rule) && r.expressedBy(c, r.matches[i].prec.rule) {
+		if (i == 0 || r.matches[i].prec.rule != r.matches[i-1].prec.rule) && t.expressedBy(r, c, r.matches[i].prec.rule) {
 			n++
 		}
 	}
@@ -207,7 +204,7 @@ func (t *translator) attachRoute(r *route) {
 		if u == nil {
 			continue // not ours: another controller, or a parent that does not exist
 		}
-		classBad, notes := r.classRules(u.class)
+		classBad, notes := t.classRules(r, u.class)
 		accepted := t.attachToParent(r, u, set, ref, classBad)
 		if accepted.Status == metav1.ConditionTrue && len(notes) > 0 {
 			accepted.Message += "; " + strings.Join(notes, "; ")
@@ -372,7 +369,7 @@ func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv
 		matched = free
 		if c := u.class; c.caps.MaxRulesPerListener > 0 || c.caps.MaxHostnamesPerListener > 0 {
 			var refusal string
-			if matched, refusal = withinListenerLimits(r, c, matched); len(matched) == 0 {
+			if matched, refusal = t.withinListenerLimits(r, c, matched); len(matched) == 0 {
 				return reject(gwv1.RouteReasonUnsupportedValue, refusal)
 			}
 		}

@@ -34,16 +34,18 @@ type Result struct {
 type translator struct {
 	// memo, when set, stands between route objects and their compilation, and hosts between
 	// matches and the route lists of virtual hosts (Cache).
-	memo      memoFunc
-	hosts     *hostMemo
-	catalog   Catalog
-	snap      *snapshot.Snapshot
-	idx       *index
-	res       *Result
-	classes   map[string]*classInfo
-	units     []*unit
-	unitByKey map[string]*unit
-	setByKey  map[nsName]*listenerSet
+	memo    memoFunc
+	hosts   *hostMemo
+	catalog Catalog
+	// unexpressed are the valid rules a parent's provider cannot express (classRules).
+	unexpressed map[ruleAt]bool
+	snap        *snapshot.Snapshot
+	idx         *index
+	res         *Result
+	classes     map[string]*classInfo
+	units       []*unit
+	unitByKey   map[string]*unit
+	setByKey    map[nsName]*listenerSet
 	// policies are every BackendTLSPolicy; policyByTarget orders the ones of each target, winner first.
 	policies       []*tlsPolicy
 	policyByTarget map[policyTarget][]*tlsPolicy
