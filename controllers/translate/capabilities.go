@@ -62,18 +62,32 @@ func overLimit(field string, n int, what string, limit int, provider string) str
 	return fmt.Sprintf("%s: %d %s, provider %s allows at most %d", field, n, what, provider, limit)
 }
 
+// ruleSpecs are the rules of an HTTPRoute or GRPCRoute spec.
+type ruleSpecs interface {
+	// problem says why rule i cannot be expressed with c, or "".
+	problem(c providers.Capabilities, provider string, i int) string
+}
+
+type (
+	httpRules []gwv1.HTTPRouteRule
+	grpcRules []gwv1.GRPCRouteRule
+)
+
+func (rs httpRules) problem(c providers.Capabilities, provider string, i int) string {
+	return httpRuleProblem(c, provider, i, rs[i])
+}
+
+func (rs grpcRules) problem(c providers.Capabilities, provider string, i int) string {
+	return grpcRuleProblem(c, provider, i, rs[i])
+}
+
 // inexpressible returns why provider (with capabilities c) cannot express rule i of r, or "".
 // Only HTTPRoute and GRPCRoute rules carry features a provider may lack.
 func (r *route) inexpressible(c providers.Capabilities, provider string, i int) string {
-	switch {
-	case c.All:
+	if c.All || r.specRules == nil {
 		return ""
-	case r.httpSpec != nil && i < len(r.httpSpec.Rules):
-		return httpRuleProblem(c, provider, i, r.httpSpec.Rules[i])
-	case r.grpcSpec != nil && i < len(r.grpcSpec.Rules):
-		return grpcRuleProblem(c, provider, i, r.grpcSpec.Rules[i])
 	}
-	return ""
+	return r.specRules.problem(c, provider, i)
 }
 
 func httpRuleProblem(c providers.Capabilities, provider string, i int, rule gwv1.HTTPRouteRule) string {

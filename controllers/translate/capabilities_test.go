@@ -98,7 +98,7 @@ func TestHTTPRuleProblem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &route{httpSpec: &gwv1.HTTPRouteSpec{Rules: []gwv1.HTTPRouteRule{{}, tt.rule}}}
+			r := &route{specRules: httpRules{{}, tt.rule}}
 			if diff := cmp.Diff(tt.want, r.inexpressible(tt.caps, "p", 1)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -132,7 +132,7 @@ func TestGRPCRuleProblem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &route{grpcSpec: &gwv1.GRPCRouteSpec{Rules: []gwv1.GRPCRouteRule{tt.rule}}}
+			r := &route{specRules: grpcRules{tt.rule}}
 			if diff := cmp.Diff(tt.want, r.inexpressible(tt.caps, "p", 0)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

@@ -35,11 +35,11 @@ type route struct {
 	usesHostname bool
 
 	matches []compiledMatch // HTTPRoute and GRPCRoute
-	// httpSpec or grpcSpec is the route's spec, whose rules are checked against the capabilities
-	// of each parent's provider (inexpressible) only when it cannot express everything.
-	httpSpec *gwv1.HTTPRouteSpec
-	grpcSpec *gwv1.GRPCRouteSpec
-	l4       []ir.Backend // TLSRoute, TCPRoute and UDPRoute
+	// specRules are the spec's rules, checked against the capabilities of each parent's provider
+	// (inexpressible) only when it cannot express everything. Not a pointer to the spec: the
+	// object may sit in an array of its list that a remembered route must not keep alive.
+	specRules ruleSpecs
+	l4        []ir.Backend // TLSRoute, TCPRoute and UDPRoute
 
 	rules      int
 	badRules   []string // "rule N: message", dropped from the dataplane
