@@ -288,7 +288,7 @@ func (t *translator) withinListenerLimits(r *route, c *classInfo, matched []matc
 // unservableKind says why a listener of l's protocol does not take routes of kind: its class's
 // provider cannot serve them; "" when that is not the reason.
 func unservableKind(l *listener, kind string) string {
-	c := l.unit.class
+	c := l.group.class
 	if c.caps.RouteKind(kind) || !slices.Contains(defaultKinds(l.spec.Protocol), kind) {
 		return ""
 	}

@@ -238,11 +238,11 @@ func (t *translator) mirror(r *route, f *gwv1.HTTPRequestMirrorFilter) (ir.Mirro
 		}
 		m.Numerator, m.Denominator = f.Fraction.Numerator, d
 	}
-	u := useHTTP
+	grp := useHTTP
 	if r.kind == kindGRPCRoute {
-		u = useGRPC
+		grp = useGRPC
 	}
-	m.Backend = t.resolveBackend(r, f.BackendRef, nil, u)
+	m.Backend = t.resolveBackend(r, f.BackendRef, nil, grp)
 	if m.Backend.Invalid {
 		return m, false, nil
 	}

@@ -15,9 +15,9 @@ import (
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
-// unit is one dataplane gateway: a single Gateway (Cluster scope) or every Gateway with the same
+// gatewayGroup is one dataplane gateway: a single Gateway (Cluster scope) or every Gateway with the same
 // namespace/name across members (Fleet scope).
-type unit struct {
+type gatewayGroup struct {
 	key       string
 	namespace string
 	name      string
@@ -27,7 +27,7 @@ type unit struct {
 	sets      []*listenerSet
 }
 
-// member is one Gateway object of a unit.
+// member is one Gateway object of a gateway group.
 type member struct {
 	obj snapshot.Object[gwv1.Gateway]
 	// invalid explains a Gateway-level rejection (reason, message); such a member contributes no
@@ -43,9 +43,9 @@ type member struct {
 
 func (m *member) gw() *gwv1.Gateway { return m.obj.Obj }
 
-// buildUnits groups our Gateways into units and merges their listeners.
-func (t *translator) buildUnits() {
-	byKey := map[string]*unit{}
+// buildGroups groups our Gateways into gateway groups and merges their listeners.
+func (t *translator) buildGroups() {
+	byKey := map[string]*gatewayGroup{}
 	for _, o := range t.snap.Gateways {
 		gw := o.Obj
 		ci := t.classes[string(gw.Spec.GatewayClassName)]
@@ -56,34 +56,34 @@ func (t *translator) buildUnits() {
 		if ci.scope == string(v1alpha1.ScopeFleet) {
 			key = gw.Namespace + "/" + gw.Name
 		}
-		u := byKey[key]
-		if u == nil {
-			u = &unit{key: key, namespace: gw.Namespace, name: gw.Name, class: ci}
-			byKey[key] = u
-			t.units = append(t.units, u)
+		grp := byKey[key]
+		if grp == nil {
+			grp = &gatewayGroup{key: key, namespace: gw.Namespace, name: gw.Name, class: ci}
+			byKey[key] = grp
+			t.groups = append(t.groups, grp)
 		}
-		u.members = append(u.members, &member{obj: o, own: map[string]*listener{}})
+		grp.members = append(grp.members, &member{obj: o, own: map[string]*listener{}})
 	}
-	slices.SortFunc(t.units, func(a, b *unit) int { return cmp.Compare(a.key, b.key) })
-	for _, u := range t.units {
+	slices.SortFunc(t.groups, func(a, b *gatewayGroup) int { return cmp.Compare(a.key, b.key) })
+	for _, grp := range t.groups {
 		// Oldest Gateway first: it wins fleet listener conflicts.
-		slices.SortStableFunc(u.members, func(a, b *member) int {
+		slices.SortStableFunc(grp.members, func(a, b *member) int {
 			return cmp.Or(a.gw().CreationTimestamp.Compare(b.gw().CreationTimestamp.Time), cmp.Compare(a.obj.Cluster, b.obj.Cluster))
 		})
-		for _, m := range u.members {
-			t.validateMember(u, m)
+		for _, m := range grp.members {
+			t.validateMember(grp, m)
 			t.resolveClientCert(m)
-			t.mergeListeners(u, m)
+			t.mergeListeners(grp, m)
 		}
-		t.validateListeners(u)
+		t.validateListeners(grp)
 	}
 }
 
 // validateMember checks the Gateway-level fields fleetgate must reject.
-func (t *translator) validateMember(u *unit, m *member) {
+func (t *translator) validateMember(grp *gatewayGroup, m *member) {
 	gw := m.gw()
-	if !u.class.accepted {
-		m.invalidReason, m.invalidMsg = string(gwv1.GatewayReasonPending), fmt.Sprintf("GatewayClass %q is not accepted", u.class.name)
+	if !grp.class.accepted {
+		m.invalidReason, m.invalidMsg = string(gwv1.GatewayReasonPending), fmt.Sprintf("GatewayClass %q is not accepted", grp.class.name)
 		return
 	}
 	if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil {
@@ -125,11 +125,11 @@ func checkAddress(a gwv1.GatewaySpecAddress) string {
 	return ""
 }
 
-// mergeListeners adds m's listeners to the unit. The first (oldest) definition of a name wins;
+// mergeListeners adds m's listeners to the gateway group. The first (oldest) definition of a name wins;
 // a later different definition of the same name stays private to its member and is Conflicted.
-func (t *translator) mergeListeners(u *unit, m *member) {
+func (t *translator) mergeListeners(grp *gatewayGroup, m *member) {
 	for _, spec := range m.gw().Spec.Listeners {
-		l := newListener(u, m, spec)
+		l := newListener(grp, m, spec)
 		if m.invalidReason != "" {
 			t.validateListener(l)
 			l.accept(false, m.invalidReason, m.invalidMsg)
@@ -138,7 +138,7 @@ func (t *translator) mergeListeners(u *unit, m *member) {
 			continue
 		}
 		var winner *listener
-		for _, w := range u.listeners {
+		for _, w := range grp.listeners {
 			if w.spec.Name == spec.Name {
 				winner = w
 				break
@@ -146,7 +146,7 @@ func (t *translator) mergeListeners(u *unit, m *member) {
 		}
 		switch {
 		case winner == nil:
-			u.listeners = append(u.listeners, l)
+			grp.listeners = append(grp.listeners, l)
 			m.own[string(spec.Name)] = l
 		case sameDefinition(winner.spec, spec):
 			m.own[string(spec.Name)] = winner
@@ -183,14 +183,14 @@ func ptrStr[S ~string](p *S) string {
 }
 
 // gatewayStatuses emits the status of every member once routes are attached.
-func (t *translator) gatewayStatuses(u *unit) {
-	for _, m := range u.members {
+func (t *translator) gatewayStatuses(grp *gatewayGroup) {
+	for _, m := range grp.members {
 		gw := m.gw()
 		gen := gw.Generation
 		st := GatewayStatus{
 			Ref:        ObjectRef{Cluster: m.obj.Cluster, Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name},
 			Generation: gen,
-			Gateway:    u.key,
+			Gateway:    grp.key,
 		}
 		var bad, unresolved []string
 		good, programmable := 0, 0
@@ -242,7 +242,7 @@ func (t *translator) gatewayStatuses(u *unit) {
 		}
 		st.Conditions = append([]metav1.Condition{accepted, programmed}, gatewayTLSConditions(m, unresolved, gen)...)
 		if al := gw.Spec.AllowedListeners; al != nil && al.Namespaces != nil && al.Namespaces.From != nil && *al.Namespaces.From != gwv1.NamespacesFromNone {
-			n := u.attachedSets()
+			n := grp.attachedSets()
 			st.AttachedListenerSets = &n
 		}
 		t.res.Gateways = append(t.res.Gateways, st)

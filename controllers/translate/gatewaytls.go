@@ -82,15 +82,15 @@ func validatingMember(l *listener) *member {
 	if l.member != nil {
 		return l.member
 	}
-	if l.set == nil || l.set.unit == nil || len(l.set.unit.members) == 0 {
+	if l.set == nil || l.set.group == nil || len(l.set.group.members) == 0 {
 		return nil
 	}
-	for _, m := range l.set.unit.members {
+	for _, m := range l.set.group.members {
 		if m.obj.Cluster == l.set.obj.Cluster {
 			return m
 		}
 	}
-	return l.set.unit.members[0]
+	return l.set.group.members[0]
 }
 
 func (t *translator) resolveFrontendCA(m *member, ref gwv1.ObjectReference) ([]byte, gwv1.ListenerConditionReason, string) {

@@ -17,7 +17,7 @@ import (
 
 // listener is one merged Gateway listener with its verdicts.
 type listener struct {
-	unit     *unit
+	group     *gatewayGroup
 	member   *member      // the member whose definition is used (secrets, namespace); nil for a set's listener
 	set      *listenerSet // the ListenerSet that defines the listener; nil for the Gateway's own
 	spec     gwv1.Listener
@@ -58,8 +58,8 @@ type attachment struct {
 	hostnames []string
 }
 
-func newListener(u *unit, m *member, spec gwv1.Listener) *listener {
-	l := &listener{unit: u, member: m, spec: spec, hostname: ptrStr(spec.Hostname), acceptedOK: true, attached: map[*route]bool{}, hostsKinds: map[string]int{}}
+func newListener(grp *gatewayGroup, m *member, spec gwv1.Listener) *listener {
+	l := &listener{group: grp, member: m, spec: spec, hostname: ptrStr(spec.Hostname), acceptedOK: true, attached: map[*route]bool{}, hostsKinds: map[string]int{}}
 	if spec.TLS != nil {
 		l.tlsMode = gwv1.TLSModeTerminate
 		if spec.TLS.Mode != nil && *spec.TLS.Mode != "" {
@@ -128,17 +128,17 @@ func defaultKinds(p gwv1.ProtocolType) []string {
 }
 
 // validateListeners checks every merged listener, then the distinctness rules across them.
-func (t *translator) validateListeners(u *unit) {
-	for _, l := range u.listeners {
+func (t *translator) validateListeners(grp *gatewayGroup) {
+	for _, l := range grp.listeners {
 		t.validateListener(l)
 	}
-	t.detectConflicts(u.listeners)
+	t.detectConflicts(grp.listeners)
 }
 
 func (t *translator) validateListener(l *listener) {
 	spec := l.spec
 	supported := defaultKinds(spec.Protocol)
-	c := l.unit.class
+	c := l.group.class
 	if supported == nil {
 		l.accept(false, string(gwv1.ListenerReasonUnsupportedProtocol), fmt.Sprintf("protocol %q is not supported", spec.Protocol))
 	} else if !c.caps.Protocol(string(spec.Protocol)) {
@@ -159,7 +159,7 @@ func (t *translator) validateListener(l *listener) {
 
 func (t *translator) listenerKinds(l *listener, supported []string) {
 	ar := l.spec.AllowedRoutes
-	caps := l.unit.class.caps
+	caps := l.group.class.caps
 	if ar == nil || len(ar.Kinds) == 0 {
 		for _, k := range supported {
 			if caps.RouteKind(k) {
@@ -190,7 +190,7 @@ func (t *translator) listenerKinds(l *listener, supported []string) {
 		l.unresolved(gwv1.ListenerReasonInvalidRouteKinds, fmt.Sprintf("route kinds not supported on a %s listener: %s", l.spec.Protocol, strings.Join(bad, ", ")))
 	}
 	if len(refused) > 0 {
-		l.unresolved(gwv1.ListenerReasonInvalidRouteKinds, unsupported("allowedRoutes.kinds", strings.Join(refused, ", "), l.unit.class.provider))
+		l.unresolved(gwv1.ListenerReasonInvalidRouteKinds, unsupported("allowedRoutes.kinds", strings.Join(refused, ", "), l.group.class.provider))
 	}
 }
 

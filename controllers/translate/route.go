@@ -176,20 +176,20 @@ func olderFirst(a, b *route) int {
 	)
 }
 
-// findParent resolves a parentRef to one of our gateway units: a Gateway (the one in the route's own
+// findParent resolves a parentRef to one of our gateway groups: a Gateway (the one in the route's own
 // cluster, or the fleet gateway of that namespace/name), or a ListenerSet attached to one, which is
 // returned too. A Gateway parentRef reaches only the Gateway's own listeners.
-func (t *translator) findParent(r *route, ref gwv1.ParentReference) (*unit, *listenerSet) {
+func (t *translator) findParent(r *route, ref gwv1.ParentReference) (*gatewayGroup, *listenerSet) {
 	if cmp.Or(ptrStr(ref.Group), gwv1.GroupName) != gwv1.GroupName {
 		return nil, nil
 	}
 	ns := cmp.Or(ptrStr(ref.Namespace), r.meta.GetNamespace())
 	switch cmp.Or(ptrStr(ref.Kind), "Gateway") {
 	case "Gateway":
-		return t.lookupUnit(r.cluster, ns, string(ref.Name)), nil
+		return t.lookupGroup(r.cluster, ns, string(ref.Name)), nil
 	case kindListenerSet:
 		if s := t.setByKey[nsName{r.cluster, ns, string(ref.Name)}]; s != nil {
-			return s.unit, s
+			return s.group, s
 		}
 	}
 	return nil, nil
@@ -200,12 +200,12 @@ func (t *translator) findParent(r *route, ref gwv1.ParentReference) (*unit, *lis
 func (t *translator) attachRoute(r *route) {
 	var parents []gwv1.RouteParentStatus
 	for _, ref := range r.parentRefs {
-		u, set := t.findParent(r, ref)
-		if u == nil {
+		grp, set := t.findParent(r, ref)
+		if grp == nil {
 			continue // not ours: another controller, or a parent that does not exist
 		}
-		classBad, notes := t.classRules(r, u.class)
-		accepted := t.attachToParent(r, u, set, ref, classBad)
+		classBad, notes := t.classRules(r, grp.class)
+		accepted := t.attachToParent(r, grp, set, ref, classBad)
 		if accepted.Status == metav1.ConditionTrue && len(notes) > 0 {
 			accepted.Message += "; " + strings.Join(notes, "; ")
 		}
@@ -285,15 +285,15 @@ func (t *translator) routeStatuses(byKind [][]*route) {
 	}
 }
 
-// attachToParent attaches r to the listeners of u that accept it. classBad are the rules u's class
+// attachToParent attaches r to the listeners of grp that accept it. classBad are the rules grp's class
 // drops (classRules).
-func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv1.ParentReference, classBad []string) metav1.Condition {
+func (t *translator) attachToParent(r *route, grp *gatewayGroup, set *listenerSet, ref gwv1.ParentReference, classBad []string) metav1.Condition {
 	gen := r.generation
 	reject := func(reason gwv1.RouteConditionReason, msg string) metav1.Condition {
 		return cond(string(gwv1.RouteConditionAccepted), false, string(reason), msg, gen)
 	}
 	var cands []*listener
-	for _, l := range u.listeners {
+	for _, l := range grp.listeners {
 		if l.set != set {
 			continue
 		}
@@ -309,8 +309,8 @@ func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv
 		if set != nil && set.rejectReason != "" {
 			return reject(gwv1.RouteReasonNoMatchingParent, "ListenerSet is not accepted: "+set.rejectMsg)
 		}
-		if i := slices.IndexFunc(u.members, func(m *member) bool { return m.invalidReason == "" }); i < 0 && len(u.members) > 0 {
-			return reject(gwv1.RouteReasonNoMatchingParent, "Gateway is not accepted: "+u.members[0].invalidMsg)
+		if i := slices.IndexFunc(grp.members, func(m *member) bool { return m.invalidReason == "" }); i < 0 && len(grp.members) > 0 {
+			return reject(gwv1.RouteReasonNoMatchingParent, "Gateway is not accepted: "+grp.members[0].invalidMsg)
 		}
 		return reject(gwv1.RouteReasonNoMatchingParent, "No listener matches the parentRef sectionName and port")
 	}
@@ -367,7 +367,7 @@ func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv
 			return reject(gwv1.RouteReasonNotAllowedByListeners, "Hostnames conflict with an older route of the other kind (HTTPRoute/GRPCRoute) on every matching listener")
 		}
 		matched = free
-		if c := u.class; c.caps.MaxRulesPerListener > 0 || c.caps.MaxHostnamesPerListener > 0 {
+		if c := grp.class; c.caps.MaxRulesPerListener > 0 || c.caps.MaxHostnamesPerListener > 0 {
 			var refusal string
 			if matched, refusal = t.withinListenerLimits(r, c, matched); len(matched) == 0 {
 				return reject(gwv1.RouteReasonUnsupportedValue, refusal)

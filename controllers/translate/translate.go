@@ -43,8 +43,8 @@ type translator struct {
 	idx         *index
 	res         *Result
 	classes     map[string]*classInfo
-	units       []*unit
-	unitByKey   map[string]*unit
+	groups       []*gatewayGroup
+	groupByKey   map[string]*gatewayGroup
 	setByKey    map[nsName]*listenerSet
 	// policies are every BackendTLSPolicy; policyByTarget orders the ones of each target, winner first.
 	policies       []*tlsPolicy
@@ -90,13 +90,13 @@ func begin(s *snapshot.Snapshot, memo memoFunc, o options) *Pass {
 		idx:       newIndex(s),
 		res:       &Result{},
 		classes:   map[string]*classInfo{},
-		unitByKey: map[string]*unit{},
+		groupByKey: map[string]*gatewayGroup{},
 	}
 	t.translateClasses()
 	t.compilePolicies()
-	t.buildUnits()
-	for _, u := range t.units {
-		t.unitByKey[u.key] = u
+	t.buildGroups()
+	for _, grp := range t.groups {
+		t.groupByKey[grp.key] = grp
 	}
 	t.attachListenerSets()
 	routes, byKind := t.compileRoutes()
@@ -124,19 +124,19 @@ func (p *Pass) Finish() *Result {
 		defer p.lock.Unlock()
 	}
 	t := p.t
-	ingUnits, ingresses := t.compileIngresses(p.routes)
-	for _, u := range t.units {
-		t.listenerSetStatuses(u)
-		t.gatewayStatuses(u)
-		if !u.class.accepted {
+	ingGroups, ingresses := t.compileIngresses(p.routes)
+	for _, grp := range t.groups {
+		t.listenerSetStatuses(grp)
+		t.gatewayStatuses(grp)
+		if !grp.class.accepted {
 			continue
 		}
-		cfg := t.buildConfig(u)
+		cfg := t.buildConfig(grp)
 		t.res.Configs = append(t.res.Configs, cfg)
-		t.res.LoadBalancers = append(t.res.LoadBalancers, t.buildLoadBalancer(u, cfg))
+		t.res.LoadBalancers = append(t.res.LoadBalancers, t.buildLoadBalancer(grp, cfg))
 	}
-	for i, u := range ingUnits {
-		t.emitIngress(u, ingresses[i])
+	for i, grp := range ingGroups {
+		t.emitIngress(grp, ingresses[i])
 	}
 	t.translateLBServices()
 	// Configs is final now: the models may point into it.
