@@ -83,10 +83,10 @@ func (t *translator) buildConfig(grp *gatewayGroup) ir.Config {
 		}
 		cfg.Listeners = append(cfg.Listeners, il)
 	}
-	// The oldest member with a usable client certificate speaks for the gateway group.
-	for _, m := range grp.members {
-		if m.invalidReason == "" && m.clientCert != nil {
-			cfg.BackendClientCertificate = m.clientCert
+	// The oldest Gateway with a usable client certificate speaks for the group.
+	for _, gw := range grp.gateways {
+		if gw.invalidReason == "" && gw.clientCert != nil {
+			cfg.BackendClientCertificate = gw.clientCert
 			break
 		}
 	}
@@ -154,8 +154,8 @@ func (t *translator) virtualHosts(gateway string, c *classInfo, g portGroup) []i
 // hostKey names one virtual host of one gateway.
 type hostKey struct {
 	gateway string
-	port int32
-	host string
+	port    int32
+	host    string
 	// maxRetryAttempts is the class's cap, applied to the routes: a change of it builds them again.
 	maxRetryAttempts int
 }
@@ -216,23 +216,24 @@ func sniRoutes(g portGroup) []ir.SNIRoute {
 	return out
 }
 
-// buildLoadBalancer derives the provider model of one gateway group from its config and oldest valid member.
+// buildLoadBalancer derives the provider model of one gateway group from its config and oldest
+// valid Gateway.
 func (t *translator) buildLoadBalancer(grp *gatewayGroup, cfg ir.Config) providers.LoadBalancer {
 	lb := providers.LoadBalancer{
 		Gateway: grp.key, Namespace: grp.namespace, Name: grp.name,
 		Class: grp.class.name, Provider: grp.class.provider, Scope: grp.class.scope,
 		Parameters: grp.class.parameters,
 	}
-	for _, m := range grp.members {
-		if !slices.Contains(lb.Clusters, m.obj.Cluster) {
-			lb.Clusters = append(lb.Clusters, m.obj.Cluster)
+	for _, g := range grp.gateways {
+		if !slices.Contains(lb.Clusters, g.obj.Cluster) {
+			lb.Clusters = append(lb.Clusters, g.obj.Cluster)
 		}
 		// Providers make the Gateway the owner of what they create, per cluster.
-		if uid := m.gw().UID; uid != "" {
+		if uid := g.object().UID; uid != "" {
 			if lb.GatewayUIDs == nil {
 				lb.GatewayUIDs = map[string]string{}
 			}
-			lb.GatewayUIDs[m.obj.Cluster] = string(uid)
+			lb.GatewayUIDs[g.obj.Cluster] = string(uid)
 		}
 	}
 	slices.Sort(lb.Clusters)
@@ -243,11 +244,11 @@ func (t *translator) buildLoadBalancer(grp *gatewayGroup, cfg ir.Config) provide
 		}
 		lb.Ports = append(lb.Ports, providers.Port{Port: int32(l.Port), Transport: tr, Protocol: string(l.Protocol)})
 	}
-	i := slices.IndexFunc(grp.members, func(m *member) bool { return m.invalidReason == "" })
+	i := slices.IndexFunc(grp.gateways, func(g *gatewayObject) bool { return g.invalidReason == "" })
 	if i < 0 {
 		return lb
 	}
-	gw := grp.members[i].gw()
+	gw := grp.gateways[i].object()
 	for _, a := range gw.Spec.Addresses {
 		lb.Addresses = append(lb.Addresses, providers.Address{Type: string(addressType(a)), Value: a.Value})
 	}

@@ -22,15 +22,15 @@ type gatewayGroup struct {
 	namespace string
 	name      string
 	class     *classInfo
-	members   []*member
-	listeners []*listener // merged by name, in the oldest member's order, then the sets' listeners
+	gateways  []*gatewayObject
+	listeners []*listener // merged by name, in the oldest Gateway's order, then the sets' listeners
 	sets      []*listenerSet
 }
 
-// member is one Gateway object of a gateway group.
-type member struct {
+// gatewayObject is one Gateway object of a gateway group.
+type gatewayObject struct {
 	obj snapshot.Object[gwv1.Gateway]
-	// invalid explains a Gateway-level rejection (reason, message); such a member contributes no
+	// invalid explains a Gateway-level rejection (reason, message); such a Gateway contributes no
 	// listeners.
 	invalidReason, invalidMsg string
 	// own maps each of its listener names to the merged listener, or to a private listener that
@@ -41,7 +41,7 @@ type member struct {
 	clientCertReason, clientCertMsg string
 }
 
-func (m *member) gw() *gwv1.Gateway { return m.obj.Obj }
+func (g *gatewayObject) object() *gwv1.Gateway { return g.obj.Obj }
 
 // buildGroups groups our Gateways into gateway groups and merges their listeners.
 func (t *translator) buildGroups() {
@@ -62,38 +62,38 @@ func (t *translator) buildGroups() {
 			byKey[key] = grp
 			t.groups = append(t.groups, grp)
 		}
-		grp.members = append(grp.members, &member{obj: o, own: map[string]*listener{}})
+		grp.gateways = append(grp.gateways, &gatewayObject{obj: o, own: map[string]*listener{}})
 	}
 	slices.SortFunc(t.groups, func(a, b *gatewayGroup) int { return cmp.Compare(a.key, b.key) })
 	for _, grp := range t.groups {
 		// Oldest Gateway first: it wins fleet listener conflicts.
-		slices.SortStableFunc(grp.members, func(a, b *member) int {
-			return cmp.Or(a.gw().CreationTimestamp.Compare(b.gw().CreationTimestamp.Time), cmp.Compare(a.obj.Cluster, b.obj.Cluster))
+		slices.SortStableFunc(grp.gateways, func(a, b *gatewayObject) int {
+			return cmp.Or(a.object().CreationTimestamp.Compare(b.object().CreationTimestamp.Time), cmp.Compare(a.obj.Cluster, b.obj.Cluster))
 		})
-		for _, m := range grp.members {
-			t.validateMember(grp, m)
-			t.resolveClientCert(m)
-			t.mergeListeners(grp, m)
+		for _, g := range grp.gateways {
+			t.validateGateway(grp, g)
+			t.resolveClientCert(g)
+			t.mergeListeners(grp, g)
 		}
 		t.validateListeners(grp)
 	}
 }
 
-// validateMember checks the Gateway-level fields fleetgate must reject.
-func (t *translator) validateMember(grp *gatewayGroup, m *member) {
-	gw := m.gw()
+// validateGateway checks the Gateway-level fields fleetgate must reject.
+func (t *translator) validateGateway(grp *gatewayGroup, g *gatewayObject) {
+	gw := g.object()
 	if !grp.class.accepted {
-		m.invalidReason, m.invalidMsg = string(gwv1.GatewayReasonPending), fmt.Sprintf("GatewayClass %q is not accepted", grp.class.name)
+		g.invalidReason, g.invalidMsg = string(gwv1.GatewayReasonPending), fmt.Sprintf("GatewayClass %q is not accepted", grp.class.name)
 		return
 	}
 	if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil {
-		m.invalidReason = string(gwv1.GatewayReasonInvalidParameters)
-		m.invalidMsg = fmt.Sprintf("infrastructure.parametersRef %s/%s is not supported", inf.ParametersRef.Group, inf.ParametersRef.Kind)
+		g.invalidReason = string(gwv1.GatewayReasonInvalidParameters)
+		g.invalidMsg = fmt.Sprintf("infrastructure.parametersRef %s/%s is not supported", inf.ParametersRef.Group, inf.ParametersRef.Kind)
 		return
 	}
 	for _, a := range gw.Spec.Addresses {
 		if msg := checkAddress(a); msg != "" {
-			m.invalidReason, m.invalidMsg = string(gwv1.GatewayReasonUnsupportedAddress), msg
+			g.invalidReason, g.invalidMsg = string(gwv1.GatewayReasonUnsupportedAddress), msg
 			return
 		}
 	}
@@ -126,15 +126,15 @@ func checkAddress(a gwv1.GatewaySpecAddress) string {
 }
 
 // mergeListeners adds m's listeners to the gateway group. The first (oldest) definition of a name wins;
-// a later different definition of the same name stays private to its member and is Conflicted.
-func (t *translator) mergeListeners(grp *gatewayGroup, m *member) {
-	for _, spec := range m.gw().Spec.Listeners {
-		l := newListener(grp, m, spec)
-		if m.invalidReason != "" {
+// a later different definition of the same name stays private to its Gateway and is Conflicted.
+func (t *translator) mergeListeners(grp *gatewayGroup, g *gatewayObject) {
+	for _, spec := range g.object().Spec.Listeners {
+		l := newListener(grp, g, spec)
+		if g.invalidReason != "" {
 			t.validateListener(l)
-			l.accept(false, m.invalidReason, m.invalidMsg)
-			l.acceptedReason, l.acceptedMsg = m.invalidReason, m.invalidMsg
-			m.own[string(spec.Name)] = l
+			l.accept(false, g.invalidReason, g.invalidMsg)
+			l.acceptedReason, l.acceptedMsg = g.invalidReason, g.invalidMsg
+			g.own[string(spec.Name)] = l
 			continue
 		}
 		var winner *listener
@@ -147,20 +147,20 @@ func (t *translator) mergeListeners(grp *gatewayGroup, m *member) {
 		switch {
 		case winner == nil:
 			grp.listeners = append(grp.listeners, l)
-			m.own[string(spec.Name)] = l
+			g.own[string(spec.Name)] = l
 		case sameDefinition(winner.spec, spec):
-			m.own[string(spec.Name)] = winner
+			g.own[string(spec.Name)] = winner
 		default:
 			reason := gwv1.ListenerReasonHostnameConflict
 			if winner.spec.Port != spec.Port || winner.spec.Protocol != spec.Protocol {
 				reason = gwv1.ListenerReasonProtocolConflict
 			}
-			msg := fmt.Sprintf("listener differs from the one of the older Gateway in cluster %q", winner.member.obj.Cluster)
+			msg := fmt.Sprintf("listener differs from the one of the older Gateway in cluster %q", winner.gateway.obj.Cluster)
 			t.validateListener(l)
 			l.conflictReason, l.conflictMsg = "", ""
 			l.conflict(reason, msg)
 			l.acceptedReason, l.acceptedMsg = string(reason), msg
-			m.own[string(spec.Name)] = l
+			g.own[string(spec.Name)] = l
 		}
 	}
 }
@@ -182,13 +182,13 @@ func ptrStr[S ~string](p *S) string {
 	return string(*p)
 }
 
-// gatewayStatuses emits the status of every member once routes are attached.
+// gatewayStatuses emits the status of every Gateway of the group once routes are attached.
 func (t *translator) gatewayStatuses(grp *gatewayGroup) {
-	for _, m := range grp.members {
-		gw := m.gw()
+	for _, g := range grp.gateways {
+		gw := g.object()
 		gen := gw.Generation
 		st := GatewayStatus{
-			Ref:        ObjectRef{Cluster: m.obj.Cluster, Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name},
+			Ref:        ObjectRef{Cluster: g.obj.Cluster, Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name},
 			Generation: gen,
 			Gateway:    grp.key,
 		}
@@ -196,7 +196,7 @@ func (t *translator) gatewayStatuses(grp *gatewayGroup) {
 		good, programmable := 0, 0
 		seen := map[gwv1.SectionName]bool{}
 		for _, spec := range gw.Spec.Listeners {
-			l := m.own[string(spec.Name)]
+			l := g.own[string(spec.Name)]
 			if l == nil || seen[spec.Name] {
 				continue // listener names are unique; a duplicate reports once
 			}
@@ -218,11 +218,11 @@ func (t *translator) gatewayStatuses(grp *gatewayGroup) {
 		}
 		var accepted metav1.Condition
 		switch {
-		case m.invalidReason == string(gwv1.GatewayReasonPending):
-			accepted = cond(string(gwv1.GatewayConditionAccepted), false, m.invalidReason, m.invalidMsg, gen)
+		case g.invalidReason == string(gwv1.GatewayReasonPending):
+			accepted = cond(string(gwv1.GatewayConditionAccepted), false, g.invalidReason, g.invalidMsg, gen)
 			accepted.Status = metav1.ConditionUnknown
-		case m.invalidReason != "":
-			accepted = cond(string(gwv1.GatewayConditionAccepted), false, m.invalidReason, m.invalidMsg, gen)
+		case g.invalidReason != "":
+			accepted = cond(string(gwv1.GatewayConditionAccepted), false, g.invalidReason, g.invalidMsg, gen)
 		case len(bad) > 0:
 			msg := fmt.Sprintf("invalid or conflicted listeners: %s", strings.Join(bad, ", "))
 			accepted = cond(string(gwv1.GatewayConditionAccepted), good > 0, string(gwv1.GatewayReasonListenersNotValid), msg, gen)
@@ -240,7 +240,7 @@ func (t *translator) gatewayStatuses(grp *gatewayGroup) {
 				programmed.Reason = string(gwv1.GatewayReasonPending)
 			}
 		}
-		st.Conditions = append([]metav1.Condition{accepted, programmed}, gatewayTLSConditions(m, unresolved, gen)...)
+		st.Conditions = append([]metav1.Condition{accepted, programmed}, gatewayTLSConditions(g, unresolved, gen)...)
 		if al := gw.Spec.AllowedListeners; al != nil && al.Namespaces != nil && al.Namespaces.From != nil && *al.Namespaces.From != gwv1.NamespacesFromNone {
 			n := grp.attachedSets()
 			st.AttachedListenerSets = &n

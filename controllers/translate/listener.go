@@ -17,9 +17,9 @@ import (
 
 // listener is one merged Gateway listener with its verdicts.
 type listener struct {
-	group     *gatewayGroup
-	member   *member      // the member whose definition is used (secrets, namespace); nil for a set's listener
-	set      *listenerSet // the ListenerSet that defines the listener; nil for the Gateway's own
+	group    *gatewayGroup
+	gateway  *gatewayObject // the Gateway whose definition is used (secrets, namespace); nil for a set's listener
+	set      *listenerSet   // the ListenerSet that defines the listener; nil for the Gateway's own
 	spec     gwv1.Listener
 	hostname string
 	tlsMode  gwv1.TLSModeType
@@ -58,8 +58,8 @@ type attachment struct {
 	hostnames []string
 }
 
-func newListener(grp *gatewayGroup, m *member, spec gwv1.Listener) *listener {
-	l := &listener{group: grp, member: m, spec: spec, hostname: ptrStr(spec.Hostname), acceptedOK: true, attached: map[*route]bool{}, hostsKinds: map[string]int{}}
+func newListener(grp *gatewayGroup, g *gatewayObject, spec gwv1.Listener) *listener {
+	l := &listener{group: grp, gateway: g, spec: spec, hostname: ptrStr(spec.Hostname), acceptedOK: true, attached: map[*route]bool{}, hostsKinds: map[string]int{}}
 	if spec.TLS != nil {
 		l.tlsMode = gwv1.TLSModeTerminate
 		if spec.TLS.Mode != nil && *spec.TLS.Mode != "" {
@@ -75,7 +75,7 @@ func (l *listener) owner() (kind, cluster, namespace string) {
 	if l.set != nil {
 		return kindListenerSet, l.set.obj.Cluster, l.set.ls().Namespace
 	}
-	return "Gateway", l.member.obj.Cluster, l.member.gw().Namespace
+	return "Gateway", l.gateway.obj.Cluster, l.gateway.object().Namespace
 }
 
 func (l *listener) accept(ok bool, reason, msg string) {
@@ -362,7 +362,7 @@ func (t *translator) detectConflicts(ls []*listener) {
 	}
 }
 
-// status renders the listener status for one member generation.
+// status renders the listener status for one Gateway generation.
 func (l *listener) status(gen int64) gwv1.ListenerStatus {
 	st := gwv1.ListenerStatus{Name: l.spec.Name, SupportedKinds: slices.Clone(l.kinds), AttachedRoutes: int32(len(l.attached))}
 	if st.SupportedKinds == nil {

@@ -17,7 +17,7 @@ const kindListenerSet = "ListenerSet"
 
 // listenerSet is a ListenerSet whose parentRef names one of our gateways.
 type listenerSet struct {
-	obj  snapshot.Object[gwv1.ListenerSet]
+	obj   snapshot.Object[gwv1.ListenerSet]
 	group *gatewayGroup
 	// rejectReason and rejectMsg say why the whole set is not attached (NotAllowed,
 	// ParentNotAccepted); such a set contributes no listeners.
@@ -79,7 +79,7 @@ func (t *translator) attachListenerSets() {
 				s.rejectReason, s.rejectMsg = string(gwv1.ListenerSetReasonParentNotAccepted), "The parent Gateway is not accepted"
 				continue
 			}
-			if ok, msg := t.allowsListenerSet(parent.gw(), s); !ok {
+			if ok, msg := t.allowsListenerSet(parent.object(), s); !ok {
 				s.rejectReason, s.rejectMsg = string(gwv1.ListenerSetReasonNotAllowed), msg
 				continue
 			}
@@ -98,12 +98,12 @@ func (t *translator) attachListenerSets() {
 	}
 }
 
-// primary is the oldest valid member of the gateway group, whose Gateway spec governs the group-wide settings
-// (allowedListeners, addresses, infrastructure); nil when no member is valid.
-func (grp *gatewayGroup) primary() *member {
-	for _, m := range grp.members {
-		if m.invalidReason == "" {
-			return m
+// primary is the oldest valid Gateway of the group, whose spec governs the group-wide settings
+// (allowedListeners, addresses, infrastructure); nil when no Gateway is valid.
+func (grp *gatewayGroup) primary() *gatewayObject {
+	for _, g := range grp.gateways {
+		if g.invalidReason == "" {
+			return g
 		}
 	}
 	return nil

@@ -309,8 +309,8 @@ func (t *translator) attachToParent(r *route, grp *gatewayGroup, set *listenerSe
 		if set != nil && set.rejectReason != "" {
 			return reject(gwv1.RouteReasonNoMatchingParent, "ListenerSet is not accepted: "+set.rejectMsg)
 		}
-		if i := slices.IndexFunc(grp.members, func(m *member) bool { return m.invalidReason == "" }); i < 0 && len(grp.members) > 0 {
-			return reject(gwv1.RouteReasonNoMatchingParent, "Gateway is not accepted: "+grp.members[0].invalidMsg)
+		if i := slices.IndexFunc(grp.gateways, func(g *gatewayObject) bool { return g.invalidReason == "" }); i < 0 && len(grp.gateways) > 0 {
+			return reject(gwv1.RouteReasonNoMatchingParent, "Gateway is not accepted: "+grp.gateways[0].invalidMsg)
 		}
 		return reject(gwv1.RouteReasonNoMatchingParent, "No listener matches the parentRef sectionName and port")
 	}

@@ -43,8 +43,8 @@ type translator struct {
 	idx         *index
 	res         *Result
 	classes     map[string]*classInfo
-	groups       []*gatewayGroup
-	groupByKey   map[string]*gatewayGroup
+	groups      []*gatewayGroup
+	groupByKey  map[string]*gatewayGroup
 	setByKey    map[nsName]*listenerSet
 	// policies are every BackendTLSPolicy; policyByTarget orders the ones of each target, winner first.
 	policies       []*tlsPolicy
@@ -84,12 +84,12 @@ type Pass struct {
 
 func begin(s *snapshot.Snapshot, memo memoFunc, o options) *Pass {
 	t := &translator{
-		memo:      memo,
-		catalog:   o.catalog,
-		snap:      s,
-		idx:       newIndex(s),
-		res:       &Result{},
-		classes:   map[string]*classInfo{},
+		memo:       memo,
+		catalog:    o.catalog,
+		snap:       s,
+		idx:        newIndex(s),
+		res:        &Result{},
+		classes:    map[string]*classInfo{},
 		groupByKey: map[string]*gatewayGroup{},
 	}
 	t.translateClasses()
