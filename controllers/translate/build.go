@@ -161,7 +161,7 @@ type hostKey struct {
 }
 
 // hostRoutes returns the routes of one virtual host made of ms, in order: those of the last pass
-// when they were made of the very same matches (Cache), which spares building them again and
+// when they were made of the very same matches (Memo), which spares building them again and
 // lets the config server see at a glance that the host did not change.
 func (t *translator) hostRoutes(k hostKey, ms []*compiledMatch) []ir.Route {
 	if t.hosts != nil {

@@ -33,7 +33,7 @@ type Result struct {
 // translator holds the state of one Translate call.
 type translator struct {
 	// memo, when set, stands between route objects and their compilation, and hosts between
-	// matches and the route lists of virtual hosts (Cache).
+	// matches and the route lists of virtual hosts (Memo).
 	memo    memoFunc
 	hosts   *hostMemo
 	catalog Catalog
@@ -77,7 +77,7 @@ type memoFunc func(kind, cluster string, m metav1.Object, compile func() *route,
 type Pass struct {
 	t      *translator
 	routes []*route
-	// lock, when set, is held while Finish runs, and done is called at its end (Cache).
+	// lock, when set, is held while Finish runs, and done is called at its end (Memo).
 	lock sync.Locker
 	done func()
 }
@@ -168,7 +168,7 @@ func compileAll[T any](t *translator, kind string, objs []snapshot.Object[T], co
 
 // policyFresh reports whether a compiled route's endpoints were chosen by the policy its parents'
 // classes give it now: a GatewayClassConfig change (or a Gateway moving to another class) is not
-// among the backend inputs the Cache tracks.
+// among the backend inputs the Memo tracks.
 func (t *translator) policyFresh(r *route) bool {
 	if r.endpointPolicy == nil {
 		return true
