@@ -49,8 +49,8 @@ type LoadBalancer struct {
 	//     order;
 	//   - ir.Route: one per match of a rule, named "Kind/namespace/name/rule/match" (the origin
 	//     route and rule, for naming and tagging cloud rules; Ingress paths are
-	//     "Ingress/namespace/name/rule/path" or ".../default"); Match (path Exact/Prefix/Regex, method, headers,
-	//     query parameters); Filters (redirect, which is the fixed response, rewrite, header
+	//     "Ingress/namespace/name/rule/path" or ".../default"); Match (path Exact/Prefix/Regex,
+	//     method, headers, query parameters); Filters (redirect, which is the fixed response, rewrite, header
 	//     modifiers, mirrors, CORS); Timeouts and Retry;
 	//   - ir.Backend: weight, and endpoints with their member cluster and per-cluster weight; an
 	//     Invalid backend (or a route without backends) answers 500;
