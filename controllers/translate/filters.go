@@ -238,11 +238,11 @@ func (t *translator) mirror(r *route, f *gwv1.HTTPRequestMirrorFilter) (ir.Mirro
 		}
 		m.Numerator, m.Denominator = f.Fraction.Numerator, d
 	}
-	grp := useHTTP
+	u := useHTTP
 	if r.kind == kindGRPCRoute {
-		grp = useGRPC
+		u = useGRPC
 	}
-	m.Backend = t.resolveBackend(r, f.BackendRef, nil, grp)
+	m.Backend = t.resolveBackend(r, f.BackendRef, nil, u)
 	if m.Backend.Invalid {
 		return m, false, nil
 	}

@@ -11,7 +11,7 @@ import (
 
 // compileL4 compiles the single rule of a TLSRoute, TCPRoute or UDPRoute: weighted backends that
 // are rejected (connections refused) in proportion to their invalid share.
-func (t *translator) compileL4(r *route, rules [][]gwv1.BackendRef, grp use) *route {
+func (t *translator) compileL4(r *route, rules [][]gwv1.BackendRef, u use) *route {
 	for i, refs := range rules {
 		r.rules++
 		if i > 0 {
@@ -21,7 +21,7 @@ func (t *translator) compileL4(r *route, rules [][]gwv1.BackendRef, grp use) *ro
 		}
 		var bs []ir.Backend
 		for _, ref := range refs {
-			bs = append(bs, t.resolveBackend(r, ref.BackendObjectReference, ref.Weight, grp))
+			bs = append(bs, t.resolveBackend(r, ref.BackendObjectReference, ref.Weight, u))
 		}
 		r.l4 = backendList(bs)
 	}
