@@ -52,7 +52,7 @@ type GatewayReconciler struct {
 	// Sources returns the member clusters to read, each through its informer cache.
 	Sources func() []Source
 	// Translator reuses compiled routes between passes; nil translates from scratch each time.
-	Translator *translate.Cache
+	Translator *translate.Memo
 	Apply      Applier
 	Status     *StatusWriter
 	Metrics    *Metrics

@@ -97,7 +97,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	if err := (&GatewayReconciler{
 		Sources:    sources,
-		Translator: translate.NewCache(),
+		Translator: translate.NewMemo(),
 		Apply:      o.Apply,
 		Status:     writer,
 		Metrics:    m,

@@ -39,11 +39,25 @@ type LoadBalancer struct {
 	// validates it itself (Provider.Capabilities rejects what it cannot use), so that no provider's
 	// options live in this neutral model.
 	Parameters json.RawMessage `json:"parameters,omitempty"`
-	// Routing is the gateway's routing as the fleetgate proxies get it: listeners with hostnames
-	// and certificates, virtual hosts, route rules with their matches, filters, timeouts and
-	// weighted backends with endpoints per member cluster. An L7 cloud load balancer is built
-	// from it; translation checked every rule in it against the provider's Capabilities. It is
-	// the same value as the gateway's ir.Config and must not be modified.
+	// Routing is the gateway's routing as the fleetgate proxies get it, set by translation for
+	// every model (Gateways, Ingress classes, LoadBalancer Services). Providers read the
+	// dataplane IR directly rather than a provider-facing copy of it: it is already the
+	// validated, provider-neutral contract (ir.Validate), has no Kubernetes types, and a second
+	// view would have to follow every change of it. An L7 cloud load balancer finds there:
+	//   - ir.Listener: port, protocol, certificates with their hostnames, source ranges;
+	//   - ir.VirtualHost: the hostname (exact, "*.suffix" or "*") and its routes in precedence
+	//     order;
+	//   - ir.Route: one per match of a rule, named "Kind/namespace/name/rule/match" (the origin
+	//     route and rule, for naming and tagging cloud rules; Ingress paths are
+	//     "Ingress/namespace/name/rule/path" or ".../default"); Match (path Exact/Prefix/Regex,
+	//     method, headers, query parameters); Filters (redirect, which is the fixed response, rewrite, header
+	//     modifiers, mirrors, CORS); Timeouts and Retry;
+	//   - ir.Backend: weight, and endpoints with their member cluster and per-cluster weight; an
+	//     Invalid backend (or a route without backends) answers 500;
+	//   - SNIRoutes and L4 for TLS, TCP and UDP listeners.
+	// Translation kept out every rule the provider's Capabilities cannot express, so a provider
+	// may refuse what it still meets (an error from Ensure) instead of approximating it. It is
+	// the same value as Result.Configs' entry for the gateway and must not be modified.
 	Routing *ir.Config `json:"-"`
 }
 

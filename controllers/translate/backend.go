@@ -375,11 +375,11 @@ func (t *translator) endpoints(pol *proxyPolicy, cluster, ns, svc, portName stri
 func (t *translator) routePolicy(r *route) *proxyPolicy {
 	var pol *proxyPolicy
 	for _, ref := range r.parentRefs {
-		u, _ := t.findParent(r, ref)
-		if u == nil || u.class == nil || u.class.proxy == nil {
+		grp, _ := t.findParent(r, ref)
+		if grp == nil || grp.class == nil || grp.class.proxy == nil {
 			continue
 		}
-		switch p := u.class.proxy; {
+		switch p := grp.class.proxy; {
 		case pol == nil:
 			pol = p
 		case !samePolicy(pol, p):

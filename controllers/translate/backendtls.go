@@ -199,12 +199,12 @@ func (t *translator) recordAncestors(r *route) {
 		return
 	}
 	for _, ref := range r.parentRefs {
-		u, _ := t.findParent(r, ref)
-		if u == nil {
+		grp, _ := t.findParent(r, ref)
+		if grp == nil {
 			continue
 		}
 		for _, p := range r.policies {
-			p.ancestors[gatewayName{u.namespace, u.name}] = true
+			p.ancestors[gatewayName{grp.namespace, grp.name}] = true
 		}
 	}
 }

@@ -51,11 +51,11 @@ func (g portGroup) owner(h string) *listener {
 	return best
 }
 
-// buildConfig assembles the dataplane config of one unit. Version is left 0: the config server
+// buildConfig assembles the dataplane config of one gateway group. Version is left 0: the config server
 // stamps versions when it publishes a changed config.
-func (t *translator) buildConfig(u *unit) ir.Config {
-	cfg := ir.Config{Gateway: u.key, Limits: u.class.proxy.limits}
-	for _, g := range groupByPort(u.listeners) {
+func (t *translator) buildConfig(grp *gatewayGroup) ir.Config {
+	cfg := ir.Config{Gateway: grp.key, Limits: grp.class.proxy.limits}
+	for _, g := range groupByPort(grp.listeners) {
 		proto := g.ls[0].spec.Protocol
 		il := ir.Listener{
 			Name:     fmt.Sprintf("%s-%d", strings.ToLower(string(proto)), g.port),
@@ -73,7 +73,7 @@ func (t *translator) buildConfig(u *unit) ir.Config {
 		})
 		switch proto {
 		case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
-			il.VirtualHosts = t.virtualHosts(u.key, u.class.proxy, g)
+			il.VirtualHosts = t.virtualHosts(grp.key, grp.class, g)
 		case gwv1.TLSProtocolType:
 			il.SNIRoutes = sniRoutes(g)
 		case gwv1.TCPProtocolType, gwv1.UDPProtocolType:
@@ -83,10 +83,10 @@ func (t *translator) buildConfig(u *unit) ir.Config {
 		}
 		cfg.Listeners = append(cfg.Listeners, il)
 	}
-	// The oldest member with a usable client certificate speaks for the unit.
-	for _, m := range u.members {
-		if m.invalidReason == "" && m.clientCert != nil {
-			cfg.BackendClientCertificate = m.clientCert
+	// The oldest Gateway with a usable client certificate speaks for the group.
+	for _, gw := range grp.gateways {
+		if gw.invalidReason == "" && gw.clientCert != nil {
+			cfg.BackendClientCertificate = gw.clientCert
 			break
 		}
 	}
@@ -100,7 +100,8 @@ func firstOr(hs []string) string {
 	return hs[0]
 }
 
-func (t *translator) virtualHosts(unit string, p *proxyPolicy, g portGroup) []ir.VirtualHost {
+func (t *translator) virtualHosts(gateway string, c *classInfo, g portGroup) []ir.VirtualHost {
+	p := c.proxy
 	// Pointers into the routes' matches: a route reused from an earlier pass keeps them, which
 	// lets hostRoutes reuse that pass's route list of a host whose matches are all the same.
 	byHost := map[string][]*compiledMatch{}
@@ -111,7 +112,7 @@ func (t *translator) virtualHosts(unit string, p *proxyPolicy, g portGroup) []ir
 					continue
 				}
 				for i := range a.route.matches {
-					if m := &a.route.matches[i]; m.servedBy(p) {
+					if m := &a.route.matches[i]; m.servedBy(p) && t.expressedBy(a.route, c, m.prec.rule) {
 						byHost[h] = append(byHost[h], m)
 					}
 				}
@@ -145,22 +146,22 @@ func (t *translator) virtualHosts(unit string, p *proxyPolicy, g portGroup) []ir
 				ms = append(ms, byHost[h2]...)
 			}
 		}
-		out = append(out, ir.VirtualHost{Hostname: cmp.Or(h, "*"), Routes: t.hostRoutes(hostKey{unit, g.port, h, p.maxRetryAttempts}, ms)})
+		out = append(out, ir.VirtualHost{Hostname: cmp.Or(h, "*"), Routes: t.hostRoutes(hostKey{gateway, g.port, h, p.maxRetryAttempts}, ms)})
 	}
 	return out
 }
 
 // hostKey names one virtual host of one gateway.
 type hostKey struct {
-	unit string
-	port int32
-	host string
+	gateway string
+	port    int32
+	host    string
 	// maxRetryAttempts is the class's cap, applied to the routes: a change of it builds them again.
 	maxRetryAttempts int
 }
 
 // hostRoutes returns the routes of one virtual host made of ms, in order: those of the last pass
-// when they were made of the very same matches (Cache), which spares building them again and
+// when they were made of the very same matches (Memo), which spares building them again and
 // lets the config server see at a glance that the host did not change.
 func (t *translator) hostRoutes(k hostKey, ms []*compiledMatch) []ir.Route {
 	if t.hosts != nil {
@@ -215,23 +216,24 @@ func sniRoutes(g portGroup) []ir.SNIRoute {
 	return out
 }
 
-// buildLoadBalancer derives the provider model of one unit from its config and oldest valid member.
-func (t *translator) buildLoadBalancer(u *unit, cfg ir.Config) providers.LoadBalancer {
+// buildLoadBalancer derives the provider model of one gateway group from its config and oldest
+// valid Gateway.
+func (t *translator) buildLoadBalancer(grp *gatewayGroup, cfg ir.Config) providers.LoadBalancer {
 	lb := providers.LoadBalancer{
-		Gateway: u.key, Namespace: u.namespace, Name: u.name,
-		Class: u.class.name, Provider: u.class.provider, Scope: u.class.scope,
-		Parameters: u.class.parameters,
+		Gateway: grp.key, Namespace: grp.namespace, Name: grp.name,
+		Class: grp.class.name, Provider: grp.class.provider, Scope: grp.class.scope,
+		Parameters: grp.class.parameters,
 	}
-	for _, m := range u.members {
-		if !slices.Contains(lb.Clusters, m.obj.Cluster) {
-			lb.Clusters = append(lb.Clusters, m.obj.Cluster)
+	for _, g := range grp.gateways {
+		if !slices.Contains(lb.Clusters, g.obj.Cluster) {
+			lb.Clusters = append(lb.Clusters, g.obj.Cluster)
 		}
 		// Providers make the Gateway the owner of what they create, per cluster.
-		if uid := m.gw().UID; uid != "" {
+		if uid := g.object().UID; uid != "" {
 			if lb.GatewayUIDs == nil {
 				lb.GatewayUIDs = map[string]string{}
 			}
-			lb.GatewayUIDs[m.obj.Cluster] = string(uid)
+			lb.GatewayUIDs[g.obj.Cluster] = string(uid)
 		}
 	}
 	slices.Sort(lb.Clusters)
@@ -242,11 +244,11 @@ func (t *translator) buildLoadBalancer(u *unit, cfg ir.Config) providers.LoadBal
 		}
 		lb.Ports = append(lb.Ports, providers.Port{Port: int32(l.Port), Transport: tr, Protocol: string(l.Protocol)})
 	}
-	i := slices.IndexFunc(u.members, func(m *member) bool { return m.invalidReason == "" })
+	i := slices.IndexFunc(grp.gateways, func(g *gatewayObject) bool { return g.invalidReason == "" })
 	if i < 0 {
 		return lb
 	}
-	gw := u.members[i].gw()
+	gw := grp.gateways[i].object()
 	for _, a := range gw.Spec.Addresses {
 		lb.Addresses = append(lb.Addresses, providers.Address{Type: string(addressType(a)), Value: a.Value})
 	}

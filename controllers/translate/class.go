@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/providers"
 )
 
 // classInfo is one of our GatewayClasses with its resolved parameters.
@@ -22,6 +23,8 @@ type classInfo struct {
 	parameters json.RawMessage
 	// proxy is the class's spec.proxy, resolved; never nil.
 	proxy *proxyPolicy
+	// caps is what the provider can express with these parameters (Catalog).
+	caps providers.Capabilities
 }
 
 // translateClasses validates every GatewayClass of our controller: its parametersRef must name an
@@ -33,7 +36,8 @@ func (t *translator) translateClasses() {
 		if gc == nil || gc.Spec.ControllerName != snapshot.ControllerName {
 			continue
 		}
-		ci := &classInfo{name: gc.Name, cluster: o.Cluster, provider: string(v1alpha1.ProviderInCluster), scope: string(v1alpha1.ScopeCluster), proxy: defaultProxyPolicy()}
+		ci := &classInfo{name: gc.Name, cluster: o.Cluster, provider: string(v1alpha1.ProviderInCluster), scope: string(v1alpha1.ScopeCluster),
+			proxy: defaultProxyPolicy(), caps: providers.FullCapabilities()}
 		err := t.resolveParams(o.Cluster, gc.Spec.ParametersRef, ci)
 		st := ClassStatus{Ref: ObjectRef{Cluster: o.Cluster, Kind: "GatewayClass", Name: gc.Name}, Generation: gc.Generation}
 		if err != nil {
@@ -81,6 +85,11 @@ func (t *translator) resolveParams(cluster string, ref *gwv1.ParametersReference
 		return fmt.Errorf("GatewayClassConfig %q: %w", ref.Name, err)
 	}
 	ci.parameters = params
+	caps, err := t.capabilities(ci.provider, params)
+	if err != nil {
+		return fmt.Errorf("GatewayClassConfig %q: %w", ref.Name, err)
+	}
+	ci.caps = caps
 	if cfg.Spec.Scope != "" {
 		ci.scope = string(cfg.Spec.Scope)
 	}

@@ -15,22 +15,22 @@ import (
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
-// unit is one dataplane gateway: a single Gateway (Cluster scope) or every Gateway with the same
+// gatewayGroup is one dataplane gateway: a single Gateway (Cluster scope) or every Gateway with the same
 // namespace/name across members (Fleet scope).
-type unit struct {
+type gatewayGroup struct {
 	key       string
 	namespace string
 	name      string
 	class     *classInfo
-	members   []*member
-	listeners []*listener // merged by name, in the oldest member's order, then the sets' listeners
+	gateways  []*gatewayObject
+	listeners []*listener // merged by name, in the oldest Gateway's order, then the sets' listeners
 	sets      []*listenerSet
 }
 
-// member is one Gateway object of a unit.
-type member struct {
+// gatewayObject is one Gateway object of a gateway group.
+type gatewayObject struct {
 	obj snapshot.Object[gwv1.Gateway]
-	// invalid explains a Gateway-level rejection (reason, message); such a member contributes no
+	// invalid explains a Gateway-level rejection (reason, message); such a Gateway contributes no
 	// listeners.
 	invalidReason, invalidMsg string
 	// own maps each of its listener names to the merged listener, or to a private listener that
@@ -41,11 +41,11 @@ type member struct {
 	clientCertReason, clientCertMsg string
 }
 
-func (m *member) gw() *gwv1.Gateway { return m.obj.Obj }
+func (g *gatewayObject) object() *gwv1.Gateway { return g.obj.Obj }
 
-// buildUnits groups our Gateways into units and merges their listeners.
-func (t *translator) buildUnits() {
-	byKey := map[string]*unit{}
+// buildGroups groups our Gateways into gateway groups and merges their listeners.
+func (t *translator) buildGroups() {
+	byKey := map[string]*gatewayGroup{}
 	for _, o := range t.snap.Gateways {
 		gw := o.Obj
 		ci := t.classes[string(gw.Spec.GatewayClassName)]
@@ -56,44 +56,44 @@ func (t *translator) buildUnits() {
 		if ci.scope == string(v1alpha1.ScopeFleet) {
 			key = gw.Namespace + "/" + gw.Name
 		}
-		u := byKey[key]
-		if u == nil {
-			u = &unit{key: key, namespace: gw.Namespace, name: gw.Name, class: ci}
-			byKey[key] = u
-			t.units = append(t.units, u)
+		grp := byKey[key]
+		if grp == nil {
+			grp = &gatewayGroup{key: key, namespace: gw.Namespace, name: gw.Name, class: ci}
+			byKey[key] = grp
+			t.groups = append(t.groups, grp)
 		}
-		u.members = append(u.members, &member{obj: o, own: map[string]*listener{}})
+		grp.gateways = append(grp.gateways, &gatewayObject{obj: o, own: map[string]*listener{}})
 	}
-	slices.SortFunc(t.units, func(a, b *unit) int { return cmp.Compare(a.key, b.key) })
-	for _, u := range t.units {
+	slices.SortFunc(t.groups, func(a, b *gatewayGroup) int { return cmp.Compare(a.key, b.key) })
+	for _, grp := range t.groups {
 		// Oldest Gateway first: it wins fleet listener conflicts.
-		slices.SortStableFunc(u.members, func(a, b *member) int {
-			return cmp.Or(a.gw().CreationTimestamp.Compare(b.gw().CreationTimestamp.Time), cmp.Compare(a.obj.Cluster, b.obj.Cluster))
+		slices.SortStableFunc(grp.gateways, func(a, b *gatewayObject) int {
+			return cmp.Or(a.object().CreationTimestamp.Compare(b.object().CreationTimestamp.Time), cmp.Compare(a.obj.Cluster, b.obj.Cluster))
 		})
-		for _, m := range u.members {
-			t.validateMember(u, m)
-			t.resolveClientCert(m)
-			t.mergeListeners(u, m)
+		for _, g := range grp.gateways {
+			t.validateGateway(grp, g)
+			t.resolveClientCert(g)
+			t.mergeListeners(grp, g)
 		}
-		t.validateListeners(u)
+		t.validateListeners(grp)
 	}
 }
 
-// validateMember checks the Gateway-level fields fleetgate must reject.
-func (t *translator) validateMember(u *unit, m *member) {
-	gw := m.gw()
-	if !u.class.accepted {
-		m.invalidReason, m.invalidMsg = string(gwv1.GatewayReasonPending), fmt.Sprintf("GatewayClass %q is not accepted", u.class.name)
+// validateGateway checks the Gateway-level fields fleetgate must reject.
+func (t *translator) validateGateway(grp *gatewayGroup, g *gatewayObject) {
+	gw := g.object()
+	if !grp.class.accepted {
+		g.invalidReason, g.invalidMsg = string(gwv1.GatewayReasonPending), fmt.Sprintf("GatewayClass %q is not accepted", grp.class.name)
 		return
 	}
 	if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil {
-		m.invalidReason = string(gwv1.GatewayReasonInvalidParameters)
-		m.invalidMsg = fmt.Sprintf("infrastructure.parametersRef %s/%s is not supported", inf.ParametersRef.Group, inf.ParametersRef.Kind)
+		g.invalidReason = string(gwv1.GatewayReasonInvalidParameters)
+		g.invalidMsg = fmt.Sprintf("infrastructure.parametersRef %s/%s is not supported", inf.ParametersRef.Group, inf.ParametersRef.Kind)
 		return
 	}
 	for _, a := range gw.Spec.Addresses {
 		if msg := checkAddress(a); msg != "" {
-			m.invalidReason, m.invalidMsg = string(gwv1.GatewayReasonUnsupportedAddress), msg
+			g.invalidReason, g.invalidMsg = string(gwv1.GatewayReasonUnsupportedAddress), msg
 			return
 		}
 	}
@@ -125,20 +125,20 @@ func checkAddress(a gwv1.GatewaySpecAddress) string {
 	return ""
 }
 
-// mergeListeners adds m's listeners to the unit. The first (oldest) definition of a name wins;
-// a later different definition of the same name stays private to its member and is Conflicted.
-func (t *translator) mergeListeners(u *unit, m *member) {
-	for _, spec := range m.gw().Spec.Listeners {
-		l := newListener(u, m, spec)
-		if m.invalidReason != "" {
+// mergeListeners adds m's listeners to the gateway group. The first (oldest) definition of a name wins;
+// a later different definition of the same name stays private to its Gateway and is Conflicted.
+func (t *translator) mergeListeners(grp *gatewayGroup, g *gatewayObject) {
+	for _, spec := range g.object().Spec.Listeners {
+		l := newListener(grp, g, spec)
+		if g.invalidReason != "" {
 			t.validateListener(l)
-			l.accept(false, m.invalidReason, m.invalidMsg)
-			l.acceptedReason, l.acceptedMsg = m.invalidReason, m.invalidMsg
-			m.own[string(spec.Name)] = l
+			l.accept(false, g.invalidReason, g.invalidMsg)
+			l.acceptedReason, l.acceptedMsg = g.invalidReason, g.invalidMsg
+			g.own[string(spec.Name)] = l
 			continue
 		}
 		var winner *listener
-		for _, w := range u.listeners {
+		for _, w := range grp.listeners {
 			if w.spec.Name == spec.Name {
 				winner = w
 				break
@@ -146,21 +146,21 @@ func (t *translator) mergeListeners(u *unit, m *member) {
 		}
 		switch {
 		case winner == nil:
-			u.listeners = append(u.listeners, l)
-			m.own[string(spec.Name)] = l
+			grp.listeners = append(grp.listeners, l)
+			g.own[string(spec.Name)] = l
 		case sameDefinition(winner.spec, spec):
-			m.own[string(spec.Name)] = winner
+			g.own[string(spec.Name)] = winner
 		default:
 			reason := gwv1.ListenerReasonHostnameConflict
 			if winner.spec.Port != spec.Port || winner.spec.Protocol != spec.Protocol {
 				reason = gwv1.ListenerReasonProtocolConflict
 			}
-			msg := fmt.Sprintf("listener differs from the one of the older Gateway in cluster %q", winner.member.obj.Cluster)
+			msg := fmt.Sprintf("listener differs from the one of the older Gateway in cluster %q", winner.gateway.obj.Cluster)
 			t.validateListener(l)
 			l.conflictReason, l.conflictMsg = "", ""
 			l.conflict(reason, msg)
 			l.acceptedReason, l.acceptedMsg = string(reason), msg
-			m.own[string(spec.Name)] = l
+			g.own[string(spec.Name)] = l
 		}
 	}
 }
@@ -182,21 +182,21 @@ func ptrStr[S ~string](p *S) string {
 	return string(*p)
 }
 
-// gatewayStatuses emits the status of every member once routes are attached.
-func (t *translator) gatewayStatuses(u *unit) {
-	for _, m := range u.members {
-		gw := m.gw()
+// gatewayStatuses emits the status of every Gateway of the group once routes are attached.
+func (t *translator) gatewayStatuses(grp *gatewayGroup) {
+	for _, g := range grp.gateways {
+		gw := g.object()
 		gen := gw.Generation
 		st := GatewayStatus{
-			Ref:        ObjectRef{Cluster: m.obj.Cluster, Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name},
+			Ref:        ObjectRef{Cluster: g.obj.Cluster, Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name},
 			Generation: gen,
-			Gateway:    u.key,
+			Gateway:    grp.key,
 		}
 		var bad, unresolved []string
 		good, programmable := 0, 0
 		seen := map[gwv1.SectionName]bool{}
 		for _, spec := range gw.Spec.Listeners {
-			l := m.own[string(spec.Name)]
+			l := g.own[string(spec.Name)]
 			if l == nil || seen[spec.Name] {
 				continue // listener names are unique; a duplicate reports once
 			}
@@ -218,11 +218,11 @@ func (t *translator) gatewayStatuses(u *unit) {
 		}
 		var accepted metav1.Condition
 		switch {
-		case m.invalidReason == string(gwv1.GatewayReasonPending):
-			accepted = cond(string(gwv1.GatewayConditionAccepted), false, m.invalidReason, m.invalidMsg, gen)
+		case g.invalidReason == string(gwv1.GatewayReasonPending):
+			accepted = cond(string(gwv1.GatewayConditionAccepted), false, g.invalidReason, g.invalidMsg, gen)
 			accepted.Status = metav1.ConditionUnknown
-		case m.invalidReason != "":
-			accepted = cond(string(gwv1.GatewayConditionAccepted), false, m.invalidReason, m.invalidMsg, gen)
+		case g.invalidReason != "":
+			accepted = cond(string(gwv1.GatewayConditionAccepted), false, g.invalidReason, g.invalidMsg, gen)
 		case len(bad) > 0:
 			msg := fmt.Sprintf("invalid or conflicted listeners: %s", strings.Join(bad, ", "))
 			accepted = cond(string(gwv1.GatewayConditionAccepted), good > 0, string(gwv1.GatewayReasonListenersNotValid), msg, gen)
@@ -240,9 +240,9 @@ func (t *translator) gatewayStatuses(u *unit) {
 				programmed.Reason = string(gwv1.GatewayReasonPending)
 			}
 		}
-		st.Conditions = append([]metav1.Condition{accepted, programmed}, gatewayTLSConditions(m, unresolved, gen)...)
+		st.Conditions = append([]metav1.Condition{accepted, programmed}, gatewayTLSConditions(g, unresolved, gen)...)
 		if al := gw.Spec.AllowedListeners; al != nil && al.Namespaces != nil && al.Namespaces.From != nil && *al.Namespaces.From != gwv1.NamespacesFromNone {
-			n := u.attachedSets()
+			n := grp.attachedSets()
 			st.AttachedListenerSets = &n
 		}
 		t.res.Gateways = append(t.res.Gateways, st)

@@ -51,17 +51,17 @@ func (t *translator) listenerClientValidation(l *listener) {
 	if l.spec.Protocol != gwv1.HTTPSProtocolType {
 		return // the spec scopes frontend validation to HTTPS listeners
 	}
-	m := validatingMember(l)
-	if m == nil {
+	g := validatingGateway(l)
+	if g == nil {
 		return
 	}
-	v := frontendValidation(m.gw(), l.spec.Port)
+	v := frontendValidation(g.object(), l.spec.Port)
 	if v == nil {
 		return
 	}
 	var pem []byte
 	for i, ref := range v.CACertificateRefs {
-		p, reason, msg := t.resolveFrontendCA(m, ref)
+		p, reason, msg := t.resolveFrontendCA(g, ref)
 		if reason != "" {
 			l.unresolved(reason, fmt.Sprintf("frontend validation caCertificateRefs[%d]: %s", i, msg))
 			continue
@@ -75,31 +75,31 @@ func (t *translator) listenerClientValidation(l *listener) {
 	l.clientValidation = &ir.ClientValidation{CACertPEM: pem, AllowInsecureFallback: v.Mode == gwv1.AllowInsecureFallback}
 }
 
-// validatingMember is the Gateway whose spec.tls.frontend governs l: its own, or for a ListenerSet's
+// validatingGateway is the Gateway whose spec.tls.frontend governs l: its own, or for a ListenerSet's
 // listener the parent Gateway (in the set's cluster when the gateway spans several), so that a set
 // cannot open an unvalidated port beside the Gateway's.
-func validatingMember(l *listener) *member {
-	if l.member != nil {
-		return l.member
+func validatingGateway(l *listener) *gatewayObject {
+	if l.gateway != nil {
+		return l.gateway
 	}
-	if l.set == nil || l.set.unit == nil || len(l.set.unit.members) == 0 {
+	if l.set == nil || l.set.group == nil || len(l.set.group.gateways) == 0 {
 		return nil
 	}
-	for _, m := range l.set.unit.members {
-		if m.obj.Cluster == l.set.obj.Cluster {
-			return m
+	for _, g := range l.set.group.gateways {
+		if g.obj.Cluster == l.set.obj.Cluster {
+			return g
 		}
 	}
-	return l.set.unit.members[0]
+	return l.set.group.gateways[0]
 }
 
-func (t *translator) resolveFrontendCA(m *member, ref gwv1.ObjectReference) ([]byte, gwv1.ListenerConditionReason, string) {
-	gw := m.gw()
+func (t *translator) resolveFrontendCA(g *gatewayObject, ref gwv1.ObjectReference) ([]byte, gwv1.ListenerConditionReason, string) {
+	gw := g.object()
 	if ref.Group != "" || ref.Kind != "ConfigMap" {
 		return nil, gwv1.ListenerReasonInvalidCACertificateKind, fmt.Sprintf("%s/%s is not a supported kind (core/ConfigMap)", ref.Group, ref.Kind)
 	}
 	ns := cmp.Or(ptrStr(ref.Namespace), gw.Namespace)
-	cluster := m.obj.Cluster
+	cluster := g.obj.Cluster
 	if !t.idx.permitted(cluster, groupKind{gwv1.GroupName, "Gateway"}, gw.Namespace, groupKind{"", "ConfigMap"}, ns, string(ref.Name)) {
 		return nil, gwv1.ListenerReasonRefNotPermitted, fmt.Sprintf("ConfigMap %s/%s is not permitted by any ReferenceGrant", ns, ref.Name)
 	}
@@ -113,14 +113,14 @@ func (t *translator) resolveFrontendCA(m *member, ref gwv1.ObjectReference) ([]b
 // resolveClientCert resolves a Gateway's spec.tls.backend.clientCertificateRef, the certificate
 // the proxy presents to TLS backends. A bad reference leaves the Gateway accepted (only backend
 // connections are affected) with ResolvedRefs false.
-func (t *translator) resolveClientCert(m *member) {
-	gw := m.gw()
+func (t *translator) resolveClientCert(g *gatewayObject) {
+	gw := g.object()
 	if gw.Spec.TLS == nil || gw.Spec.TLS.Backend == nil || gw.Spec.TLS.Backend.ClientCertificateRef == nil {
 		return
 	}
 	ref := gw.Spec.TLS.Backend.ClientCertificateRef
 	fail := func(reason gwv1.GatewayConditionReason, format string, args ...any) {
-		m.clientCertReason, m.clientCertMsg = string(reason), "tls.backend.clientCertificateRef: "+fmt.Sprintf(format, args...)
+		g.clientCertReason, g.clientCertMsg = string(reason), "tls.backend.clientCertificateRef: "+fmt.Sprintf(format, args...)
 	}
 	group, kind := ptrStr(ref.Group), cmp.Or(ptrStr(ref.Kind), "Secret")
 	ns := cmp.Or(ptrStr(ref.Namespace), gw.Namespace)
@@ -128,11 +128,11 @@ func (t *translator) resolveClientCert(m *member) {
 		fail(gwv1.GatewayReasonInvalidClientCertificateRef, "%s/%s is not a supported kind (core/Secret)", group, kind)
 		return
 	}
-	if !t.idx.permitted(m.obj.Cluster, groupKind{gwv1.GroupName, "Gateway"}, gw.Namespace, groupKind{"", "Secret"}, ns, string(ref.Name)) {
+	if !t.idx.permitted(g.obj.Cluster, groupKind{gwv1.GroupName, "Gateway"}, gw.Namespace, groupKind{"", "Secret"}, ns, string(ref.Name)) {
 		fail(gwv1.GatewayReasonRefNotPermitted, "Secret %s/%s is not permitted by any ReferenceGrant", ns, ref.Name)
 		return
 	}
-	sec := t.idx.secrets[nsName{m.obj.Cluster, ns, string(ref.Name)}]
+	sec := t.idx.secrets[nsName{g.obj.Cluster, ns, string(ref.Name)}]
 	if sec == nil {
 		fail(gwv1.GatewayReasonInvalidClientCertificateRef, "Secret %s/%s not found", ns, ref.Name)
 		return
@@ -142,20 +142,20 @@ func (t *translator) resolveClientCert(m *member) {
 		fail(gwv1.GatewayReasonInvalidClientCertificateRef, "Secret %s/%s: %v", ns, ref.Name, err)
 		return
 	}
-	m.clientCert = &ir.Certificate{Name: ns + "/" + string(ref.Name), CertPEM: crt, KeyPEM: key}
+	g.clientCert = &ir.Certificate{Name: ns + "/" + string(ref.Name), CertPEM: crt, KeyPEM: key}
 }
 
 // gatewayTLSConditions are the Gateway conditions of spec.tls: ResolvedRefs when a backend client
 // certificate is set (the only Gateway-level reference), and InsecureFrontendValidationMode while
 // some frontend validation allows insecure fallback.
-func gatewayTLSConditions(m *member, unresolvedListeners []string, gen int64) []metav1.Condition {
-	gw := m.gw()
+func gatewayTLSConditions(g *gatewayObject, unresolvedListeners []string, gen int64) []metav1.Condition {
+	gw := g.object()
 	var out []metav1.Condition
 	if gw.Spec.TLS != nil && gw.Spec.TLS.Backend != nil && gw.Spec.TLS.Backend.ClientCertificateRef != nil {
 		typ := string(gwv1.GatewayConditionResolvedRefs)
 		switch {
-		case m.clientCertReason != "":
-			out = append(out, cond(typ, false, m.clientCertReason, m.clientCertMsg, gen))
+		case g.clientCertReason != "":
+			out = append(out, cond(typ, false, g.clientCertReason, g.clientCertMsg, gen))
 		case len(unresolvedListeners) > 0:
 			out = append(out, cond(typ, false, string(gwv1.GatewayReasonListenersNotResolved), fmt.Sprintf("listeners with unresolved references: %v", unresolvedListeners), gen))
 		default:

@@ -99,7 +99,11 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pass := Begin(s)
+			var opts []Option
+			if strings.HasPrefix(name, "caps-") {
+				opts = append(opts, WithCatalog(testCatalog{}))
+			}
+			pass := Begin(s, opts...)
 			// The controller publishes the early statuses before Finish: Finish must not change them.
 			e := pass.Early()
 			early, err := yaml.Marshal(Result{GatewayClasses: e.GatewayClasses, Routes: e.Routes, Policies: e.Policies})

@@ -16,6 +16,7 @@ import (
 func (t *translator) compileGRPCRoute(o snapshot.Object[gwv1.GRPCRoute]) *route {
 	gr := o.Obj
 	r := newRoute(kindGRPCRoute, o, gr.Spec.CommonRouteSpec, gr.Spec.Hostnames, true)
+	r.specRules = grpcRules(gr.Spec.Rules)
 	for i, rule := range gr.Spec.Rules {
 		r.rules++
 		t.compileGRPCRule(r, i, rule)

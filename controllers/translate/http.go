@@ -17,6 +17,7 @@ import (
 func (t *translator) compileHTTPRoute(o snapshot.Object[gwv1.HTTPRoute]) *route {
 	hr := o.Obj
 	r := newRoute(kindHTTPRoute, o, hr.Spec.CommonRouteSpec, hr.Spec.Hostnames, true)
+	r.specRules = httpRules(hr.Spec.Rules)
 	for i, rule := range hr.Spec.Rules {
 		r.rules++
 		t.compileHTTPRule(r, i, rule)

@@ -150,10 +150,11 @@ type ingressClass struct {
 	scope         string
 	parameters    json.RawMessage
 	proxy         *proxyPolicy
+	caps          providers.Capabilities
 }
 
-// ingressUnit is the gateway of one Ingress class: every Ingress of it, oldest first.
-type ingressUnit struct {
+// ingressGroup is the gateway of one Ingress class: every Ingress of it, oldest first.
+type ingressGroup struct {
 	key       string
 	class     *ingressClass
 	ingresses []snapshot.Object[networkingv1.Ingress]
@@ -204,7 +205,9 @@ func (t *translator) ingressClasses() map[string]map[string]*ingressClass {
 func (t *translator) ingressClassParams(cluster string, p *networkingv1.IngressClassParametersReference, c *ingressClass) error {
 	c.provider, c.scope, c.proxy = string(v1alpha1.ProviderInCluster), string(v1alpha1.ScopeCluster), defaultProxyPolicy()
 	if p == nil {
-		return nil
+		var err error
+		c.caps, err = t.capabilities(c.provider, nil)
+		return err
 	}
 	if p.Scope != nil && *p.Scope != networkingv1.IngressClassParametersReferenceScopeCluster {
 		return fmt.Errorf("parameters must be the cluster-scoped %s/GatewayClassConfig, not scope %s", v1alpha1.Group, *p.Scope)
@@ -214,7 +217,7 @@ func (t *translator) ingressClassParams(cluster string, p *networkingv1.IngressC
 	if err := t.resolveParams(cluster, ref, ci); err != nil {
 		return err
 	}
-	c.provider, c.scope, c.parameters, c.proxy = ci.provider, ci.scope, ci.parameters, ci.proxy
+	c.provider, c.scope, c.parameters, c.proxy, c.caps = ci.provider, ci.scope, ci.parameters, ci.proxy, ci.caps
 	return nil
 }
 
@@ -235,11 +238,11 @@ func ingressClassOf(classes map[string]*ingressClass, ing *networkingv1.Ingress)
 	return def
 }
 
-// ingressUnits groups the Ingresses of our usable classes by gateway key.
-func (t *translator) ingressUnits() []*ingressUnit {
+// ingressGroups groups the Ingresses of our usable classes by gateway key.
+func (t *translator) ingressGroups() []*ingressGroup {
 	classes := t.ingressClasses()
-	byKey := map[string]*ingressUnit{}
-	var units []*ingressUnit
+	byKey := map[string]*ingressGroup{}
+	var groups []*ingressGroup
 	for _, o := range t.snap.Ingresses {
 		c := ingressClassOf(classes[o.Cluster], o.Obj)
 		if c == nil || !c.ok {
@@ -249,19 +252,19 @@ func (t *translator) ingressUnits() []*ingressUnit {
 		if c.scope == string(v1alpha1.ScopeFleet) {
 			key = "ingress:" + c.name
 		}
-		u := byKey[key]
-		if u == nil {
-			u = &ingressUnit{key: key, class: c}
-			byKey[key] = u
-			units = append(units, u)
+		grp := byKey[key]
+		if grp == nil {
+			grp = &ingressGroup{key: key, class: c}
+			byKey[key] = grp
+			groups = append(groups, grp)
 		}
-		u.ingresses = append(u.ingresses, o)
+		grp.ingresses = append(grp.ingresses, o)
 	}
-	slices.SortFunc(units, func(a, b *ingressUnit) int { return cmp.Compare(a.key, b.key) })
-	for _, u := range units {
-		slices.SortStableFunc(u.ingresses, olderIngress)
+	slices.SortFunc(groups, func(a, b *ingressGroup) int { return cmp.Compare(a.key, b.key) })
+	for _, grp := range groups {
+		slices.SortStableFunc(grp.ingresses, olderIngress)
 	}
-	return units
+	return groups
 }
 
 // olderIngress orders Ingresses by creation time, then namespace/name, then cluster.
@@ -277,9 +280,9 @@ func ingressRef(o snapshot.Object[networkingv1.Ingress]) ObjectRef {
 	return ObjectRef{Cluster: o.Cluster, Kind: kindIngress, Namespace: o.Obj.Namespace, Name: o.Obj.Name}
 }
 
-// emitIngress adds the config, load-balancer model and statuses of one compiled Ingress unit.
-func (t *translator) emitIngress(u *ingressUnit, c *compiledIngress) {
-	cfg := ir.Config{Gateway: u.key, Limits: u.class.proxy.limits}
+// emitIngress adds the config, load-balancer model and statuses of one compiled Ingress group.
+func (t *translator) emitIngress(grp *ingressGroup, c *compiledIngress) {
+	cfg := ir.Config{Gateway: grp.key, Limits: grp.class.proxy.limits}
 	vhosts := c.virtualHosts()
 	cfg.Listeners = append(cfg.Listeners, ir.Listener{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: vhosts})
 	ports := []networkingv1.IngressPortStatus{{Port: 80, Protocol: corev1.ProtocolTCP}}
@@ -289,14 +292,14 @@ func (t *translator) emitIngress(u *ingressUnit, c *compiledIngress) {
 		ports = append(ports, networkingv1.IngressPortStatus{Port: 443, Protocol: corev1.ProtocolTCP})
 	}
 	lb := providers.LoadBalancer{
-		Gateway: u.key, Namespace: ingressProxyNamespace, Name: "ingress-" + u.class.name,
-		Class: u.class.name, Provider: u.class.provider, Scope: u.class.scope, Parameters: u.class.parameters,
+		Gateway: grp.key, Namespace: ingressProxyNamespace, Name: "ingress-" + grp.class.name,
+		Class: grp.class.name, Provider: grp.class.provider, Scope: grp.class.scope, Parameters: grp.class.parameters,
 	}
-	for _, o := range u.ingresses {
+	for _, o := range grp.ingresses {
 		if !slices.Contains(lb.Clusters, o.Cluster) {
 			lb.Clusters = append(lb.Clusters, o.Cluster)
 		}
-		t.res.Ingresses = append(t.res.Ingresses, IngressStatus{Ref: ingressRef(o), Gateway: u.key, Ports: ports})
+		t.res.Ingresses = append(t.res.Ingresses, IngressStatus{Ref: ingressRef(o), Gateway: grp.key, Ports: ports})
 	}
 	slices.Sort(lb.Clusters)
 	for _, l := range cfg.Listeners {

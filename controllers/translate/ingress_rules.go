@@ -25,13 +25,13 @@ type pathKey struct {
 	path string
 }
 
-// ingressPath is one served path rule of a compiled Ingress unit.
+// ingressPath is one served path rule of a compiled Ingress group.
 type ingressPath struct {
 	key   pathKey
 	route ir.Route
 }
 
-// compiledIngress is what one Ingress unit serves.
+// compiledIngress is what one Ingress group serves.
 type compiledIngress struct {
 	paths []ingressPath // oldest Ingress first, in rule order
 	// named are the hosts some rule names; each gets its own virtual host, so that a request for
@@ -77,7 +77,7 @@ func (k pathKey) String() string {
 func (t *translator) httpRouteClaims(routes []*route) map[pathKey][]pathOwner {
 	out := map[pathKey][]pathOwner{}
 	for _, r := range routes {
-		if r.kind != kindHTTPRoute || !slices.ContainsFunc(r.parentRefs, func(p gwv1.ParentReference) bool { u, _ := t.findParent(r, p); return u != nil }) {
+		if r.kind != kindHTTPRoute || !slices.ContainsFunc(r.parentRefs, func(p gwv1.ParentReference) bool { grp, _ := t.findParent(r, p); return grp != nil }) {
 			continue
 		}
 		hosts := r.hostnames
@@ -101,27 +101,27 @@ func (t *translator) httpRouteClaims(routes []*route) map[pathKey][]pathOwner {
 	return out
 }
 
-// compileIngresses compiles every Ingress unit and settles path conflicts between Ingresses and
+// compileIngresses compiles every Ingress group and settles path conflicts between Ingresses and
 // with HTTPRoutes; HTTPRoute matches that lose to an older Ingress are removed from their route
 // before the Gateways' configs are built.
-func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compiledIngress) {
-	units := t.ingressUnits()
-	if len(units) == 0 {
+func (t *translator) compileIngresses(routes []*route) ([]*ingressGroup, []*compiledIngress) {
+	groups := t.ingressGroups()
+	if len(groups) == 0 {
 		return nil, nil // nothing for HTTPRoutes to conflict with
 	}
 	claims := t.httpRouteClaims(routes)
 	lost := map[*route][]int{}
-	out := make([]*compiledIngress, 0, len(units))
-	for _, u := range units {
+	out := make([]*compiledIngress, 0, len(groups))
+	for _, grp := range groups {
 		c := &compiledIngress{named: map[string]bool{}, hostFallback: map[string]*ir.Route{}}
 		owners := map[pathKey]pathOwner{}
 		var fallbackOwner, anyFallbackOwner pathOwner
 		var anyFallback *ir.Route
 		hostFallbackOwner := map[string]pathOwner{}
-		for _, o := range u.ingresses {
+		for _, o := range grp.ingresses {
 			ing, ref := o.Obj, ingressRef(o)
 			self := pathOwner{ref: ref, created: ing.CreationTimestamp}
-			for _, p := range t.ingressPaths(o, u.class.proxy) {
+			for _, p := range t.ingressPaths(o, grp.class) {
 				if prev, ok := owners[p.key]; ok {
 					if prev.ref != ref {
 						t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "%s is already served by the older %s; it is not served from this Ingress", p.key, prev)
@@ -147,7 +147,7 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 				fb := &ir.Route{
 					Name:     fmt.Sprintf("%s/%s/%s/default", kindIngress, ing.Namespace, ing.Name),
 					Match:    ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: "/"}},
-					Backends: []ir.Backend{t.ingressBackend(o, *db, "defaultBackend", u.class.proxy)},
+					Backends: []ir.Backend{t.ingressBackend(o, *db, "defaultBackend", grp.class.proxy)},
 				}
 				// KEP-1453: the defaultBackend of an Ingress with host rules is the default of those
 				// hosts, never of a host only another Ingress names.
@@ -195,7 +195,7 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressUnit, []*compi
 			}
 		})
 	}
-	return units, out
+	return groups, out
 }
 
 // ingressHosts lists the valid hosts an Ingress's rules name, with or without paths (a rule with a
@@ -222,7 +222,8 @@ func (t *translator) olderRoute(claims []pathOwner, self pathOwner) *pathOwner {
 }
 
 // ingressPaths compiles the path rules of one Ingress, in rule order.
-func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], pol *proxyPolicy) []ingressPath {
+func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], c *ingressClass) []ingressPath {
+	pol := c.proxy
 	ing, ref := o.Obj, ingressRef(o)
 	var out []ingressPath
 	for i, rule := range ing.Spec.Rules {
@@ -238,6 +239,11 @@ func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], pol *
 			typ, path, err := ingressPathMatch(p)
 			if err != nil {
 				t.notice(ref, corev1.EventTypeWarning, "InvalidPath", "rule %d path %d: %v; the path is not served", i, j, err)
+				continue
+			}
+			if pt := ingressPathType(typ); !c.caps.PathMatch(pt) {
+				t.notice(ref, corev1.EventTypeWarning, string(gwv1.RouteReasonUnsupportedValue), "%s; the path is not served",
+					unsupported(fmt.Sprintf("spec.rules[%d].http.paths[%d].pathType", i, j), pt, c.provider))
 				continue
 			}
 			out = append(out, ingressPath{
@@ -374,10 +380,10 @@ func ingressHostMatches(pattern, h string) bool {
 	return ok && label != "" && label != "*" && rest == suffix
 }
 
-// virtualHosts lays out the unit's rules. A host some rule names gets its own paths (Exact first,
+// virtualHosts lays out the gateway group's rules. A host some rule names gets its own paths (Exact first,
 // then longest prefix first, then oldest), then those of the wildcard covering it, then the
 // defaultBackend of the oldest Ingress naming it, and nothing else (404): the rules without host
-// and the unit's fallback serve only hosts no rule names, so that one tenant's fallbacks never
+// and the gateway group's fallback serve only hosts no rule names, so that one tenant's fallbacks never
 // answer for another's host.
 func (c *compiledIngress) virtualHosts() []ir.VirtualHost {
 	byHost := map[string][]ingressPath{}

@@ -66,6 +66,11 @@ func (t *translator) translateLBServices() {
 			continue
 		}
 		ref := ObjectRef{Cluster: o.Cluster, Kind: kindService, Namespace: svc.Namespace, Name: svc.Name}
+		caps, err := t.capabilities(string(provider), nil) // a Service names no parameters
+		if err != nil {
+			t.notice(ref, corev1.EventTypeWarning, "InvalidParameters", "the Service is not exposed: %v", err)
+			continue
+		}
 		ranges, err := sourceRanges(svc)
 		if err != nil {
 			t.notice(ref, corev1.EventTypeWarning, "InvalidSourceRanges", "the Service is not exposed: %v", err)
@@ -95,6 +100,11 @@ func (t *translator) translateLBServices() {
 				irp = ir.ProtocolUDP
 			default:
 				t.notice(ref, corev1.EventTypeWarning, "UnsupportedProtocol", "port %d: protocol %s is not supported; the port is not exposed", sp.Port, proto)
+				continue
+			}
+			if !caps.Protocol(string(irp)) {
+				t.notice(ref, corev1.EventTypeWarning, "UnsupportedProtocol", "port %d: %s; the port is not exposed",
+					sp.Port, unsupported("protocol", string(proto), string(provider)))
 				continue
 			}
 			port := strconv.Itoa(int(sp.Port))

@@ -17,9 +17,9 @@ import (
 
 // listener is one merged Gateway listener with its verdicts.
 type listener struct {
-	unit     *unit
-	member   *member      // the member whose definition is used (secrets, namespace); nil for a set's listener
-	set      *listenerSet // the ListenerSet that defines the listener; nil for the Gateway's own
+	group    *gatewayGroup
+	gateway  *gatewayObject // the Gateway whose definition is used (secrets, namespace); nil for a set's listener
+	set      *listenerSet   // the ListenerSet that defines the listener; nil for the Gateway's own
 	spec     gwv1.Listener
 	hostname string
 	tlsMode  gwv1.TLSModeType
@@ -46,6 +46,10 @@ type listener struct {
 	// every pair) on listeners that carry only one of the two.
 	hosts      []attachment
 	hostsKinds map[string]int
+	// rules and hostnames count the route rules and hostnames attached, when the provider limits
+	// them (withinListenerLimits).
+	rules     int
+	hostnames map[string]bool
 }
 
 // attachment is one route on one listener, serving the given hostnames ("" = any).
@@ -54,8 +58,8 @@ type attachment struct {
 	hostnames []string
 }
 
-func newListener(u *unit, m *member, spec gwv1.Listener) *listener {
-	l := &listener{unit: u, member: m, spec: spec, hostname: ptrStr(spec.Hostname), acceptedOK: true, attached: map[*route]bool{}, hostsKinds: map[string]int{}}
+func newListener(grp *gatewayGroup, g *gatewayObject, spec gwv1.Listener) *listener {
+	l := &listener{group: grp, gateway: g, spec: spec, hostname: ptrStr(spec.Hostname), acceptedOK: true, attached: map[*route]bool{}, hostsKinds: map[string]int{}}
 	if spec.TLS != nil {
 		l.tlsMode = gwv1.TLSModeTerminate
 		if spec.TLS.Mode != nil && *spec.TLS.Mode != "" {
@@ -71,7 +75,7 @@ func (l *listener) owner() (kind, cluster, namespace string) {
 	if l.set != nil {
 		return kindListenerSet, l.set.obj.Cluster, l.set.ls().Namespace
 	}
-	return "Gateway", l.member.obj.Cluster, l.member.gw().Namespace
+	return "Gateway", l.gateway.obj.Cluster, l.gateway.object().Namespace
 }
 
 func (l *listener) accept(ok bool, reason, msg string) {
@@ -124,18 +128,21 @@ func defaultKinds(p gwv1.ProtocolType) []string {
 }
 
 // validateListeners checks every merged listener, then the distinctness rules across them.
-func (t *translator) validateListeners(u *unit) {
-	for _, l := range u.listeners {
+func (t *translator) validateListeners(grp *gatewayGroup) {
+	for _, l := range grp.listeners {
 		t.validateListener(l)
 	}
-	t.detectConflicts(u.listeners)
+	t.detectConflicts(grp.listeners)
 }
 
 func (t *translator) validateListener(l *listener) {
 	spec := l.spec
 	supported := defaultKinds(spec.Protocol)
+	c := l.group.class
 	if supported == nil {
 		l.accept(false, string(gwv1.ListenerReasonUnsupportedProtocol), fmt.Sprintf("protocol %q is not supported", spec.Protocol))
+	} else if !c.caps.Protocol(string(spec.Protocol)) {
+		l.accept(false, string(gwv1.ListenerReasonUnsupportedProtocol), unsupported("protocol", string(spec.Protocol), c.provider))
 	}
 	if spec.Port < 1 || spec.Port > 65535 {
 		l.accept(false, string(gwv1.ListenerReasonPortUnavailable), fmt.Sprintf("port %d is not usable", spec.Port))
@@ -152,17 +159,24 @@ func (t *translator) validateListener(l *listener) {
 
 func (t *translator) listenerKinds(l *listener, supported []string) {
 	ar := l.spec.AllowedRoutes
+	caps := l.group.class.caps
 	if ar == nil || len(ar.Kinds) == 0 {
 		for _, k := range supported {
-			l.kinds = append(l.kinds, gwv1.RouteGroupKind{Group: &routeGroup, Kind: gwv1.Kind(k)})
+			if caps.RouteKind(k) {
+				l.kinds = append(l.kinds, gwv1.RouteGroupKind{Group: &routeGroup, Kind: gwv1.Kind(k)})
+			}
 		}
 		return
 	}
-	var bad []string
+	var bad, refused []string
 	for _, k := range ar.Kinds {
 		group := gwv1.GroupName
 		if k.Group != nil {
 			group = string(*k.Group)
+		}
+		if group == gwv1.GroupName && slices.Contains(supported, string(k.Kind)) && !caps.RouteKind(string(k.Kind)) {
+			refused = append(refused, string(k.Kind))
+			continue
 		}
 		if group == gwv1.GroupName && slices.Contains(supported, string(k.Kind)) {
 			if !slices.ContainsFunc(l.kinds, func(x gwv1.RouteGroupKind) bool { return x.Kind == k.Kind }) {
@@ -174,6 +188,9 @@ func (t *translator) listenerKinds(l *listener, supported []string) {
 	}
 	if len(bad) > 0 {
 		l.unresolved(gwv1.ListenerReasonInvalidRouteKinds, fmt.Sprintf("route kinds not supported on a %s listener: %s", l.spec.Protocol, strings.Join(bad, ", ")))
+	}
+	if len(refused) > 0 {
+		l.unresolved(gwv1.ListenerReasonInvalidRouteKinds, unsupported("allowedRoutes.kinds", strings.Join(refused, ", "), l.group.class.provider))
 	}
 }
 
@@ -345,7 +362,7 @@ func (t *translator) detectConflicts(ls []*listener) {
 	}
 }
 
-// status renders the listener status for one member generation.
+// status renders the listener status for one Gateway generation.
 func (l *listener) status(gen int64) gwv1.ListenerStatus {
 	st := gwv1.ListenerStatus{Name: l.spec.Name, SupportedKinds: slices.Clone(l.kinds), AttachedRoutes: int32(len(l.attached))}
 	if st.SupportedKinds == nil {

@@ -17,8 +17,8 @@ const kindListenerSet = "ListenerSet"
 
 // listenerSet is a ListenerSet whose parentRef names one of our gateways.
 type listenerSet struct {
-	obj  snapshot.Object[gwv1.ListenerSet]
-	unit *unit
+	obj   snapshot.Object[gwv1.ListenerSet]
+	group *gatewayGroup
 	// rejectReason and rejectMsg say why the whole set is not attached (NotAllowed,
 	// ParentNotAccepted); such a set contributes no listeners.
 	rejectReason, rejectMsg string
@@ -33,19 +33,19 @@ func (s *listenerSet) ls() *gwv1.ListenerSet { return s.obj.Obj }
 type ListenerSetStatus struct {
 	Ref        ObjectRef `json:"ref"`
 	Generation int64     `json:"generation"`
-	// Gateway is the key of the gateway unit the set's parentRef names.
+	// Gateway is the key of the gateway group the set's parentRef names.
 	Gateway    string                     `json:"gateway"`
 	Conditions []metav1.Condition         `json:"conditions"`
 	Listeners  []gwv1.ListenerEntryStatus `json:"listeners,omitempty"`
 }
 
-// lookupUnit finds the gateway unit of namespace/name as seen from cluster: the Gateway in that
+// lookupGroup finds the gateway group of namespace/name as seen from cluster: the Gateway in that
 // cluster, or the fleet gateway of that namespace/name.
-func (t *translator) lookupUnit(cluster, ns, name string) *unit {
-	if u := t.unitByKey[cluster+"/"+ns+"/"+name]; u != nil {
-		return u
+func (t *translator) lookupGroup(cluster, ns, name string) *gatewayGroup {
+	if grp := t.groupByKey[cluster+"/"+ns+"/"+name]; grp != nil {
+		return grp
 	}
-	return t.unitByKey[ns+"/"+name]
+	return t.groupByKey[ns+"/"+name]
 }
 
 // attachListenerSets gives every ListenerSet that names one of our gateways its verdict and merges
@@ -59,37 +59,37 @@ func (t *translator) attachListenerSets() {
 		if cmp.Or(ptrStr(ref.Group), gwv1.GroupName) != gwv1.GroupName || cmp.Or(ptrStr(ref.Kind), "Gateway") != "Gateway" {
 			continue
 		}
-		u := t.lookupUnit(o.Cluster, cmp.Or(ptrStr(ref.Namespace), o.Obj.Namespace), string(ref.Name))
-		if u == nil {
+		grp := t.lookupGroup(o.Cluster, cmp.Or(ptrStr(ref.Namespace), o.Obj.Namespace), string(ref.Name))
+		if grp == nil {
 			continue // not ours: another controller's Gateway, or none
 		}
-		s := &listenerSet{obj: o, unit: u}
-		u.sets = append(u.sets, s)
+		s := &listenerSet{obj: o, group: grp}
+		grp.sets = append(grp.sets, s)
 		t.setByKey[nsName{o.Cluster, o.Obj.Namespace, o.Obj.Name}] = s
 	}
-	for _, u := range t.units {
-		slices.SortStableFunc(u.sets, func(a, b *listenerSet) int {
+	for _, grp := range t.groups {
+		slices.SortStableFunc(grp.sets, func(a, b *listenerSet) int {
 			return cmp.Or(a.ls().CreationTimestamp.Compare(b.ls().CreationTimestamp.Time),
 				cmp.Compare(a.ls().Namespace, b.ls().Namespace), cmp.Compare(a.ls().Name, b.ls().Name),
 				cmp.Compare(a.obj.Cluster, b.obj.Cluster))
 		})
-		parent := u.primary()
-		for _, s := range u.sets {
+		parent := grp.primary()
+		for _, s := range grp.sets {
 			if parent == nil {
 				s.rejectReason, s.rejectMsg = string(gwv1.ListenerSetReasonParentNotAccepted), "The parent Gateway is not accepted"
 				continue
 			}
-			if ok, msg := t.allowsListenerSet(parent.gw(), s); !ok {
+			if ok, msg := t.allowsListenerSet(parent.object(), s); !ok {
 				s.rejectReason, s.rejectMsg = string(gwv1.ListenerSetReasonNotAllowed), msg
 				continue
 			}
 			for _, e := range s.ls().Spec.Listeners {
-				l := newListener(u, nil, gwv1.Listener(e))
+				l := newListener(grp, nil, gwv1.Listener(e))
 				l.set = s
 				t.validateListener(l)
-				conflictWithEarlier(u.listeners, l)
+				conflictWithEarlier(grp.listeners, l)
 				s.listeners = append(s.listeners, l)
-				u.listeners = append(u.listeners, l)
+				grp.listeners = append(grp.listeners, l)
 				if l.programmable() {
 					s.accepted = true
 				}
@@ -98,12 +98,12 @@ func (t *translator) attachListenerSets() {
 	}
 }
 
-// primary is the oldest valid member of the unit, whose Gateway spec governs the unit-wide settings
-// (allowedListeners, addresses, infrastructure); nil when no member is valid.
-func (u *unit) primary() *member {
-	for _, m := range u.members {
-		if m.invalidReason == "" {
-			return m
+// primary is the oldest valid Gateway of the group, whose spec governs the group-wide settings
+// (allowedListeners, addresses, infrastructure); nil when no Gateway is valid.
+func (grp *gatewayGroup) primary() *gatewayObject {
+	for _, g := range grp.gateways {
+		if g.invalidReason == "" {
+			return g
 		}
 	}
 	return nil
@@ -174,15 +174,15 @@ func (l *listener) describe() string {
 	return fmt.Sprintf("listener %q of the Gateway", l.spec.Name)
 }
 
-// listenerSetStatuses emits the status of every set of the unit once routes are attached.
-func (t *translator) listenerSetStatuses(u *unit) {
-	for _, s := range u.sets {
+// listenerSetStatuses emits the status of every set of the gateway group once routes are attached.
+func (t *translator) listenerSetStatuses(grp *gatewayGroup) {
+	for _, s := range grp.sets {
 		ls := s.ls()
 		gen := ls.Generation
 		st := ListenerSetStatus{
 			Ref:        ObjectRef{Cluster: s.obj.Cluster, Kind: kindListenerSet, Namespace: ls.Namespace, Name: ls.Name},
 			Generation: gen,
-			Gateway:    u.key,
+			Gateway:    grp.key,
 		}
 		accepted := string(gwv1.ListenerSetConditionAccepted)
 		programmed := string(gwv1.ListenerSetConditionProgrammed)
@@ -230,10 +230,10 @@ func (t *translator) listenerSetStatuses(u *unit) {
 	}
 }
 
-// attachedSets counts the unit's accepted ListenerSets (Gateway status.attachedListenerSets).
-func (u *unit) attachedSets() int32 {
+// attachedSets counts the gateway group's accepted ListenerSets (Gateway status.attachedListenerSets).
+func (grp *gatewayGroup) attachedSets() int32 {
 	var n int32
-	for _, s := range u.sets {
+	for _, s := range grp.sets {
 		if s.rejectReason == "" && s.accepted {
 			n++
 		}

@@ -12,17 +12,18 @@ import (
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
-// Cache remembers compiled routes between translations, so that a pass after one route changed
+// Memo remembers compiled routes between translations, so that a pass after one route changed
 // compiles that route only. A compiled route depends on the route object and on the backend
 // inputs (Services, EndpointSlices, ServiceImports, ServiceExports, ReferenceGrants,
 // BackendTLSPolicies and their ConfigMaps, member clusters and their weights); a route is reused
 // when its UID and resourceVersion are the same and none of those inputs changed, which the API server's resourceVersions tell exactly. Whatever
-// the cache holds, Cache.Translate returns what Translate returns for the same snapshot.
+// the memo holds, Memo.Translate returns what Translate returns for the same snapshot.
 // Attachment, configs and statuses are recomputed on every pass: they depend on every route.
 //
-// A Cache may be used from one goroutine at a time; Translate serializes callers.
-type Cache struct {
+// A Memo may be used from one goroutine at a time; Translate serializes callers.
+type Memo struct {
 	mu     sync.Mutex
+	opts   options
 	deps   []version
 	weight map[string]int32
 	routes map[routeKey]*cachedRoute
@@ -70,15 +71,15 @@ type version struct {
 	resourceVersion string
 }
 
-// NewCache returns an empty cache.
-func NewCache() *Cache { return &Cache{} }
+// NewMemo returns an empty memo whose passes translate with opts.
+func NewMemo(opts ...Option) *Memo { return &Memo{opts: newOptions(opts)} }
 
 // Translate is Translate with compiled routes and virtual hosts reused from earlier calls.
-func (c *Cache) Translate(s *snapshot.Snapshot) *Result { return c.Begin(s).Finish() }
+func (c *Memo) Translate(s *snapshot.Snapshot) *Result { return c.Begin(s).Finish() }
 
 // Begin starts a Pass with compiled routes reused from earlier calls; its Finish reuses virtual
 // hosts, and must come before the next Begin.
-func (c *Cache) Begin(s *snapshot.Snapshot) *Pass {
+func (c *Memo) Begin(s *snapshot.Snapshot) *Pass {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	deps, versioned := backendVersions(s)
@@ -121,7 +122,7 @@ func (c *Cache) Begin(s *snapshot.Snapshot) *Pass {
 		c.routes[k] = &cachedRoute{resourceVersion: rv, pass: c.pass, r: kept}
 		used++
 		return r
-	})
+	}, c.opts)
 	if used < len(c.routes) {
 		// Deleted routes, and old versions of changed ones under another pass number.
 		maps.DeleteFunc(c.routes, func(_ routeKey, e *cachedRoute) bool { return e.pass != c.pass })

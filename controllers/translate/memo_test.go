@@ -20,7 +20,7 @@ import (
 
 // versioned gives every object of s what the API server would: a UID (from its name) and a
 // resourceVersion that changes whenever its content does (a hash of it), so that snapshots of
-// different golden files can share one Cache exactly as successive states of one cluster would.
+// different golden files can share one Memo exactly as successive states of one cluster would.
 func versioned(t *testing.T, s *snapshot.Snapshot) *snapshot.Snapshot {
 	t.Helper()
 	// Every list of the snapshot, found by reflection so that a new input kind cannot be missed.
@@ -73,16 +73,23 @@ func render(t *testing.T, res *Result, fx fixtures) string {
 	return string(out)
 }
 
-// TestCacheMatchesTranslate runs every golden input through one shared Cache, forwards and then
+// TestMemoMatchesTranslate runs every golden input through one shared Memo, forwards and then
 // backwards (so inputs meet routes compiled for other inputs), twice each, and requires exactly
-// what Translate returns; the second translation of each input must reuse all its routes.
-func TestCacheMatchesTranslate(t *testing.T) {
+// what Translate returns; the second translation of each input must reuse all its routes. It
+// does so without a catalog and with the goldens' one, whose refusals differ per parent class.
+func TestMemoMatchesTranslate(t *testing.T) {
+	for name, opts := range map[string][]Option{"no catalog": nil, "catalog": {WithCatalog(testCatalog{})}} {
+		t.Run(name, func(t *testing.T) { testMemoMatchesTranslate(t, opts) })
+	}
+}
+
+func testMemoMatchesTranslate(t *testing.T, opts []Option) {
 	fx := readFixtures(t)
 	ins, err := filepath.Glob(filepath.Join("testdata", "*.in.yaml"))
 	if err != nil || len(ins) == 0 {
 		t.Fatalf("no golden inputs: %v", err)
 	}
-	c := NewCache()
+	c := NewMemo(opts...)
 	order := slices.Clone(ins)
 	for i := len(ins) - 1; i >= 0; i-- {
 		order = append(order, ins[i])
@@ -91,11 +98,11 @@ func TestCacheMatchesTranslate(t *testing.T) {
 	for _, in := range order {
 		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
 		s := loadVersioned(t, in, fx)
-		want := render(t, Translate(s), fx)
+		want := render(t, Translate(s, opts...), fx)
 		for pass := range 2 {
 			got := render(t, c.Translate(s), fx)
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("%s, pass %d: cached translation differs (-Translate +Cache.Translate):\n%s", name, pass, diff)
+				t.Fatalf("%s, pass %d: cached translation differs (-Translate +Memo.Translate):\n%s", name, pass, diff)
 			}
 		}
 		for k, e := range c.routes {
@@ -112,9 +119,9 @@ func TestCacheMatchesTranslate(t *testing.T) {
 		hostsReused += c.hosts.hits
 	}
 	if reused == 0 {
-		t.Fatal("the cache never reused a route")
+		t.Fatal("the memo never reused a route")
 	}
 	if hostsReused == 0 {
-		t.Fatal("the cache never reused a virtual host")
+		t.Fatal("the memo never reused a virtual host")
 	}
 }

@@ -35,7 +35,11 @@ type route struct {
 	usesHostname bool
 
 	matches []compiledMatch // HTTPRoute and GRPCRoute
-	l4      []ir.Backend    // TLSRoute, TCPRoute and UDPRoute
+	// specRules are the spec's rules, checked against the capabilities of each parent's provider
+	// (inexpressible) only when it cannot express everything. Not a pointer to the spec: the
+	// object may sit in an array of its list that a remembered route must not keep alive.
+	specRules ruleSpecs
+	l4        []ir.Backend // TLSRoute, TCPRoute and UDPRoute
 
 	rules      int
 	badRules   []string // "rule N: message", dropped from the dataplane
@@ -74,10 +78,12 @@ func (m *compiledMatch) servedBy(p *proxyPolicy) bool {
 	return !m.regexInsts.tooLarge(p.maxRegexInstructions)
 }
 
-// classRules checks the route's valid rules against the limits of a parent's class: a rule with a
-// regex program above the class's bound is dropped on that class's gateways (dropped), and retry
-// attempts above its cap are served capped (notes, for the Accepted message).
-func (r *route) classRules(p *proxyPolicy) (dropped, notes []string) {
+// classRules checks the route's valid rules against a parent's class: a rule with a regex program
+// above the class's bound, or one its provider cannot express (inexpressible), is dropped on that
+// class's gateways (dropped, and the latter in t.unexpressed for the configs), and retry attempts
+// above its cap are served capped (notes, for the Accepted message).
+func (t *translator) classRules(r *route, c *classInfo) (dropped, notes []string) {
+	p := c.proxy
 	for i := 0; i < len(r.matches); {
 		m := &r.matches[i]
 		var biggest regexSize
@@ -85,17 +91,45 @@ func (r *route) classRules(p *proxyPolicy) (dropped, notes []string) {
 		for ; j < len(r.matches) && r.matches[j].prec.rule == m.prec.rule; j++ {
 			biggest = biggest.max(r.matches[j].regexInsts)
 		}
-		switch {
-		case biggest.tooLarge(p.maxRegexInstructions):
+		if biggest.tooLarge(p.maxRegexInstructions) {
 			dropped = append(dropped, fmt.Sprintf("rule %d: a regex is too large: its compiled program exceeds the limit of %d instructions (GatewayClassConfig spec.proxy.maxRegexInstructions)",
 				m.prec.rule, p.maxRegexInstructions))
-		case m.ir.Retry != nil && m.ir.Retry.Attempts > p.maxRetryAttempts:
+		} else if msg := r.inexpressible(c.caps, c.provider, m.prec.rule); msg != "" {
+			dropped = append(dropped, fmt.Sprintf("rule %d: %s", m.prec.rule, msg))
+			if t.unexpressed == nil {
+				t.unexpressed = map[ruleAt]bool{}
+			}
+			t.unexpressed[ruleAt{r, c, m.prec.rule}] = true
+		} else if m.ir.Retry != nil && m.ir.Retry.Attempts > p.maxRetryAttempts {
 			notes = append(notes, fmt.Sprintf("rule %d: retry.attempts %d capped at %d (GatewayClassConfig spec.proxy.maxRetryAttempts)",
 				m.prec.rule, m.ir.Retry.Attempts, p.maxRetryAttempts))
 		}
 		i = j
 	}
 	return dropped, notes
+}
+
+// ruleAt is one rule of one route on the gateways of one class.
+type ruleAt struct {
+	r    *route
+	c    *classInfo
+	rule int
+}
+
+// expressedBy reports whether rule i of r goes into the configs of class c's gateways.
+func (t *translator) expressedBy(r *route, c *classInfo, i int) bool {
+	return c.caps.All || !t.unexpressed[ruleAt{r, c, i}]
+}
+
+// ruleCount is the number of valid rules that c's provider can express.
+func (t *translator) ruleCount(r *route, c *classInfo) int {
+	n := 0
+	for i := range r.matches {
+		if (i == 0 || r.matches[i].prec.rule != r.matches[i-1].prec.rule) && t.expressedBy(r, c, r.matches[i].prec.rule) {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *route) name() string { return r.nsName }
@@ -142,20 +176,20 @@ func olderFirst(a, b *route) int {
 	)
 }
 
-// findParent resolves a parentRef to one of our gateway units: a Gateway (the one in the route's own
+// findParent resolves a parentRef to one of our gateway groups: a Gateway (the one in the route's own
 // cluster, or the fleet gateway of that namespace/name), or a ListenerSet attached to one, which is
 // returned too. A Gateway parentRef reaches only the Gateway's own listeners.
-func (t *translator) findParent(r *route, ref gwv1.ParentReference) (*unit, *listenerSet) {
+func (t *translator) findParent(r *route, ref gwv1.ParentReference) (*gatewayGroup, *listenerSet) {
 	if cmp.Or(ptrStr(ref.Group), gwv1.GroupName) != gwv1.GroupName {
 		return nil, nil
 	}
 	ns := cmp.Or(ptrStr(ref.Namespace), r.meta.GetNamespace())
 	switch cmp.Or(ptrStr(ref.Kind), "Gateway") {
 	case "Gateway":
-		return t.lookupUnit(r.cluster, ns, string(ref.Name)), nil
+		return t.lookupGroup(r.cluster, ns, string(ref.Name)), nil
 	case kindListenerSet:
 		if s := t.setByKey[nsName{r.cluster, ns, string(ref.Name)}]; s != nil {
-			return s.unit, s
+			return s.group, s
 		}
 	}
 	return nil, nil
@@ -166,12 +200,12 @@ func (t *translator) findParent(r *route, ref gwv1.ParentReference) (*unit, *lis
 func (t *translator) attachRoute(r *route) {
 	var parents []gwv1.RouteParentStatus
 	for _, ref := range r.parentRefs {
-		u, set := t.findParent(r, ref)
-		if u == nil {
+		grp, set := t.findParent(r, ref)
+		if grp == nil {
 			continue // not ours: another controller, or a parent that does not exist
 		}
-		classBad, notes := r.classRules(u.class.proxy)
-		accepted := t.attachToParent(r, u, set, ref, classBad)
+		classBad, notes := t.classRules(r, grp.class)
+		accepted := t.attachToParent(r, grp, set, ref, classBad)
 		if accepted.Status == metav1.ConditionTrue && len(notes) > 0 {
 			accepted.Message += "; " + strings.Join(notes, "; ")
 		}
@@ -251,15 +285,15 @@ func (t *translator) routeStatuses(byKind [][]*route) {
 	}
 }
 
-// attachToParent attaches r to the listeners of u that accept it. classBad are the rules u's class
+// attachToParent attaches r to the listeners of grp that accept it. classBad are the rules grp's class
 // drops (classRules).
-func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv1.ParentReference, classBad []string) metav1.Condition {
+func (t *translator) attachToParent(r *route, grp *gatewayGroup, set *listenerSet, ref gwv1.ParentReference, classBad []string) metav1.Condition {
 	gen := r.generation
 	reject := func(reason gwv1.RouteConditionReason, msg string) metav1.Condition {
 		return cond(string(gwv1.RouteConditionAccepted), false, string(reason), msg, gen)
 	}
 	var cands []*listener
-	for _, l := range u.listeners {
+	for _, l := range grp.listeners {
 		if l.set != set {
 			continue
 		}
@@ -275,8 +309,8 @@ func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv
 		if set != nil && set.rejectReason != "" {
 			return reject(gwv1.RouteReasonNoMatchingParent, "ListenerSet is not accepted: "+set.rejectMsg)
 		}
-		if i := slices.IndexFunc(u.members, func(m *member) bool { return m.invalidReason == "" }); i < 0 && len(u.members) > 0 {
-			return reject(gwv1.RouteReasonNoMatchingParent, "Gateway is not accepted: "+u.members[0].invalidMsg)
+		if i := slices.IndexFunc(grp.gateways, func(g *gatewayObject) bool { return g.invalidReason == "" }); i < 0 && len(grp.gateways) > 0 {
+			return reject(gwv1.RouteReasonNoMatchingParent, "Gateway is not accepted: "+grp.gateways[0].invalidMsg)
 		}
 		return reject(gwv1.RouteReasonNoMatchingParent, "No listener matches the parentRef sectionName and port")
 	}
@@ -297,11 +331,12 @@ func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv
 			// asks for NotAllowedByListeners, like every other kind a listener does not allow.
 			return reject(gwv1.RouteReasonNotAllowedByListeners, "TLSRoute needs a listener of protocol TLS")
 		}
+		for _, l := range cands {
+			if msg := unservableKind(l, r.kind); msg != "" {
+				return reject(gwv1.RouteReasonNotAllowedByListeners, "No listener allows this route kind: "+msg)
+			}
+		}
 		return reject(gwv1.RouteReasonNotAllowedByListeners, "No listener allows this route kind from this namespace")
-	}
-	type match struct {
-		l     *listener
-		hosts []string
 	}
 	var matched []match
 	for _, l := range allowed {
@@ -332,6 +367,12 @@ func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv
 			return reject(gwv1.RouteReasonNotAllowedByListeners, "Hostnames conflict with an older route of the other kind (HTTPRoute/GRPCRoute) on every matching listener")
 		}
 		matched = free
+		if c := grp.class; c.caps.MaxRulesPerListener > 0 || c.caps.MaxHostnamesPerListener > 0 {
+			var refusal string
+			if matched, refusal = t.withinListenerLimits(r, c, matched); len(matched) == 0 {
+				return reject(gwv1.RouteReasonUnsupportedValue, refusal)
+			}
+		}
 	}
 	for _, m := range matched {
 		if m.l.attached[r] {
@@ -351,6 +392,12 @@ func (t *translator) attachToParent(r *route, u *unit, set *listenerSet, ref gwv
 		}
 	}
 	return cond(string(gwv1.RouteConditionAccepted), true, string(gwv1.RouteReasonAccepted), "Route is accepted", gen)
+}
+
+// match is a listener a route attaches to, with the hostnames it serves there.
+type match struct {
+	l     *listener
+	hosts []string
 }
 
 // webConflict reports whether an HTTPRoute (GRPCRoute) would share a hostname of listener l with

@@ -65,17 +65,17 @@ func scaleRoute(i int) *gwv1.HTTPRoute {
 // BenchmarkTranslateFleet3000 is one pass after one route was added, at the convergence
 // benchmark's 3,000 routes, with compiled routes reused.
 func BenchmarkTranslateFleet3000(b *testing.B) {
-	benchPass(b, func(c *Cache, s *snapshot.Snapshot) { c.Translate(s) })
+	benchPass(b, func(c *Memo, s *snapshot.Snapshot) { c.Translate(s) })
 }
 
 // BenchmarkBeginFleet3000 is the first stage alone: what a route's Accepted waits for.
 func BenchmarkBeginFleet3000(b *testing.B) {
-	benchPass(b, func(c *Cache, s *snapshot.Snapshot) { c.Begin(s) })
+	benchPass(b, func(c *Memo, s *snapshot.Snapshot) { c.Begin(s) })
 }
 
 // benchPass times pass on snapshots of 3,000 and 3,001 routes in turn, after a first pass.
-func benchPass(b *testing.B, pass func(*Cache, *snapshot.Snapshot)) {
-	c := NewCache()
+func benchPass(b *testing.B, pass func(*Memo, *snapshot.Snapshot)) {
+	c := NewMemo()
 	c.Translate(fleetSnapshot(3000))
 	b.ResetTimer()
 	for i := range b.N {

@@ -33,16 +33,19 @@ type Result struct {
 // translator holds the state of one Translate call.
 type translator struct {
 	// memo, when set, stands between route objects and their compilation, and hosts between
-	// matches and the route lists of virtual hosts (Cache).
-	memo      memoFunc
-	hosts     *hostMemo
-	snap      *snapshot.Snapshot
-	idx       *index
-	res       *Result
-	classes   map[string]*classInfo
-	units     []*unit
-	unitByKey map[string]*unit
-	setByKey  map[nsName]*listenerSet
+	// matches and the route lists of virtual hosts (Memo).
+	memo    memoFunc
+	hosts   *hostMemo
+	catalog Catalog
+	// unexpressed are the valid rules a parent's provider cannot express (classRules).
+	unexpressed map[ruleAt]bool
+	snap        *snapshot.Snapshot
+	idx         *index
+	res         *Result
+	classes     map[string]*classInfo
+	groups      []*gatewayGroup
+	groupByKey  map[string]*gatewayGroup
+	setByKey    map[nsName]*listenerSet
 	// policies are every BackendTLSPolicy; policyByTarget orders the ones of each target, winner first.
 	policies       []*tlsPolicy
 	policyByTarget map[policyTarget][]*tlsPolicy
@@ -57,12 +60,12 @@ type translator struct {
 // Translate computes the dataplane configs, load-balancer models and statuses for a snapshot.
 // It never panics on bad input: invalid objects are reported through their conditions and left
 // out of the dataplane without affecting the others. s must be sorted (Snapshot.Sort).
-func Translate(s *snapshot.Snapshot) *Result {
-	return begin(s, nil).Finish()
+func Translate(s *snapshot.Snapshot, opts ...Option) *Result {
+	return begin(s, nil, newOptions(opts)).Finish()
 }
 
 // Begin starts a Pass: its first stage runs now.
-func Begin(s *snapshot.Snapshot) *Pass { return begin(s, nil) }
+func Begin(s *snapshot.Snapshot, opts ...Option) *Pass { return begin(s, nil, newOptions(opts)) }
 
 // memoFunc returns the compiled route of one route object, calling compile or not; a remembered
 // route is reused only if fresh says it still holds (its parents' classes' endpoint policy).
@@ -74,25 +77,26 @@ type memoFunc func(kind, cluster string, m metav1.Object, compile func() *route,
 type Pass struct {
 	t      *translator
 	routes []*route
-	// lock, when set, is held while Finish runs, and done is called at its end (Cache).
+	// lock, when set, is held while Finish runs, and done is called at its end (Memo).
 	lock sync.Locker
 	done func()
 }
 
-func begin(s *snapshot.Snapshot, memo memoFunc) *Pass {
+func begin(s *snapshot.Snapshot, memo memoFunc, o options) *Pass {
 	t := &translator{
-		memo:      memo,
-		snap:      s,
-		idx:       newIndex(s),
-		res:       &Result{},
-		classes:   map[string]*classInfo{},
-		unitByKey: map[string]*unit{},
+		memo:       memo,
+		catalog:    o.catalog,
+		snap:       s,
+		idx:        newIndex(s),
+		res:        &Result{},
+		classes:    map[string]*classInfo{},
+		groupByKey: map[string]*gatewayGroup{},
 	}
 	t.translateClasses()
 	t.compilePolicies()
-	t.buildUnits()
-	for _, u := range t.units {
-		t.unitByKey[u.key] = u
+	t.buildGroups()
+	for _, grp := range t.groups {
+		t.groupByKey[grp.key] = grp
 	}
 	t.attachListenerSets()
 	routes, byKind := t.compileRoutes()
@@ -120,21 +124,25 @@ func (p *Pass) Finish() *Result {
 		defer p.lock.Unlock()
 	}
 	t := p.t
-	ingUnits, ingresses := t.compileIngresses(p.routes)
-	for _, u := range t.units {
-		t.listenerSetStatuses(u)
-		t.gatewayStatuses(u)
-		if !u.class.accepted {
+	ingGroups, ingresses := t.compileIngresses(p.routes)
+	for _, grp := range t.groups {
+		t.listenerSetStatuses(grp)
+		t.gatewayStatuses(grp)
+		if !grp.class.accepted {
 			continue
 		}
-		cfg := t.buildConfig(u)
+		cfg := t.buildConfig(grp)
 		t.res.Configs = append(t.res.Configs, cfg)
-		t.res.LoadBalancers = append(t.res.LoadBalancers, t.buildLoadBalancer(u, cfg))
+		t.res.LoadBalancers = append(t.res.LoadBalancers, t.buildLoadBalancer(grp, cfg))
 	}
-	for i, u := range ingUnits {
-		t.emitIngress(u, ingresses[i])
+	for i, grp := range ingGroups {
+		t.emitIngress(grp, ingresses[i])
 	}
 	t.translateLBServices()
+	// Configs is final now: the models may point into it.
+	for i := range t.res.LoadBalancers {
+		t.res.LoadBalancers[i].Routing = &t.res.Configs[i]
+	}
 	slices.SortFunc(t.res.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortFunc(t.res.ListenerSets, func(a, b ListenerSetStatus) int { return a.Ref.compare(b.Ref) })
 	t.sortExtras()
@@ -160,7 +168,7 @@ func compileAll[T any](t *translator, kind string, objs []snapshot.Object[T], co
 
 // policyFresh reports whether a compiled route's endpoints were chosen by the policy its parents'
 // classes give it now: a GatewayClassConfig change (or a Gateway moving to another class) is not
-// among the backend inputs the Cache tracks.
+// among the backend inputs the Memo tracks.
 func (t *translator) policyFresh(r *route) bool {
 	if r.endpointPolicy == nil {
 		return true

@@ -1,0 +1,296 @@
+package translate
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/providers"
+)
+
+// Catalog tells translation what the provider of a class can express. ok is false for a provider
+// that is not registered: translation then assumes everything, and apply reports the provider as
+// not enabled. providers.Registry implements it.
+type Catalog interface {
+	Capabilities(provider string, params json.RawMessage) (c providers.Capabilities, ok bool, err error)
+}
+
+// Option configures a translation.
+type Option func(*options)
+
+type options struct {
+	catalog Catalog
+}
+
+// WithCatalog makes translation consult the capabilities of each class's provider. Without it,
+// every provider expresses everything the fleetgate proxy does.
+func WithCatalog(c Catalog) Option { return func(o *options) { o.catalog = c } }
+
+func newOptions(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// capabilities resolves what a class's provider can express; an error is the class's
+// InvalidParameters message.
+func (t *translator) capabilities(provider string, params json.RawMessage) (providers.Capabilities, error) {
+	if t.catalog == nil {
+		return providers.FullCapabilities(), nil
+	}
+	c, ok, err := t.catalog.Capabilities(provider, params)
+	if err != nil {
+		return providers.Capabilities{}, fmt.Errorf("provider %s parameters: %w", provider, err)
+	}
+	if !ok {
+		return providers.FullCapabilities(), nil
+	}
+	return c, nil
+}
+
+// unsupported words a refusal the same way everywhere: the field, then what is refused.
+func unsupported(field, what, provider string) string {
+	return fmt.Sprintf("%s: %s is not supported by provider %s", field, what, provider)
+}
+
+func overLimit(field string, n int, what string, limit int, provider string) string {
+	return fmt.Sprintf("%s: %d %s, provider %s allows at most %d", field, n, what, provider, limit)
+}
+
+// ruleSpecs are the rules of an HTTPRoute or GRPCRoute spec.
+type ruleSpecs interface {
+	// problem says why rule i cannot be expressed with c, or "".
+	problem(c providers.Capabilities, provider string, i int) string
+}
+
+type (
+	httpRules []gwv1.HTTPRouteRule
+	grpcRules []gwv1.GRPCRouteRule
+)
+
+func (rs httpRules) problem(c providers.Capabilities, provider string, i int) string {
+	return httpRuleProblem(c, provider, i, rs[i])
+}
+
+func (rs grpcRules) problem(c providers.Capabilities, provider string, i int) string {
+	return grpcRuleProblem(c, provider, i, rs[i])
+}
+
+// inexpressible returns why provider (with capabilities c) cannot express rule i of r, or "".
+// Only HTTPRoute and GRPCRoute rules carry features a provider may lack.
+func (r *route) inexpressible(c providers.Capabilities, provider string, i int) string {
+	if c.All || r.specRules == nil {
+		return ""
+	}
+	return r.specRules.problem(c, provider, i)
+}
+
+func httpRuleProblem(c providers.Capabilities, provider string, i int, rule gwv1.HTTPRouteRule) string {
+	at := fmt.Sprintf("spec.rules[%d]", i)
+	if !c.Within(len(rule.Matches), c.MaxMatchesPerRule) {
+		return overLimit(at+".matches", len(rule.Matches), "matches", c.MaxMatchesPerRule, provider)
+	}
+	if len(rule.Matches) == 0 && !c.PathMatch(string(gwv1.PathMatchPathPrefix)) {
+		return unsupported(at+".matches", "the implicit PathPrefix match", provider)
+	}
+	for j, m := range rule.Matches {
+		mat := fmt.Sprintf("%s.matches[%d]", at, j)
+		typ := gwv1.PathMatchPathPrefix
+		if m.Path != nil && m.Path.Type != nil {
+			typ = *m.Path.Type
+		}
+		if !c.PathMatch(string(typ)) {
+			return unsupported(mat+".path.type", string(typ), provider)
+		}
+		for k, h := range m.Headers {
+			if typ := matchType((*string)(h.Type)); !c.HeaderMatch(typ) {
+				return unsupported(fmt.Sprintf("%s.headers[%d].type", mat, k), typ, provider)
+			}
+		}
+		for k, q := range m.QueryParams {
+			if typ := matchType((*string)(q.Type)); !c.QueryMatch(typ) {
+				return unsupported(fmt.Sprintf("%s.queryParams[%d].type", mat, k), typ, provider)
+			}
+		}
+		if m.Method != nil && !c.MethodMatch {
+			return unsupported(mat+".method", "a method match", provider)
+		}
+	}
+	for k, f := range rule.Filters {
+		if !c.Filter(string(f.Type)) {
+			return unsupported(fmt.Sprintf("%s.filters[%d].type", at, k), string(f.Type), provider)
+		}
+	}
+	refs := make([]gwv1.BackendRef, len(rule.BackendRefs))
+	for k, br := range rule.BackendRefs {
+		refs[k] = br.BackendRef
+		for l, f := range br.Filters {
+			if !c.Filter(string(f.Type)) {
+				return unsupported(fmt.Sprintf("%s.backendRefs[%d].filters[%d].type", at, k, l), string(f.Type), provider)
+			}
+		}
+	}
+	if msg := backendsProblem(c, provider, at, refs); msg != "" {
+		return msg
+	}
+	switch {
+	case rule.Timeouts != nil && !c.Timeouts:
+		return unsupported(at+".timeouts", "a timeout", provider)
+	case rule.Retry != nil && !c.Retries:
+		return unsupported(at+".retry", "a retry policy", provider)
+	case rule.SessionPersistence != nil && !c.SessionPersistence:
+		return unsupported(at+".sessionPersistence", "session persistence", provider)
+	}
+	return ""
+}
+
+func grpcRuleProblem(c providers.Capabilities, provider string, i int, rule gwv1.GRPCRouteRule) string {
+	at := fmt.Sprintf("spec.rules[%d]", i)
+	if !c.Within(len(rule.Matches), c.MaxMatchesPerRule) {
+		return overLimit(at+".matches", len(rule.Matches), "matches", c.MaxMatchesPerRule, provider)
+	}
+	for j, m := range rule.Matches {
+		mat := fmt.Sprintf("%s.matches[%d]", at, j)
+		// A method match is a path match on "/service/method" (grpcMatch): say which one it needs.
+		if mm := m.Method; mm != nil {
+			if typ := grpcPathMatch(mm); !c.PathMatch(typ) {
+				return unsupported(mat+".method", "a method match (as a "+typ+" path match)", provider)
+			}
+		}
+		for k, h := range m.Headers {
+			if typ := matchType((*string)(h.Type)); !c.HeaderMatch(typ) {
+				return unsupported(fmt.Sprintf("%s.headers[%d].type", mat, k), typ, provider)
+			}
+		}
+	}
+	for k, f := range rule.Filters {
+		if !c.Filter(string(f.Type)) {
+			return unsupported(fmt.Sprintf("%s.filters[%d].type", at, k), string(f.Type), provider)
+		}
+	}
+	refs := make([]gwv1.BackendRef, len(rule.BackendRefs))
+	for k, br := range rule.BackendRefs {
+		refs[k] = br.BackendRef
+		for l, f := range br.Filters {
+			if !c.Filter(string(f.Type)) {
+				return unsupported(fmt.Sprintf("%s.backendRefs[%d].filters[%d].type", at, k, l), string(f.Type), provider)
+			}
+		}
+	}
+	if msg := backendsProblem(c, provider, at, refs); msg != "" {
+		return msg
+	}
+	if rule.SessionPersistence != nil && !c.SessionPersistence {
+		return unsupported(at+".sessionPersistence", "session persistence", provider)
+	}
+	return ""
+}
+
+// backendsProblem checks the number of a rule's backends and, without Weights, that they share
+// one weight.
+func backendsProblem(c providers.Capabilities, provider, at string, refs []gwv1.BackendRef) string {
+	if !c.Within(len(refs), c.MaxBackendsPerRule) {
+		return overLimit(at+".backendRefs", len(refs), "backends", c.MaxBackendsPerRule, provider)
+	}
+	if c.Weights {
+		return ""
+	}
+	for k, br := range refs {
+		if k > 0 && weightOf(br) != weightOf(refs[0]) {
+			return unsupported(fmt.Sprintf("%s.backendRefs[%d].weight", at, k), "a traffic split by weight", provider)
+		}
+	}
+	return ""
+}
+
+func weightOf(br gwv1.BackendRef) int32 {
+	if br.Weight == nil {
+		return 1
+	}
+	return *br.Weight
+}
+
+// matchType is a header or query match type, Exact when unset.
+func matchType(t *string) string {
+	if t == nil || *t == "" {
+		return string(gwv1.HeaderMatchExact)
+	}
+	return *t
+}
+
+// grpcPathMatch is the path match type a GRPCRoute method match compiles to (grpcMatch).
+func grpcPathMatch(mm *gwv1.GRPCMethodMatch) string {
+	svc, method := ptrStr(mm.Service), ptrStr(mm.Method)
+	switch {
+	case mm.Type != nil && *mm.Type == gwv1.GRPCMethodMatchRegularExpression, svc == "":
+		return string(gwv1.PathMatchRegularExpression)
+	case method == "":
+		return string(gwv1.PathMatchPathPrefix)
+	}
+	return string(gwv1.PathMatchExact)
+}
+
+// ingressPathType is the Gateway API name of the path match an Ingress path compiles to.
+func ingressPathType(t ir.MatchType) string {
+	if t == ir.MatchExact {
+		return string(gwv1.PathMatchExact)
+	}
+	return string(gwv1.PathMatchPathPrefix)
+}
+
+// withinListenerLimits keeps the listeners of matched that can take r within the limits of c's
+// provider (rules and hostnames per listener) and books r on them; refusal says why when none can.
+// Routes come oldest first, so the older route keeps its place.
+func (t *translator) withinListenerLimits(r *route, c *classInfo, matched []match) (fits []match, refusal string) {
+	rules := t.ruleCount(r, c)
+	for _, m := range matched {
+		if m.l.attached[r] {
+			fits = append(fits, m)
+			continue
+		}
+		hosts := m.hosts
+		if len(hosts) == 0 {
+			hosts = []string{m.l.hostname}
+		}
+		added := 0
+		for _, h := range hosts {
+			if !m.l.hostnames[h] {
+				added++
+			}
+		}
+		switch {
+		case !c.caps.Within(m.l.rules+rules, c.caps.MaxRulesPerListener):
+			refusal = fmt.Sprintf("listener %q would hold %d rules, provider %s allows at most %d per listener",
+				m.l.spec.Name, m.l.rules+rules, c.provider, c.caps.MaxRulesPerListener)
+			continue
+		case !c.caps.Within(len(m.l.hostnames)+added, c.caps.MaxHostnamesPerListener):
+			refusal = fmt.Sprintf("listener %q would serve %d hostnames, provider %s allows at most %d per listener",
+				m.l.spec.Name, len(m.l.hostnames)+added, c.provider, c.caps.MaxHostnamesPerListener)
+			continue
+		}
+		m.l.rules += rules
+		if m.l.hostnames == nil {
+			m.l.hostnames = map[string]bool{}
+		}
+		for _, h := range hosts {
+			m.l.hostnames[h] = true
+		}
+		fits = append(fits, m)
+	}
+	return fits, refusal
+}
+
+// unservableKind says why a listener of l's protocol does not take routes of kind: its class's
+// provider cannot serve them; "" when that is not the reason.
+func unservableKind(l *listener, kind string) string {
+	c := l.group.class
+	if c.caps.RouteKind(kind) || !slices.Contains(defaultKinds(l.spec.Protocol), kind) {
+		return ""
+	}
+	return fmt.Sprintf("%s is not supported by provider %s", kind, c.provider)
+}
