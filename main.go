@@ -24,11 +24,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers"
@@ -137,22 +135,10 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	if err != nil {
 		return controllers.Options{}, err
 	}
-	events := make(chan event.GenericEvent, 1)
-	poke := func(string) {
-		select {
-		case events <- event.GenericEvent{Object: &gwv1.Gateway{}}:
-		default: // a reconcile is already due
-		}
-	}
+	events := controllers.NewTrigger()
 	// ACKs and replicas coming and going change only Programmed, which needs no new translation.
-	delivery := make(chan event.GenericEvent, 1)
-	delivered := func(string) {
-		select {
-		case delivery <- event.GenericEvent{Object: &gwv1.Gateway{}}:
-		default: // a re-evaluation is already due
-		}
-	}
-	configs := xds.NewServer(xds.ServerOptions{TLS: serverTLS, Logger: logger.WithName("xds"), OnChange: delivered})
+	delivery := controllers.NewTrigger()
+	configs := xds.NewServer(xds.ServerOptions{TLS: serverTLS, Logger: logger.WithName("xds"), OnChange: delivery.Fire})
 	issue := func(gateway string) (xds.KeyPair, error) { return ca.IssueClient([]string{gateway}, 365*24*time.Hour) }
 
 	registry := providers.NewRegistry()
@@ -171,7 +157,7 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 				return local.Credentials{CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM, CAPEM: ca.CertPEM()}, err
 			},
 			Dir:    o.stateDir,
-			OnExit: poke,
+			OnExit: events.Fire,
 			// The manager's cache holds every Service already (they are translation inputs).
 			Client: func(cluster string) (client.Client, error) {
 				if cluster == snapshot.HubCluster {
