@@ -208,7 +208,7 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	}
 	logger.Info("dataplane wired", "localMode", o.localMode, "xdsListen", lis.Addr().String(), "xdsPublic", public)
 	return controllers.Options{
-		Apply:         &controllers.Dataplane{Providers: registry, Configs: xdsConfigs{configs}},
+		Apply:         &controllers.Dataplane{Providers: registry, Configs: configs},
 		Events:        events,
 		Delivery:      delivery,
 		MemberClients: members,
@@ -262,20 +262,6 @@ func loadCA(ctx context.Context, mgr ctrl.Manager, o options) (*xds.CA, error) {
 		}
 		// Another replica created it first: use theirs.
 	}
-}
-
-// xdsConfigs adapts the xDS server to the controllers' ConfigServer.
-type xdsConfigs struct{ *xds.Server }
-
-func (x xdsConfigs) Acknowledged(gateway string, v uint64) (ok, rejected bool, reason string) {
-	st := x.Status(gateway)
-	ok, reason = st.Programmed(v)
-	for _, r := range st.Replicas {
-		if r.Acked < v && r.Nacked >= v {
-			rejected = true
-		}
-	}
-	return ok, rejected, reason
 }
 
 func envOr(name, fallback string) string {
