@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -52,10 +53,10 @@ func main() {
 	flag.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
 	flag.DurationVar(&o.shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "how long runnables get to stop on SIGTERM")
 	flag.BoolVar(&o.localMode, "local-mode", false, "run each Gateway's proxy as a local process on its own loopback address (machines without a kubelet)")
-	flag.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "fleetgate-system"), "the operator's namespace: its CA Secret lives there")
+	flag.StringVar(&o.namespace, "namespace", cmp.Or(os.Getenv("POD_NAMESPACE"), "fleetgate-system"), "the operator's namespace: its CA Secret lives there")
 	flag.StringVar(&o.xdsAddr, "xds-address", "", "address the proxies' config server listens on (default :18000, or 127.0.0.1:18000 in local mode)")
 	flag.StringVar(&o.xdsPublicAddr, "xds-public-address", "", "address proxies dial to reach the config server (default fleetgate-xds.<namespace>.svc:<port>, or the listen address in local mode)")
-	flag.StringVar(&o.proxyImage, "proxy-image", envOr("FLEETGATE_IMAGE", "fleetgate:dev"), "image of the proxy pods (the operator image: it runs `fleetgate dataplane`)")
+	flag.StringVar(&o.proxyImage, "proxy-image", cmp.Or(os.Getenv("FLEETGATE_IMAGE"), "fleetgate:dev"), "image of the proxy pods (the operator image: it runs `fleetgate dataplane`)")
 	flag.StringVar(&o.stateDir, "state-dir", filepath.Join(os.TempDir(), "fleetgate"), "local mode: where proxy credentials and logs go")
 	flag.BoolVar(&o.hubIsMember, "hub-is-member", true, "serve the Gateway API objects of the operator's own cluster as the member \"hub\"")
 	flag.BoolVar(&o.mcsController, "mcs-controller", true, "maintain ServiceImports in every member from ServiceExports (disable when another MCS implementation runs)")
@@ -122,13 +123,6 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
-}
-
-func envOr(name, fallback string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return fallback
 }
 
 func runDataplane(args []string) int {
