@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers/fleet"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
@@ -29,10 +28,10 @@ type Options struct {
 	// Apply makes translations real; nil leaves every Gateway Programmed=False/Pending.
 	Apply Applier
 	// Events re-run the pipeline when something outside the API changed, e.g. a proxy exited.
-	Events <-chan event.GenericEvent
+	Events *Trigger
 	// Delivery tells that only the proxies' delivery state changed (an ACK, a NACK, a replica
 	// connecting or leaving): Programmed is re-evaluated without a new translation.
-	Delivery <-chan event.GenericEvent
+	Delivery *Trigger
 	// Fleet, when set, connects the hub's MemberClusters and reads them all; nil reads the hub alone.
 	Fleet *FleetOptions
 	// MemberClients, when set, is bound to the fleet so that providers reach member clusters.
@@ -85,10 +84,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	hub := []Source{{Cluster: snapshot.HubCluster, Reader: hubReader, LegacyReferencePolicy: legacy, Weight: snapshot.DefaultClusterWeight}}
 	sources := func() []Source { return hub }
 	watchHub := true
-	events := []<-chan event.GenericEvent{o.Events}
+	events := []<-chan event.GenericEvent{o.Events.Channel()}
 	if o.Fleet != nil {
-		memberEvents := make(chan event.GenericEvent, 1)
-		events = append(events, memberEvents)
+		memberEvents := NewTrigger()
+		events = append(events, memberEvents.Channel())
 		fl, err := setupFleet(mgr, o, writer, memberEvents, legacy)
 		if err != nil {
 			return err
@@ -101,7 +100,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Apply:      o.Apply,
 		Status:     writer,
 		Metrics:    m,
-	}).SetupWithManager(mgr, events, o.Delivery, watchHub, legacy, o.SkipNameValidation); err != nil {
+	}).SetupWithManager(mgr, events, o.Delivery.Channel(), watchHub, legacy, o.SkipNameValidation); err != nil {
 		return fmt.Errorf("setting up the Gateway API controller: %w", err)
 	}
 	return nil
@@ -115,27 +114,21 @@ func servesLegacyReferencePolicy(mgr ctrl.Manager) bool {
 	return err == nil
 }
 
-// setupFleet wires the member clusters: their informers poke the pipeline through events, each
-// usable member gets a status target, and the returned function lists the pipeline's sources.
-func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events chan<- event.GenericEvent, legacy bool) (func() []Source, error) {
+// setupFleet wires the member clusters: their informers fire events, each usable member gets a
+// status target, and the returned function lists the pipeline's sources.
+func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigger, legacy bool) (func() []Source, error) {
 	var hub *fleet.Member
 	if o.Fleet.HubIsMember {
 		hub = &fleet.Member{Reader: fleet.StoreReader{Reader: mgr.GetClient(), Cache: mgr.GetCache()}, Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("fleetgate")}
 	} else {
 		writer.RemoveTarget(snapshot.HubCluster)
 	}
-	poke := func(string) {
-		select {
-		case events <- event.GenericEvent{Object: &gwv1.Gateway{}}:
-		default: // a pass is already due; it will read this change
-		}
-	}
 	fl := fleet.New(fleet.Options{
 		Namespace: o.Fleet.Namespace,
 		Scheme:    mgr.GetScheme(),
 		Kinds:     watchedKinds(),
 		Hub:       hub,
-		Changed:   poke,
+		Changed:   events.Fire,
 		// fleetgate's own status writes come back as updates; they change nothing translation reads.
 		UpdateMatters: inputChanged,
 		Ready: func(m fleet.Member) {

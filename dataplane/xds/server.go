@@ -156,6 +156,18 @@ func (st GatewayStatus) Programmed(v uint64) (ok bool, reason string) {
 	return true, ""
 }
 
+// Acknowledged is Programmed plus whether a replica refused v (a NACK of v or newer with no ACK
+// of it): a refusal is final until a new config, while waiting is not.
+func (st GatewayStatus) Acknowledged(v uint64) (ok, rejected bool, reason string) {
+	ok, reason = st.Programmed(v)
+	for _, r := range st.Replicas {
+		if r.Acked < v && r.Nacked >= v {
+			rejected = true
+		}
+	}
+	return ok, rejected, reason
+}
+
 // NewServer returns a Server with no configs. Serve it with Serve.
 func NewServer(opts ServerOptions) *Server {
 	return &Server{opts: opts, log: opts.Logger, gateways: make(map[string]*gatewayState)}
@@ -427,6 +439,12 @@ func (s *Server) Status(gateway string) GatewayStatus {
 // Programmed reports whether gateway is programmed at version v; see GatewayStatus.Programmed.
 func (s *Server) Programmed(gateway string, v uint64) (ok bool, reason string) {
 	return s.Status(gateway).Programmed(v)
+}
+
+// Acknowledged reports whether every connected replica of gateway serves version v and, when
+// not, whether one refused it; see GatewayStatus.Acknowledged.
+func (s *Server) Acknowledged(gateway string, v uint64) (ok, rejected bool, reason string) {
+	return s.Status(gateway).Acknowledged(v)
 }
 
 func (s *Server) gatewayLocked(gateway string) *gatewayState {

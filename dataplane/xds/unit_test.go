@@ -52,6 +52,49 @@ func TestGatewayStatusProgrammed(t *testing.T) {
 	}
 }
 
+// TestGatewayStatusAcknowledged checks the NACK derivation the controllers' Programmed uses: a
+// refusal is told apart from waiting, and only a refusal of v (or newer) that no ACK superseded.
+func TestGatewayStatusAcknowledged(t *testing.T) {
+	type result struct {
+		OK, Rejected bool
+		Reason       string
+	}
+	tests := []struct {
+		name string
+		st   GatewayStatus
+		v    uint64
+		want result
+	}{
+		{name: "no replica", st: GatewayStatus{Version: 3}, v: 3, want: result{Reason: "no proxy replica is connected"}},
+		{name: "all acked", v: 3, want: result{OK: true},
+			st: GatewayStatus{Version: 3, Replicas: []ReplicaStatus{{Node: "a", Acked: 3}, {Node: "b", Acked: 4}}}},
+		{name: "one waiting is not a rejection", v: 3,
+			st:   GatewayStatus{Version: 3, Replicas: []ReplicaStatus{{Node: "a", Acked: 3}, {Node: "b", Acked: 2}}},
+			want: result{Reason: "waiting for 1 of 2 proxy replicas to acknowledge version 3"}},
+		{name: "nack of v", v: 3,
+			st:   GatewayStatus{Version: 3, Replicas: []ReplicaStatus{{Node: "a", Acked: 3}, {Node: "b", Acked: 2, Nacked: 3, NackReason: "bad regex"}}},
+			want: result{Rejected: true, Reason: "proxy b rejected version 3: bad regex"}},
+		{name: "nack of a newer version rejects v too", v: 3,
+			st:   GatewayStatus{Version: 4, Replicas: []ReplicaStatus{{Node: "b", Acked: 2, Nacked: 4, NackReason: "bad regex"}}},
+			want: result{Rejected: true, Reason: "proxy b rejected version 4: bad regex"}},
+		{name: "nack of an older version is waiting", v: 3,
+			st:   GatewayStatus{Version: 3, Replicas: []ReplicaStatus{{Node: "b", Acked: 1, Nacked: 2, NackReason: "bad regex"}}},
+			want: result{Reason: "waiting for 1 of 1 proxy replicas to acknowledge version 3"}},
+		{name: "nack superseded by an ack of v", v: 3,
+			st:   GatewayStatus{Version: 4, Replicas: []ReplicaStatus{{Node: "b", Acked: 3, Nacked: 4, NackReason: "bad regex"}}},
+			want: result{OK: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got result
+			got.OK, got.Rejected, got.Reason = tt.st.Acknowledged(tt.v)
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("Acknowledged(%d) (-want +got):\n%s", tt.v, d)
+			}
+		})
+	}
+}
+
 func TestCAMarshalLoad(t *testing.T) {
 	ca, err := NewCA("test", time.Hour)
 	if err != nil {

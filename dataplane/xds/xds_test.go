@@ -299,6 +299,9 @@ func TestNack(t *testing.T) {
 	if ok || !strings.Contains(reason, "rejected version") || !strings.Contains(reason, "SCTP") {
 		t.Errorf("Programmed(%d) = %v, %q; want false with the proxy's reason", v2, ok, reason)
 	}
+	if ok, rejected, _ := srv.Acknowledged(gwA, v2); ok || !rejected {
+		t.Errorf("Acknowledged(%d) = %v, rejected %v; want a rejection", v2, ok, rejected)
+	}
 	if cfg, _ := p.serving(); cfg.Version != v1 {
 		t.Errorf("proxy serves version %d after a NACK, want %d", cfg.Version, v1)
 	}
@@ -306,6 +309,9 @@ func TestNack(t *testing.T) {
 	// A good config afterwards is ACKed and clears the NACK.
 	v3 := srv.SetConfig(gwA, config(9090))
 	waitProgrammed(t, srv, gwA, v3)
+	if ok, rejected, reason := srv.Acknowledged(gwA, v3); !ok || rejected {
+		t.Errorf("Acknowledged(%d) = %v, rejected %v, %q; want acknowledged", v3, ok, rejected, reason)
+	}
 	want := GatewayStatus{Version: v3, Replicas: []ReplicaStatus{{Node: "pod-1", Acked: v3}}}
 	if diff := cmp.Diff(want, srv.Status(gwA)); diff != "" {
 		t.Errorf("Status (-want +got):\n%s", diff)

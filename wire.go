@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/dataplane/xds"
+	"github.com/fleetgate/fleetgate/dataplane/xds/casecret"
+	"github.com/fleetgate/fleetgate/providers"
+	"github.com/fleetgate/fleetgate/providers/incluster"
+	"github.com/fleetgate/fleetgate/providers/local"
+)
+
+// proxyCertValidity is the lifetime of the proxies' client certificates.
+const proxyCertValidity = 365 * 24 * time.Hour
+
+// wireDataplane builds the proxies' config server (mTLS from fleetgate's CA) and the provider that
+// serves incluster classes, and returns the controllers' options that connect them.
+func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr.Logger) (controllers.Options, error) {
+	// The manager's cache is not running yet, and the provider reads back what it applied with
+	// managedFields: both get an uncached client.
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return controllers.Options{}, fmt.Errorf("creating the operator's client: %w", err)
+	}
+	// Local proxies die with the operator, so their CA lives in memory; in a cluster it lives in a
+	// Secret, so that proxies keep trusting the operator across restarts and replicas.
+	var ca *xds.CA
+	listen, publicHost := ":18000", "fleetgate-xds."+o.namespace+".svc"
+	if o.localMode {
+		listen, publicHost = "127.0.0.1:18000", ""
+		ca, err = xds.NewCA("fleetgate local CA", 365*24*time.Hour)
+	} else {
+		ca, err = casecret.LoadOrCreate(ctx, direct, client.ObjectKey{Namespace: o.namespace, Name: "fleetgate-xds-ca"})
+	}
+	if err != nil {
+		return controllers.Options{}, err
+	}
+	if o.xdsAddr != "" {
+		listen = o.xdsAddr
+	}
+	ep, err := xds.Listen(ca, listen, o.xdsPublicAddr, publicHost)
+	if err != nil {
+		return controllers.Options{}, err
+	}
+	setup := controllers.Options{
+		Events: controllers.NewTrigger(),
+		// ACKs and replicas coming and going change only Programmed: no new translation.
+		Delivery:      controllers.NewTrigger(),
+		MemberClients: &controllers.MemberClients{},
+	}
+	configs := xds.NewServer(xds.ServerOptions{TLS: ep.TLS, Logger: logger.WithName("xds"), OnChange: setup.Delivery.Fire})
+	proxies, stop, err := newProxies(o, mgr, direct, setup, ca, ep.Public, logger)
+	if err != nil {
+		return controllers.Options{}, err
+	}
+	registry := providers.NewRegistry()
+	registry.Register(string(v1alpha1.ProviderInCluster), proxies)
+	setup.Apply = &controllers.Dataplane{Providers: registry, Configs: configs}
+	// The config server runs on the leader only: it alone translates, so it alone has configs.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		serveErr := configs.Serve(ctx, ep.Listener)
+		// Local proxies go with the operator: they drain while the manager shuts down.
+		return errors.Join(serveErr, stop(context.Background()))
+	})); err != nil {
+		return controllers.Options{}, fmt.Errorf("adding the config server: %w", err)
+	}
+	logger.Info("dataplane wired", "localMode", o.localMode, "xdsListen", ep.Listener.Addr().String(), "xdsPublic", ep.Public)
+	return setup, nil
+}
+
+// newProxies builds the provider of incluster classes: in local mode one proxy process per Gateway
+// on a loopback address, in a cluster the proxy Deployment and Service next to each Gateway. stop
+// ends what the provider runs itself.
+func newProxies(o options, mgr ctrl.Manager, direct client.Client, setup controllers.Options, ca *xds.CA, public string, logger logr.Logger) (p providers.Provider, stop func(context.Context) error, err error) {
+	issue := func(gateway string) (xds.KeyPair, error) { return ca.IssueClient([]string{gateway}, proxyCertValidity) }
+	if o.localMode {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, nil, fmt.Errorf("finding the proxy binary: %w", err)
+		}
+		proxies, err := local.New(local.Options{
+			Command:    []string{self, "dataplane"},
+			XDSAddress: public,
+			Credentials: func(gateway string) (local.Credentials, error) {
+				kp, err := issue(gateway)
+				return local.Credentials{CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM, CAPEM: ca.CertPEM()}, err
+			},
+			Dir:    o.stateDir,
+			OnExit: setup.Events.Fire,
+			// The manager's cache holds every Service already (they are translation inputs).
+			Client: memberClients(mgr.GetClient(), setup.MemberClients),
+			Log:    logger.WithName("local"),
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return proxies, proxies.Stop, nil
+	}
+	proxies, err := incluster.New(incluster.Options{
+		Client:     memberClients(direct, setup.MemberClients),
+		Image:      o.proxyImage,
+		XDSAddress: public,
+		Credentials: func(gateway string) (incluster.Credentials, error) {
+			kp, err := issue(gateway)
+			return incluster.Credentials{CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM, CAPEM: ca.CertPEM()}, err
+		},
+		CA: ca.CertPEM,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return proxies, func(context.Context) error { return nil }, nil
+}
+
+// memberClients finds a member's client, the hub being hub.
+func memberClients(hub client.Client, members *controllers.MemberClients) func(cluster string) (client.Client, error) {
+	return func(cluster string) (client.Client, error) {
+		if cluster == snapshot.HubCluster {
+			return hub, nil
+		}
+		return members.Client(cluster)
+	}
+}
