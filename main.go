@@ -10,9 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -34,7 +32,6 @@ import (
 	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/dataplane/agent"
-	"github.com/fleetgate/fleetgate/dataplane/sysmon"
 	"github.com/fleetgate/fleetgate/dataplane/xds"
 	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/incluster"
@@ -63,10 +60,7 @@ type options struct {
 func main() {
 	// `fleetgate dataplane` is the proxy process, so one image serves both roles.
 	if len(os.Args) > 1 && os.Args[1] == "dataplane" {
-		if err := sysmon.Reexec(); err != nil {
-			fmt.Fprintln(os.Stderr, "fleetgate dataplane:", err)
-		}
-		os.Exit(runDataplane(os.Args[2:]))
+		os.Exit(agent.Main(os.Args[2:]))
 	}
 	var o options
 	fs := flag.CommandLine
@@ -297,21 +291,6 @@ func envOr(name, fallback string) string {
 		return v
 	}
 	return fallback
-}
-
-func runDataplane(args []string) int {
-	o, err := agent.ParseFlags(args, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fleetgate dataplane:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := agent.Run(ctx, o, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "fleetgate dataplane:", err)
-		return 1
-	}
-	return 0
 }
 
 func newLogger(level, format string) (logr.Logger, error) {
