@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
-	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -392,19 +391,18 @@ func pathByteVerbatim(c byte) bool {
 func validToken(b string) bool { return httpguts.ValidHeaderFieldName(b) }
 
 // isFast reports whether a compiled route can be served by the fast path: only when every field
-// the fast path does not implement is at its zero value. The fields it implements are listed here
-// and cleared; whatever else is set — including a field added to route later — keeps the route on
-// net/http (TestIsFastClassifiesEveryField).
+// the fast path does not implement is at its zero value. TestIsFastClassifiesEveryField holds
+// this list to route's fields: a field added to route fails it until classified, one classified
+// as not implemented fails it until checked here. (Checked by hand, not by reflection: this runs
+// once per route of a 100k-route compile.)
 func (r *route) isFast() bool {
+	if r.cors != nil || r.redirect != nil || len(r.mirrors) > 0 || r.timeout != 0 || r.beTimeout != 0 || r.retry != nil || r.buffer {
+		return false
+	}
 	for _, b := range r.backends.list {
 		if !b.invalid && !b.h1 {
 			return false
 		}
 	}
-	rest := *r
-	// Matching (done before the fast path is chosen), header modifiers, rewrite, backend choice
-	// (HTTP/1.1 only, above) and statistics; fast is the answer itself.
-	rest.name, rest.pathType, rest.path, rest.re, rest.method, rest.headers, rest.query = "", pathAny, "", nil, "", nil, nil
-	rest.reqHdr, rest.respHdr, rest.rewrite, rest.backends, rest.stats, rest.fast = nil, nil, nil, backendSet{}, nil, false
-	return reflect.ValueOf(&rest).Elem().IsZero()
+	return true
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // fastImplements classifies every field of route: true for what the fast path implements, false
-// for what sends a route to net/http when set. A field added to route must be added here.
+// for what sends a route to net/http when set (isFast checks those). A field added to route must
+// be added here.
 var fastImplements = map[string]bool{
 	"name": true, "pathType": true, "path": true, "re": true, "method": true, "headers": true, "query": true,
 	"reqHdr": true, "respHdr": true, "rewrite": true, "backends": true, "stats": true, "fast": true,
