@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,6 +159,10 @@ func TestRun(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"serving", "config reloaded", "shutting down"}, msgs); diff != "" {
 		t.Errorf("log messages (-want +got):\n%s", diff)
+	}
+	// tests/bench/dataplane/run.sh reads reloads and their durations off these lines.
+	if !regexp.MustCompile(`"msg":"config reloaded".*"took":"[0-9.]+[µm]?s"`).MatchString(stderr.String()) {
+		t.Errorf("no reload line with its duration as run.sh reads it:\n%s", stderr.String())
 	}
 }
 
