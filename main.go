@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,7 +20,6 @@ import (
 
 	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/dataplane/agent"
-	"github.com/fleetgate/fleetgate/dataplane/sysmon"
 )
 
 type options struct {
@@ -41,7 +38,7 @@ type options struct {
 func main() {
 	// `fleetgate dataplane` is the proxy process, so one image serves both roles.
 	if len(os.Args) > 1 && os.Args[1] == "dataplane" {
-		os.Exit(runDataplane(os.Args[2:]))
+		os.Exit(agent.Main(os.Args[2:]))
 	}
 	var o options
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to (0 disables it)")
@@ -123,22 +120,4 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
-}
-
-func runDataplane(args []string) int {
-	if err := sysmon.Reexec(); err != nil {
-		fmt.Fprintln(os.Stderr, "fleetgate dataplane:", err)
-	}
-	o, err := agent.ParseFlags(args, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fleetgate dataplane:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := agent.Run(ctx, o, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "fleetgate dataplane:", err)
-		return 1
-	}
-	return 0
 }

@@ -5,8 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,9 +25,6 @@ import (
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
 )
-
-// reasonConnecting: the member's kubeconfig works but its caches have not synced yet.
-const reasonConnecting = "Connecting"
 
 // Reconciler connects the hub's MemberClusters and reports their health on their status.
 type Reconciler struct {
@@ -73,8 +70,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, skipNameValidation bool)
 }
 
 // Reconcile connects, reconnects (changed kubeconfig, or back after being unreachable) or
-// disconnects one member and writes its Ready condition.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+// disconnects one member, in the Cluster API shape: it observes the member afresh (never trusting
+// the conditions it set before), sets its conditions with pure functions, and writes the status
+// once, deferred, when it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ reconcile.Result, retErr error) {
 	f := r.Fleet
 	var mc v1alpha1.MemberCluster
 	if err := r.Client.Get(ctx, req.NamespacedName, &mc); err != nil {
@@ -84,30 +83,50 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("reading MemberCluster %s: %w", req.Name, err)
 	}
-	weight := mc.Spec.Weight // the API server defaults it to DefaultWeight
-	if mc.Name == HubCluster && f.o.Hub != nil {
-		// The hub is read through the manager's own cache; its MemberCluster carries its weight.
-		if f.setWeight(HubCluster, weight) {
-			f.changed(HubCluster)
-		}
-		return reconcile.Result{}, r.setReady(ctx, &mc, metav1.ConditionTrue, v1alpha1.MemberReasonConnected,
-			"the operator's own cluster", r.HubVersion)
-	}
-	if !mc.DeletionTimestamp.IsZero() {
+	hub := mc.Name == HubCluster && f.o.Hub != nil
+	if !hub && !mc.DeletionTimestamp.IsZero() {
 		f.disconnect(mc.Name)
 		return reconcile.Result{}, nil
 	}
-	cfgBytes, err := r.kubeconfig(ctx, &mc)
+	before := mc.DeepCopy()
+	defer func() {
+		retErr = errors.Join(retErr, r.patchStatus(ctx, before, &mc))
+	}()
+	var o observation
+	if hub {
+		o = r.observeHub(&mc)
+	} else {
+		o = r.observe(ctx, &mc)
+	}
+	setReadyCondition(&mc, o)
+	setKubernetesVersion(&mc, o)
+	return reconcile.Result{RequeueAfter: requeueAfter(o, f.o.ProbeInterval)}, nil
+}
+
+// observeHub: the hub is read through the manager's own cache; its MemberCluster carries its weight.
+func (r *Reconciler) observeHub(mc *v1alpha1.MemberCluster) observation {
+	if r.Fleet.setWeight(HubCluster, mc.Spec.Weight) {
+		r.Fleet.changed(HubCluster)
+	}
+	return observation{hub: true, member: state{known: true, synced: true, healthy: true, version: r.HubVersion}}
+}
+
+// observe looks at a member in order — its kubeconfig Secret, the connection built from it, then
+// the fleet's record of its probe and caches — connecting, reconnecting or disconnecting it on the
+// way, and returns what it found.
+func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) observation {
+	f := r.Fleet
+	cfgBytes, err := r.kubeconfig(ctx, mc)
 	if err != nil {
 		f.disconnect(mc.Name)
-		return reconcile.Result{}, r.setReady(ctx, &mc, metav1.ConditionFalse, v1alpha1.MemberReasonKubeconfigInvalid, err.Error(), "")
+		return observation{kubeconfigErr: err}
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(cfgBytes)
 	if err != nil {
 		f.disconnect(mc.Name)
-		return reconcile.Result{}, r.setReady(ctx, &mc, metav1.ConditionFalse, v1alpha1.MemberReasonKubeconfigInvalid,
-			fmt.Sprintf("Secret %s/%s: %v", f.o.Namespace, mc.Spec.KubeconfigSecretRef.Name, err), "")
+		return observation{kubeconfigErr: fmt.Errorf("kubeconfig in Secret %s/%s: %w", f.o.Namespace, mc.Spec.KubeconfigSecretRef.Name, err)}
 	}
+	weight := mc.Spec.Weight // the API server defaults it to DefaultWeight
 	sum := sha256.Sum256(cfgBytes)
 	hash := hex.EncodeToString(sum[:])
 	st := f.state(mc.Name)
@@ -116,28 +135,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		f.disconnect(mc.Name)
 		st = state{}
 	}
-	if !st.known {
-		if err := f.connect(ctx, mc.Name, hash, weight, cfg); err != nil {
-			// Requeue at the probe's pace: "Unreachable within 10s" holds for members that were
-			// never reachable too.
-			return reconcile.Result{RequeueAfter: f.o.ProbeInterval}, r.setReady(ctx, &mc, metav1.ConditionFalse,
-				v1alpha1.MemberReasonUnreachable, err.Error(), "")
+	if st.known {
+		if f.setWeight(mc.Name, weight) {
+			f.changed(mc.Name)
 		}
-		st = f.state(mc.Name)
-	} else if f.setWeight(mc.Name, weight) {
-		f.changed(mc.Name)
+		return observation{member: st}
 	}
-	switch {
-	case !st.healthy:
-		return reconcile.Result{}, r.setReady(ctx, &mc, metav1.ConditionFalse, v1alpha1.MemberReasonUnreachable,
-			"API server does not answer: "+st.probeErr, st.version)
-	case !st.synced:
-		// The sync goroutine pokes this reconciler when done; the requeue is a safety net.
-		return reconcile.Result{RequeueAfter: 10 * time.Second}, r.setReady(ctx, &mc, metav1.ConditionFalse, reasonConnecting,
-			"connected; waiting for informer caches to sync", st.version)
+	if err := f.connect(ctx, mc.Name, hash, weight, cfg); err != nil {
+		return observation{connectErr: err}
 	}
-	return reconcile.Result{}, r.setReady(ctx, &mc, metav1.ConditionTrue, v1alpha1.MemberReasonConnected,
-		"API server answers and informer caches are synced", st.version)
+	return observation{member: f.state(mc.Name)}
 }
 
 // kubeconfig reads the member's kubeconfig from its Secret in the operator namespace.
@@ -155,43 +162,26 @@ func (r *Reconciler) kubeconfig(ctx context.Context, mc *v1alpha1.MemberCluster)
 	return data, nil
 }
 
-// setReady writes the Ready condition and version when they changed, and an Event on a transition.
-func (r *Reconciler) setReady(ctx context.Context, mc *v1alpha1.MemberCluster, status metav1.ConditionStatus, reason, msg, version string) error {
-	before := mc.DeepCopy()
-	old := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.MemberClusterReady)
-	transition := old == nil || old.Status != status || old.Reason != reason
-	meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.MemberClusterReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: mc.Generation,
-	})
-	if version != "" {
-		mc.Status.KubernetesVersion = version
-	}
+// patchStatus writes mc's status when it differs from before's, and records an Event when Ready
+// changed status or reason.
+func (r *Reconciler) patchStatus(ctx context.Context, before, mc *v1alpha1.MemberCluster) error {
 	if equalStatus(before.Status, mc.Status) {
 		return nil
 	}
 	if err := r.Client.Status().Patch(ctx, mc, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("writing MemberCluster %s status: %w", mc.Name, err)
 	}
-	if transition && r.Recorder != nil {
+	ready := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.MemberClusterReady)
+	if ready == nil {
+		return nil
+	}
+	if readyTransition(before, mc) && r.Recorder != nil {
 		eventType := corev1.EventTypeNormal
-		if status != metav1.ConditionTrue {
+		if ready.Status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(mc, nil, eventType, reason, "Health", "Ready=%s: %s", status, msg)
+		r.Recorder.Eventf(mc, nil, eventType, ready.Reason, "Health", "Ready=%s: %s", ready.Status, ready.Message)
 	}
-	log.FromContext(ctx).V(1).Info("member status", "ready", status, "reason", reason)
+	log.FromContext(ctx).V(1).Info("member status", "ready", ready.Status, "reason", ready.Reason)
 	return nil
-}
-
-func equalStatus(a, b v1alpha1.MemberClusterStatus) bool {
-	if a.KubernetesVersion != b.KubernetesVersion || len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for i := range a.Conditions {
-		x, y := a.Conditions[i], b.Conditions[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
-			return false
-		}
-	}
-	return true
 }

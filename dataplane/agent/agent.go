@@ -13,37 +13,29 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/fleetgate/fleetgate/dataplane/gcfloor"
 	"github.com/fleetgate/fleetgate/dataplane/proxy"
+	"github.com/fleetgate/fleetgate/dataplane/proxyproc"
 	"github.com/fleetgate/fleetgate/dataplane/xds"
 )
 
 // Options are the proxy process's settings, parsed from its command line.
 type Options struct {
-	Gateway        string
-	Node           string
-	XDSAddress     string
-	XDSServerName  string
-	CertFile       string
-	KeyFile        string
-	CAFile         string
-	Address        string
-	MetricsAddress string
-	AccessLog      bool
-	Verbosity      int
-	DrainTimeout   time.Duration
-	GCHeapFloorMB  uint64
-	// Limits holds the proxy's limits from their flags (proxy.Options.LimitFlags); a config's
-	// ir.Limits overrides them.
-	Limits proxy.Options
+	Gateway       string
+	Node          string
+	XDSAddress    string
+	XDSServerName string
+	CertFile      string
+	KeyFile       string
+	CAFile        string
+	// Flags are the settings every proxy process takes (listen address, metrics, logs, limits).
+	proxyproc.Flags
+}
+
+// Main is `fleetgate dataplane`: it parses args (the words after it), serves until SIGINT or
+// SIGTERM, then drains, and returns the exit code.
+func Main(args []string) int {
+	return proxyproc.Main("fleetgate dataplane", args, os.Stdout, os.Stderr, ParseFlags, Run)
 }
 
 // ParseFlags reads Options from args (the words after `fleetgate dataplane`).
@@ -59,13 +51,7 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 	fs.StringVar(&o.CertFile, "cert", "", "client certificate (PEM) naming the gateway")
 	fs.StringVar(&o.KeyFile, "key", "", "client key (PEM)")
 	fs.StringVar(&o.CAFile, "ca", "", "CA certificate (PEM) the config server's certificate chains to")
-	fs.StringVar(&o.Address, "address", "", "IP the listeners bind to (default: every interface)")
-	fs.StringVar(&o.MetricsAddress, "metrics-address", "", "host:port serving /metrics and /healthz (off when empty)")
-	fs.BoolVar(&o.AccessLog, "access-log", false, "log one JSON line per request to stdout")
-	fs.IntVar(&o.Verbosity, "v", 0, "log verbosity")
-	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 30*time.Second, "how long connections may finish on shutdown or when a listener goes")
-	fs.Uint64Var(&o.GCHeapFloorMB, "gc-heap-floor-mb", 64, "keep the GC heap goal at least this many MiB above the live heap (0: plain GOGC)")
-	o.Limits.LimitFlags(fs)
+	o.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -82,17 +68,10 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 
 // Run serves until ctx ends, then drains.
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
-	defer gcfloor.Start(o.GCHeapFloorMB << 20)()
-	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(stderr, obj) }, funcr.Options{Verbosity: o.Verbosity}).
-		WithValues("gateway", o.Gateway, "node", o.Node)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	popts := o.Limits
-	popts.Address, popts.Log, popts.DrainTimeout, popts.Registry = o.Address, log, o.DrainTimeout, reg
-	if o.AccessLog {
-		popts.AccessLog = funcr.NewJSON(func(obj string) { fmt.Fprintln(stdout, obj) }, funcr.Options{})
-	}
-	srv, err := proxy.New(popts)
+	p := proxyproc.Start(o.Flags, stdout, stderr)
+	defer p.Close()
+	p.Log = p.Log.WithValues("gateway", o.Gateway, "node", o.Node)
+	srv, err := proxy.New(p.ProxyOptions())
 	if err != nil {
 		return fmt.Errorf("creating proxy: %w", err)
 	}
@@ -102,20 +81,15 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 	client, err := xds.NewClient(xds.ClientOptions{
 		Address: o.XDSAddress, TLS: tlsCfg, Gateway: o.Gateway, Node: o.Node,
-		Apply: srv.Update, Logger: log.WithName("xds"),
+		Apply: srv.Update, Logger: p.Log.WithName("xds"),
 	})
 	if err != nil {
 		return fmt.Errorf("creating config client: %w", err)
 	}
-	if o.MetricsAddress != "" {
-		stop := serveMetrics(o.MetricsAddress, reg, client, log)
-		defer stop()
-	}
-	log.Info("proxy starting", "xds", o.XDSAddress, "address", o.Address)
+	defer p.ServeMetrics(func(mux *http.ServeMux) { mux.Handle("/healthz", healthz(client)) })()
+	p.Log.Info("proxy starting", "xds", o.XDSAddress, "address", o.Address)
 	runErr := client.Run(ctx)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
-	defer cancel()
-	return errors.Join(runErr, srv.Shutdown(shutdownCtx))
+	return errors.Join(runErr, p.Shutdown(srv))
 }
 
 func clientTLS(o Options) (*tls.Config, error) {
@@ -142,24 +116,15 @@ func clientTLS(o Options) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// serveMetrics serves /metrics, and /healthz which is healthy once a config is in service.
-func serveMetrics(addr string, reg *prometheus.Registry, client *xds.Client, log logr.Logger) func() {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+// healthz is healthy once a config is in service.
+func healthz(client *xds.Client) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if client.Version() == 0 {
 			http.Error(w, "no config yet", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintf(w, "serving config version %d\n", client.Version())
 	})
-	ms := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := ms.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error(err, "metrics server")
-		}
-	}()
-	return func() { _ = ms.Close() }
 }
 
 func hostOf(addr string) string {

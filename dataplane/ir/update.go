@@ -96,9 +96,11 @@ func (c *Config) Patch(u *Update) (*Config, error) {
 	return out, nil
 }
 
-// hostKey is how a proxy tells hostnames apart: case-insensitively, without a trailing dot, with
-// "" the same as "*".
-func hostKey(h string) string {
+// HostnameKey is how a proxy tells configured hostnames apart: case-insensitively, without a
+// trailing dot, with "" the same as "*" (the catch-all). Validation and the proxy's host maps both
+// use it, so that what Validate calls a duplicate is what the proxy serves as one. (HostKey is
+// the listener-and-hostname name of a host in an Update.)
+func HostnameKey(h string) string {
 	h = strings.TrimSuffix(strings.ToLower(h), ".")
 	if h == "" {
 		return "*"

@@ -81,7 +81,7 @@ func (l *Listener) validate(at string, b bounds) []error {
 		hosts := make(map[string]bool, len(l.VirtualHosts))
 		for i := range l.VirtualHosts {
 			vh := &l.VirtualHosts[i]
-			if k := hostKey(vh.Hostname); hosts[k] {
+			if k := HostnameKey(vh.Hostname); hosts[k] {
 				errs = append(errs, fmt.Errorf("%s host %q: duplicate host", at, vh.Hostname))
 			} else {
 				hosts[k] = true

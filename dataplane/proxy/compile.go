@@ -62,10 +62,32 @@ type mirror struct {
 	den     int32
 }
 
+// compileDeps is all a compile reads of the Server it compiles for. It holds no socket and no
+// table in service, so compiling cannot touch what requests are using.
+type compileDeps struct {
+	metrics *metrics
+	// up are the shared connection pools backends are compiled onto.
+	up upstreams
+	// resolveLimits fills a config's limits from the process's defaults.
+	resolveLimits func(*ir.Limits) (*limits, error)
+	// certs and tlsPools are the certificates and verified-TLS pools in service, reused by content
+	// so that a swap keeps parsed keys and warm connections.
+	certs    certCache
+	tlsPools tlsTransports
+	// paced: a table is in service, so compiling shares the core with requests.
+	paced bool
+}
+
+// compileDeps returns what a compile needs of srv; the caller holds srv.mu.
+func (srv *Server) compileDeps() compileDeps {
+	return compileDeps{metrics: srv.metrics, up: srv.up, resolveLimits: srv.opts.resolveLimits,
+		certs: srv.certs, tlsPools: srv.tlsPools, paced: srv.cur.Load() != nil}
+}
+
 // compiler holds the state of one compile: backends are shared between the routes that name the
 // same one, which keeps a table of 100k routes over a few services small.
 type compiler struct {
-	*Server
+	compileDeps
 	backends map[string][]sharedBackend
 	// pace shares the core with request serving while a large table compiles.
 	pace *pace.Pacer
@@ -80,31 +102,21 @@ type compiler struct {
 	err      error // the first backend that could not be compiled
 }
 
-func (srv *Server) newCompiler(clientCert *ir.Certificate, pools tlsTransports) *compiler {
-	s := &compiler{Server: srv, backends: map[string][]sharedBackend{}, clientCert: clientCert, tlsNext: pools}
-	if srv.cur.Load() != nil {
+func newCompiler(deps compileDeps, clientCert *ir.Certificate, pools tlsTransports) *compiler {
+	s := &compiler{compileDeps: deps, backends: map[string][]sharedBackend{}, clientCert: clientCert, tlsNext: pools}
+	if deps.paced {
 		// Only a swap shares the core with requests; the first table compiles at full speed.
 		s.pace = pace.New()
 	}
 	return s
 }
 
-// compile validates cfg and builds its table. It touches no socket; binding happens in Apply.
-func (srv *Server) compile(cfg *ir.Config, certs certCache, pools tlsTransports) (*table, error) {
-	s := srv.newCompiler(cfg.BackendClientCertificate, pools)
-	t, err := s.compileConfig(cfg, certs)
-	if err != nil {
-		s.abort()
-		return nil, err
-	}
-	return t, nil
-}
-
+// compileConfig validates cfg and builds its table. It touches no socket; binding happens in Apply.
 func (s *compiler) compileConfig(cfg *ir.Config, certs certCache) (*table, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
-	lim, err := s.opts.resolveLimits(cfg.Limits)
+	lim, err := s.resolveLimits(cfg.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}

@@ -253,3 +253,14 @@ func peerCN(t *testing.T, addr, sni string, alpn ...string) (string, string) {
 func prefix(v string) *ir.StringMatch { return &ir.StringMatch{Type: ir.MatchPrefix, Value: v} }
 func exact(v string) *ir.StringMatch  { return &ir.StringMatch{Type: ir.MatchExact, Value: v} }
 func regex(v string) *ir.StringMatch  { return &ir.StringMatch{Type: ir.MatchRegex, Value: v} }
+
+// compile validates cfg and builds its table, as Apply does but without serving it.
+func (srv *Server) compile(cfg *ir.Config, certs certCache, pools tlsTransports) (*table, error) {
+	s := newCompiler(srv.compileDeps(), cfg.BackendClientCertificate, pools)
+	t, err := s.compileConfig(cfg, certs)
+	if err != nil {
+		s.abort()
+		return nil, err
+	}
+	return t, nil
+}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"path"
 	"strings"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
 // hostMap finds the entry for a hostname the way Gateway API matches hostnames: an exact name first,
@@ -65,9 +67,9 @@ func (m *hostMap[T]) deleteExact(name string) {
 // add registers v for name unless the name is already taken; the first entry wins, as the IR lists
 // the more important one first. It reports whether v was added.
 func (m *hostMap[T]) add(name string, v T) bool {
-	name = hostKey(name)
+	name = ir.HostnameKey(name)
 	switch {
-	case name == "" || name == "*":
+	case name == "*":
 		if m.hasAny {
 			return false
 		}
@@ -163,11 +165,6 @@ func needsCleaning(p string) bool {
 	return false
 }
 
-// hostKey normalises a configured name as add does: "" and "*" are the catch-all.
-func hostKey(name string) string {
-	return strings.TrimSuffix(strings.ToLower(name), ".")
-}
-
 // clone returns a copy that add and remove may change while m keeps serving. The copy shares the
 // exact names with m (see recent).
 func (m *hostMap[T]) clone() *hostMap[T] {
@@ -200,8 +197,8 @@ func foldAt(exact int) int {
 
 // find returns the entry registered under name (not the one a request for name would reach).
 func (m *hostMap[T]) find(name string) (T, bool) {
-	switch name = hostKey(name); {
-	case name == "" || name == "*":
+	switch name = ir.HostnameKey(name); {
+	case name == "*":
 		return m.any, m.hasAny
 	case strings.HasPrefix(name, "*."):
 		v, ok := m.wild[name[1:]]
@@ -213,8 +210,8 @@ func (m *hostMap[T]) find(name string) (T, bool) {
 
 // remove deletes the entry registered under name.
 func (m *hostMap[T]) remove(name string) {
-	switch name = hostKey(name); {
-	case name == "" || name == "*":
+	switch name = ir.HostnameKey(name); {
+	case name == "*":
 		var zero T
 		m.any, m.hasAny = zero, false
 	case strings.HasPrefix(name, "*."):

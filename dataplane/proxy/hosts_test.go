@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
 // TestHostMapClone patches clones of clones, folding recent names several times, and holds every
@@ -104,5 +106,36 @@ func BenchmarkHostLookup(b *testing.B) {
 				bm.m.lookup("r50000.example.com")
 			}
 		})
+	}
+}
+
+// TestHostMapKeysAsIR: names ir.HostnameKey tells apart are separate entries, names it does not are
+// one, so that the proxy serves as one host exactly what ir.Validate calls a duplicate.
+func TestHostMapKeysAsIR(t *testing.T) {
+	tests := []struct {
+		first, second string
+		want          bool // the second is added beside the first
+	}{
+		{"", "*", false},
+		{"*", ".", false},
+		{"Example.com", "example.com.", false},
+		{"*.A.example", "*.a.example.", false},
+		{"a.example", "b.example", true},
+		{"*.example", "x.example", true},
+		{"*", "*.example", true},
+	}
+	for _, tt := range tests {
+		if sameKey := ir.HostnameKey(tt.first) == ir.HostnameKey(tt.second); sameKey == tt.want {
+			t.Fatalf("%q, %q: the case contradicts ir.HostnameKey", tt.first, tt.second)
+		}
+		m := newHostMap[int]()
+		m.add(tt.first, 1)
+		got := m.add(tt.second, 2)
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("add(%q) after add(%q) (-want +got):\n%s", tt.second, tt.first, diff)
+		}
+		if v, ok := m.find(tt.second); !ok || v != map[bool]int{false: 1, true: 2}[tt.want] {
+			t.Errorf("find(%q) = %d, %v after adding %q and %q", tt.second, v, ok, tt.first, tt.second)
+		}
 	}
 }

@@ -206,7 +206,7 @@ func (s *Server) Apply(cfg *ir.Config) error {
 func (s *Server) applyLocked(cfg *ir.Config) error {
 	certs := certCache{}
 	pools := tlsTransports{}
-	c := s.newCompiler(cfg.BackendClientCertificate, pools)
+	c := newCompiler(s.compileDeps(), cfg.BackendClientCertificate, pools)
 	t, err := c.compileConfig(cfg, certs)
 	if err != nil {
 		c.abort()

@@ -1,6 +1,10 @@
 package proxy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
 
 // Ingress wildcards cover exactly one label (ir.VirtualHost.SingleLabelWildcard), Gateway API ones
 // one or more. hostMap.lookup tries wildcards longest suffix first, so the first suffix it tries
@@ -12,7 +16,7 @@ func (m *hostMap[T]) addSingleLabel(name string, v T) bool {
 	if !m.add(name, v) {
 		return false
 	}
-	if key, ok := strings.CutPrefix(hostKey(name), "*"); ok {
+	if key, ok := strings.CutPrefix(ir.HostnameKey(name), "*"); ok {
 		if m.single == nil {
 			m.single = map[string]bool{}
 		}

@@ -34,12 +34,14 @@ func (s *Server) Update(u *ir.Update) error {
 	if u.Base != nil {
 		base = u.Base
 	}
-	c := s.newCompiler(base.BackendClientCertificate, tlsTransports{})
+	c := newCompiler(s.compileDeps(), base.BackendClientCertificate, tlsTransports{})
 	certs := s.certs
 	if u.Base != nil {
 		certs = certCache{}
 	}
-	t, drop, err := c.patch(old, base, u, certs)
+	// A new client certificate for TLS backends compiles every host that has one again.
+	clientCert := u.Base != nil && !reflect.DeepEqual(u.Base.BackendClientCertificate, s.base.BackendClientCertificate)
+	t, drop, err := c.patch(old, base, u, certs, clientCert)
 	if err == nil {
 		err = c.err
 	}
@@ -69,7 +71,7 @@ type hostChanges struct {
 
 // patch builds the table u makes of old, whose base becomes base. drop are the series references
 // old holds and the new table does not, to give back once it is in service.
-func (s *compiler) patch(old *table, base *ir.Config, u *ir.Update, certs certCache) (t *table, drop []*routeStats, err error) {
+func (s *compiler) patch(old *table, base *ir.Config, u *ir.Update, certs certCache, clientCert bool) (t *table, drop []*routeStats, err error) {
 	if u.Base != nil {
 		if err := u.Base.Validate(); err != nil {
 			return nil, nil, err
@@ -110,10 +112,9 @@ func (s *compiler) patch(old *table, base *ir.Config, u *ir.Update, certs certCa
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
-	clientCert := u.Base != nil && !reflect.DeepEqual(u.Base.BackendClientCertificate, s.base.BackendClientCertificate)
 	t = &table{version: u.Version, listeners: old.listeners, limits: old.limits}
 	if u.Base != nil {
-		if t.limits, err = s.opts.resolveLimits(base.Limits); err != nil {
+		if t.limits, err = s.resolveLimits(base.Limits); err != nil {
 			return nil, nil, err
 		}
 		s.lim = t.limits // every listener is compiled again below, with these

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	httppprof "net/http/pprof"
 	"os"
@@ -17,106 +18,90 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/fleetgate/fleetgate/dataplane/gcfloor"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/dataplane/pace"
 	"github.com/fleetgate/fleetgate/dataplane/proxy"
-	"github.com/fleetgate/fleetgate/dataplane/sysmon"
+	"github.com/fleetgate/fleetgate/dataplane/proxyproc"
 )
 
 func main() {
-	if err := sysmon.Reexec(); err != nil {
-		fmt.Fprintln(os.Stderr, "fleetgate-proxy:", err)
-	}
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "fleetgate-proxy:", err)
-		os.Exit(1)
-	}
+	os.Exit(proxyproc.Main("fleetgate-proxy", os.Args[1:], os.Stdout, os.Stderr, parseFlags, run))
 }
 
-func run() error {
-	var (
-		configPath  = flag.String("config", "", "path of the ir.Config JSON file to serve")
-		address     = flag.String("address", "", "IP address to bind listeners to (default: all)")
-		portOffset  = flag.Int("port-offset", 0, "added to every IR port, to run unprivileged")
-		metricsAddr = flag.String("metrics-address", "", "host:port serving /metrics (off when empty)")
-		accessLog   = flag.Bool("access-log", false, "log one JSON line per request to stdout")
-		verbosity   = flag.Int("v", 0, "log verbosity")
-		watch       = flag.Duration("watch", 0, "poll the config file at this interval and reload on change (0: only on SIGHUP)")
-		drain       = flag.Duration("drain-timeout", 30*time.Second, "how long connections may finish on shutdown")
-		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown")
-		gcFloorMB   = flag.Uint64("gc-heap-floor-mb", 64, "keep the GC heap goal at least this many MiB above the live heap (0: plain GOGC)")
-		pprofOn     = flag.Bool("pprof", false, "also serve /debug/pprof/ (profiles, execution traces) on -metrics-address")
-		limits      proxy.Options
-		upIdle      = flag.Duration("upstream-idle-timeout", 4*time.Second, "close idle keepalive connections to backends after this long; keep it below the backends' own (Node.js: 5s)")
-	)
-	limits.LimitFlags(flag.CommandLine)
-	flag.Parse()
-	defer gcfloor.Start(*gcFloorMB << 20)()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+// options are fleetgate-proxy's settings: the shared ones and those of serving a file.
+type options struct {
+	proxyproc.Flags
+	configPath string
+	portOffset int
+	watch      time.Duration
+	cpuProfile string
+	pprof      bool
+}
+
+func parseFlags(args []string, output io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("fleetgate-proxy", flag.ContinueOnError)
+	fs.SetOutput(output)
+	fs.StringVar(&o.configPath, "config", "", "path of the ir.Config JSON file to serve")
+	fs.IntVar(&o.portOffset, "port-offset", 0, "added to every IR port, to run unprivileged")
+	fs.DurationVar(&o.watch, "watch", 0, "poll the config file at this interval and reload on change (0: only on SIGHUP)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown")
+	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof/ (profiles, execution traces) on -metrics-address")
+	o.Register(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.configPath == "" {
+		return o, errors.New("-config is required")
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	p := proxyproc.Start(o.Flags, stdout, stderr)
+	defer p.Close()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
 		if err != nil {
-			return err
+			return fmt.Errorf("creating -cpuprofile: %w", err)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
+			return fmt.Errorf("starting CPU profile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if *configPath == "" {
-		return errors.New("-config is required")
-	}
-	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{Verbosity: *verbosity})
-	opts := limits
-	opts.Address, opts.Log, opts.DrainTimeout, opts.UpstreamIdleTimeout = *address, log, *drain, *upIdle
-	if *accessLog {
-		opts.AccessLog = funcr.NewJSON(func(obj string) { fmt.Println(obj) }, funcr.Options{})
-	}
-	if *portOffset != 0 {
-		off := uint32(*portOffset)
+	opts := p.ProxyOptions()
+	if o.portOffset != 0 {
+		off := uint32(o.portOffset)
 		opts.PortMap = func(p uint32) uint32 { return p + off }
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	opts.Registry = reg
 	srv, err := proxy.New(opts)
 	if err != nil {
-		return err
+		return fmt.Errorf("creating proxy: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if *metricsAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		if *pprofOn {
+	defer p.ServeMetrics(func(mux *http.ServeMux) {
+		mux.Handle("/", promhttp.HandlerFor(p.Registry, promhttp.HandlerOpts{})) // any path, as always
+		if o.pprof {
 			mux.HandleFunc("/debug/pprof/", httppprof.Index)
 			mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
 			mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)
 		}
-		ms := &http.Server{Addr: *metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := ms.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error(err, "metrics server")
-			}
-		}()
-		defer ms.Close()
-	}
-	mtime, err := load(srv, *configPath)
+	})()
+	log := p.Log
+	mtime, err := load(srv, o.configPath)
 	if err != nil {
 		return err
 	}
-	log.Info("serving", "config", *configPath, "version", srv.Version())
+	log.Info("serving", "config", o.configPath, "version", srv.Version())
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	var tick <-chan time.Time
-	if *watch > 0 {
-		t := time.NewTicker(*watch)
+	if o.watch > 0 {
+		t := time.NewTicker(o.watch)
 		defer t.Stop()
 		tick = t.C
 	}
@@ -124,13 +109,11 @@ func run() error {
 		select {
 		case <-ctx.Done():
 			log.Info("shutting down")
-			sctx, cancel := context.WithTimeout(context.Background(), *drain)
-			defer cancel()
-			return srv.Shutdown(sctx)
+			return p.Shutdown(srv)
 		case <-hup:
-			mtime = reload(log, srv, *configPath, mtime, true)
+			mtime = reload(log, srv, o.configPath, mtime, true)
 		case <-tick:
-			mtime = reload(log, srv, *configPath, mtime, false)
+			mtime = reload(log, srv, o.configPath, mtime, false)
 		}
 	}
 }
