@@ -21,8 +21,8 @@ import (
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
 )
 
-// Source is one member cluster's view: its name and a reader backed by its informer cache.
-type Source struct {
+// ClusterReader is one member cluster's view: its name and a reader backed by its informer cache.
+type ClusterReader struct {
 	Cluster string
 	Reader  client.Reader
 	// LegacyReferencePolicy is set when the cluster serves the v1alpha2 ReferencePolicy CRD that
@@ -40,7 +40,7 @@ func referencePolicyGVK() schema.GroupVersionKind {
 // buildSnapshot reads every input of translation from each source's cache and returns the sorted snapshot.
 // The snapshot keeps only the Secrets a Gateway listener refers to, so translation never sees
 // unrelated credentials; they are read whatever their type so that a wrong type can be reported.
-func buildSnapshot(ctx context.Context, sources []Source) (*snapshot.Snapshot, error) {
+func buildSnapshot(ctx context.Context, sources []ClusterReader) (*snapshot.Snapshot, error) {
 	s := &snapshot.Snapshot{ClusterWeights: make(map[string]int32, len(sources))}
 	var errs []error
 	for _, src := range sources {
@@ -89,7 +89,7 @@ type storeLister interface {
 
 // readInto lists one kind from a source and appends its items, tagged with the cluster, to dst.
 // Translation only reads, and the snapshot lives for one pass: the cache's objects need no copy.
-func readInto[L client.ObjectList, T any](ctx context.Context, src Source, list L, dst *[]snapshot.Object[T], items func(L) []T) error {
+func readInto[L client.ObjectList, T any](ctx context.Context, src ClusterReader, list L, dst *[]snapshot.Object[T], items func(L) []T) error {
 	if sl, ok := src.Reader.(storeLister); ok {
 		if obj, ok := any(new(T)).(client.Object); ok {
 			objs, ok, err := sl.ListStore(ctx, obj)
@@ -215,7 +215,7 @@ func ptrString[S ~string](p *S) string {
 	return string(*p)
 }
 
-func readLegacyPolicies(ctx context.Context, src Source, s *snapshot.Snapshot) error {
+func readLegacyPolicies(ctx context.Context, src ClusterReader, s *snapshot.Snapshot) error {
 	var list unstructured.UnstructuredList
 	list.SetGroupVersionKind(referencePolicyGVK().GroupVersion().WithKind("ReferencePolicyList"))
 	if err := src.Reader.List(ctx, &list); err != nil {

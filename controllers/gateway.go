@@ -49,8 +49,8 @@ type Applier interface {
 
 // GatewayReconciler runs the pipeline: snapshot → translate → apply → status.
 type GatewayReconciler struct {
-	// Sources returns the member clusters to read, each through its informer cache.
-	Sources func() []Source
+	// Clusters returns the member clusters to read, each through its informer cache.
+	Clusters func() []ClusterReader
 	// Translator reuses compiled routes between passes; nil translates from scratch each time.
 	Translator *translate.Cache
 	Apply      Applier
@@ -132,7 +132,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
-	snap, err := buildSnapshot(ctx, r.Sources())
+	snap, err := buildSnapshot(ctx, r.Clusters())
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("building snapshot: %w", err)
 	}

@@ -82,8 +82,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	legacy := servesLegacyReferencePolicy(mgr)
 	hubReader := fleet.StoreReader{Reader: mgr.GetClient(), Cache: mgr.GetCache()}
-	hub := []Source{{Cluster: snapshot.HubCluster, Reader: hubReader, LegacyReferencePolicy: legacy, Weight: snapshot.DefaultClusterWeight}}
-	sources := func() []Source { return hub }
+	hub := []ClusterReader{{Cluster: snapshot.HubCluster, Reader: hubReader, LegacyReferencePolicy: legacy, Weight: snapshot.DefaultClusterWeight}}
+	sources := func() []ClusterReader { return hub }
 	watchHub := true
 	events := []<-chan event.GenericEvent{o.Events}
 	if o.Fleet != nil {
@@ -96,7 +96,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		sources, watchHub = fl, o.Fleet.HubIsMember
 	}
 	if err := (&GatewayReconciler{
-		Sources:    sources,
+		Clusters:   sources,
 		Translator: translate.NewCache(),
 		Apply:      o.Apply,
 		Status:     writer,
@@ -117,7 +117,7 @@ func servesLegacyReferencePolicy(mgr ctrl.Manager) bool {
 
 // setupFleet wires the member clusters: their informers poke the pipeline through events, each
 // usable member gets a status target, and the returned function lists the pipeline's sources.
-func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events chan<- event.GenericEvent, legacy bool) (func() []Source, error) {
+func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events chan<- event.GenericEvent, legacy bool) (func() []ClusterReader, error) {
 	var hub *fleet.Member
 	if o.Fleet.HubIsMember {
 		hub = &fleet.Member{Reader: fleet.StoreReader{Reader: mgr.GetClient(), Cache: mgr.GetCache()}, Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("fleetgate")}
@@ -166,11 +166,11 @@ func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events chan<-
 			return nil, fmt.Errorf("setting up the MCS controller: %w", err)
 		}
 	}
-	return func() []Source {
+	return func() []ClusterReader {
 		members := fl.Members()
-		out := make([]Source, 0, len(members))
+		out := make([]ClusterReader, 0, len(members))
 		for _, m := range members {
-			out = append(out, Source{Cluster: m.Name, Reader: m.Reader, Weight: m.Weight,
+			out = append(out, ClusterReader{Cluster: m.Name, Reader: m.Reader, Weight: m.Weight,
 				LegacyReferencePolicy: legacy && m.Name == snapshot.HubCluster})
 		}
 		return out
