@@ -118,6 +118,7 @@ func servesLegacyReferencePolicy(mgr ctrl.Manager) bool {
 // setupFleet wires the member clusters: their informers poke the pipeline through events, each
 // usable member gets a status target, and the returned function lists the pipeline's sources.
 func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events chan<- event.GenericEvent, legacy bool) (func() []ClusterReader, error) {
+	table := kinds()
 	var hub *fleet.Member
 	if o.Fleet.HubIsMember {
 		hub = &fleet.Member{Reader: fleet.StoreReader{Reader: mgr.GetClient(), Cache: mgr.GetCache()}, Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("fleetgate")}
@@ -133,11 +134,11 @@ func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events chan<-
 	fl := fleet.New(fleet.Options{
 		Namespace: o.Fleet.Namespace,
 		Scheme:    mgr.GetScheme(),
-		Kinds:     watchedKinds(),
+		Kinds:     watchedObjects(table),
 		Hub:       hub,
 		Changed:   poke,
 		// fleetgate's own status writes come back as updates; they change nothing translation reads.
-		UpdateMatters: inputChanged,
+		UpdateMatters: newUpdateFilter(table).inputChanged,
 		Ready: func(m fleet.Member) {
 			writer.SetTarget(m.Name, statusTarget{Reader: m.Reader, Live: m.Writer, Writer: m.Writer, Recorder: m.Recorder})
 		},

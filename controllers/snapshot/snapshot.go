@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"cmp"
+	"reflect"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,29 +87,31 @@ type Snapshot struct {
 }
 
 // Sort orders every list by (cluster, namespace, name) and drops entries whose Obj is nil, so that
-// translation output does not depend on cache iteration order. It returns s for chaining.
+// translation output does not depend on cache iteration order. It returns s for chaining. It finds
+// the lists by their type, so a list added to Snapshot is sorted without being named here.
 func (s *Snapshot) Sort() *Snapshot {
-	s.GatewayClasses = sortObjects(s.GatewayClasses)
-	s.ClassConfigs = sortObjects(s.ClassConfigs)
-	s.Gateways = sortObjects(s.Gateways)
-	s.ListenerSets = sortObjects(s.ListenerSets)
-	s.HTTPRoutes = sortObjects(s.HTTPRoutes)
-	s.GRPCRoutes = sortObjects(s.GRPCRoutes)
-	s.TLSRoutes = sortObjects(s.TLSRoutes)
-	s.TCPRoutes = sortObjects(s.TCPRoutes)
-	s.UDPRoutes = sortObjects(s.UDPRoutes)
-	s.ReferenceGrants = sortObjects(s.ReferenceGrants)
-	s.Services = sortObjects(s.Services)
-	s.EndpointSlices = sortObjects(s.EndpointSlices)
-	s.ServiceImports = sortObjects(s.ServiceImports)
-	s.ServiceExports = sortObjects(s.ServiceExports)
-	s.Secrets = sortObjects(s.Secrets)
-	s.ConfigMaps = sortObjects(s.ConfigMaps)
-	s.BackendTLSPolicies = sortObjects(s.BackendTLSPolicies)
-	s.Namespaces = sortObjects(s.Namespaces)
-	s.IngressClasses = sortObjects(s.IngressClasses)
-	s.Ingresses = sortObjects(s.Ingresses)
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.Slice {
+			continue
+		}
+		if l, ok := reflect.Zero(f.Type().Elem()).Interface().(objectList); ok {
+			l.sortList(f.Addr().Interface())
+		}
+	}
 	return s
+}
+
+// objectList is implemented by every Object[T]: sortList sorts the *[]Object[T] it is given.
+type objectList interface {
+	sortList(list any)
+}
+
+func (Object[T]) sortList(list any) {
+	if p, ok := list.(*[]Object[T]); ok {
+		*p = sortObjects(*p)
+	}
 }
 
 // Clusters returns the sorted names of every cluster that contributed an object.

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -26,6 +27,45 @@ func TestSort(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"east", "hub", "west"}, s.Clusters()); diff != "" {
 		t.Errorf("clusters (-want +got):\n%s", diff)
+	}
+}
+
+// TestSortEveryList: Sort finds every list of the snapshot by its type.
+func TestSortEveryList(t *testing.T) {
+	s := &Snapshot{}
+	v := reflect.ValueOf(s).Elem()
+	lists := 0
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.Slice {
+			continue
+		}
+		// Two entries out of order and one without an object.
+		l := reflect.MakeSlice(f.Type(), 3, 3)
+		for j, name := range []string{"b", "a"} {
+			obj := reflect.New(f.Type().Elem().Field(1).Type.Elem())
+			obj.Interface().(metav1.Object).SetName(name)
+			l.Index(j).Field(1).Set(obj)
+		}
+		f.Set(l)
+		lists++
+	}
+	s.Sort()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.Slice {
+			continue
+		}
+		var got []string
+		for j := range f.Len() {
+			got = append(got, f.Index(j).Field(1).Interface().(metav1.Object).GetName())
+		}
+		if diff := cmp.Diff([]string{"a", "b"}, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", v.Type().Field(i).Name, diff)
+		}
+	}
+	if lists < 20 {
+		t.Errorf("%d lists found, want every one", lists)
 	}
 }
 
