@@ -55,6 +55,9 @@ type GatewayReconciler struct {
 	// lastTranslation holds the Gateway, Ingress and Service statuses of the last full pass as
 	// translation computed them, before apply's verdict; only the one worker touches it.
 	lastTranslation *translate.Result
+	// served is what each Ingress and LoadBalancer Service was last given while its gateway was
+	// programmed (keepServed); only the one worker touches it.
+	served map[translate.ObjectRef]servedStatus
 }
 
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;listenersets;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants;referencepolicies;backendtlspolicies,verbs=get;list;watch
@@ -149,10 +152,16 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	return reconcile.Result{}, nil
 }
 
-// setProgrammed merges apply's verdict per gateway into res.
+// setProgrammed merges apply's verdict per gateway into res: Programmed conditions, and the
+// addresses of Ingresses and Services, which keep what they were served while their gateway is
+// only pending.
 func (r *GatewayReconciler) setProgrammed(res *translate.Result, programmed map[string]translate.Programmed) {
 	for gw, p := range programmed {
 		res.SetProgrammed(gw, p)
 		res.SetLoadBalancerStatus(gw, p)
 	}
+	if r.served == nil {
+		r.served = map[translate.ObjectRef]servedStatus{}
+	}
+	keepServed(res, programmed, r.served)
 }
