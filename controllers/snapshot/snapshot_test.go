@@ -88,3 +88,28 @@ func TestReferenceGrantFromLegacy(t *testing.T) {
 		t.Error("malformed policy accepted")
 	}
 }
+
+// TestDependencies: the lists a compiled route may depend on, in snapshot order.
+func TestDependencies(t *testing.T) {
+	s := &Snapshot{}
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.Slice {
+			continue
+		}
+		l := reflect.MakeSlice(f.Type(), 1, 1)
+		obj := reflect.New(f.Type().Elem().Field(1).Type.Elem())
+		obj.Interface().(metav1.Object).SetName(v.Type().Field(i).Name)
+		l.Index(0).Field(1).Set(obj)
+		l.Index(0).Field(0).SetString("hub")
+		f.Set(l)
+	}
+	var got []string
+	s.Dependencies(func(cluster string, m metav1.Object) { got = append(got, cluster+"/"+m.GetName()) })
+	want := []string{"hub/ReferenceGrants", "hub/Services", "hub/EndpointSlices", "hub/ServiceImports",
+		"hub/ServiceExports", "hub/ConfigMaps", "hub/BackendTLSPolicies"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("dependencies (-want +got):\n%s", diff)
+	}
+}
