@@ -60,16 +60,7 @@ type GatewayReconciler struct {
 	served map[translate.ObjectRef]servedStatus
 }
 
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;listenersets;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants;referencepolicies;backendtlspolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses/status;gateways/status;listenersets/status;httproutes/status;grpcroutes/status;tlsroutes/status;tcproutes/status;udproutes/status;backendtlspolicies/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=fleetgate.dev,resources=gatewayclassconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=services;namespaces;secrets;configmaps,verbs=get;list;watch
-// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
-// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceimports;serviceexports,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;ingressclasses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=services/status,verbs=get;update;patch
 
 // SetupWithManager watches every input kind in the manager's cluster when watchHub is set, and the
 // events channels (proxies exiting, member clusters' informers), and the delivery channel (proxy ACKs).

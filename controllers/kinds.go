@@ -33,44 +33,95 @@ type kind struct {
 	status *statusKind
 }
 
+// Reading every kind, and writing the status of those that have one:
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;listenersets;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants;referencepolicies;backendtlspolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses/status;gateways/status;listenersets/status;httproutes/status;grpcroutes/status;tlsroutes/status;tcproutes/status;udproutes/status;backendtlspolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleetgate.dev,resources=gatewayclassconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services;namespaces;secrets;configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceimports;serviceexports,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;ingressclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=services/status,verbs=get;update;patch
+
 // kinds is the table of every kind translation reads. Adding a kind is one entry here, its field
 // in snapshot.Snapshot, and the translation code that reads it.
 func kinds() []kind {
 	return []kind{
-		listed("GatewayClass", func(l *gwv1.GatewayClassList) []gwv1.GatewayClass { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.GatewayClass] { return &s.GatewayClasses }).
+		listed("GatewayClass",
+			func(l *gwv1.GatewayClassList) []gwv1.GatewayClass { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.GatewayClass] { return &s.GatewayClasses }).
 			gated().writes(classStatus()),
-		listed("GatewayClassConfig", func(l *v1alpha1.GatewayClassConfigList) []v1alpha1.GatewayClassConfig { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[v1alpha1.GatewayClassConfig] { return &s.ClassConfigs }).
+		listed("GatewayClassConfig",
+			func(l *v1alpha1.GatewayClassConfigList) []v1alpha1.GatewayClassConfig { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[v1alpha1.GatewayClassConfig] { return &s.ClassConfigs }).
 			gated(),
-		listed("Gateway", func(l *gwv1.GatewayList) []gwv1.Gateway { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.Gateway] { return &s.Gateways }).
+		listed("Gateway",
+			func(l *gwv1.GatewayList) []gwv1.Gateway { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.Gateway] { return &s.Gateways }).
 			gated().writes(gatewayStatus()),
-		listed("ListenerSet", func(l *gwv1.ListenerSetList) []gwv1.ListenerSet { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.ListenerSet] { return &s.ListenerSets }).
+		listed("ListenerSet",
+			func(l *gwv1.ListenerSetList) []gwv1.ListenerSet { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.ListenerSet] { return &s.ListenerSets }).
 			gated().writes(listenerSetStatus()),
-		listed("HTTPRoute", func(l *gwv1.HTTPRouteList) []gwv1.HTTPRoute { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.HTTPRoute] { return &s.HTTPRoutes }).
+		listed("HTTPRoute",
+			func(l *gwv1.HTTPRouteList) []gwv1.HTTPRoute { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.HTTPRoute] { return &s.HTTPRoutes }).
 			gated().writes(routeStatus(func(r *gwv1.HTTPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })),
-		listed("GRPCRoute", func(l *gwv1.GRPCRouteList) []gwv1.GRPCRoute { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.GRPCRoute] { return &s.GRPCRoutes }).
+		listed("GRPCRoute",
+			func(l *gwv1.GRPCRouteList) []gwv1.GRPCRoute { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.GRPCRoute] { return &s.GRPCRoutes }).
 			gated().writes(routeStatus(func(r *gwv1.GRPCRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })),
-		listed("TLSRoute", func(l *gwv1.TLSRouteList) []gwv1.TLSRoute { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.TLSRoute] { return &s.TLSRoutes }).
+		listed("TLSRoute",
+			func(l *gwv1.TLSRouteList) []gwv1.TLSRoute { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.TLSRoute] { return &s.TLSRoutes }).
 			gated().writes(routeStatus(func(r *gwv1.TLSRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })),
-		listed("TCPRoute", func(l *gwv1.TCPRouteList) []gwv1.TCPRoute { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.TCPRoute] { return &s.TCPRoutes }).
+		listed("TCPRoute",
+			func(l *gwv1.TCPRouteList) []gwv1.TCPRoute { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.TCPRoute] { return &s.TCPRoutes }).
 			gated().writes(routeStatus(func(r *gwv1.TCPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })),
-		listed("UDPRoute", func(l *gwv1.UDPRouteList) []gwv1.UDPRoute { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.UDPRoute] { return &s.UDPRoutes }).
+		listed("UDPRoute",
+			func(l *gwv1.UDPRouteList) []gwv1.UDPRoute { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.UDPRoute] { return &s.UDPRoutes }).
 			gated().writes(routeStatus(func(r *gwv1.UDPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })),
-		listed("ReferenceGrant", func(l *gwv1b1.ReferenceGrantList) []gwv1b1.ReferenceGrant { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1b1.ReferenceGrant] { return &s.ReferenceGrants }).
+		listed("ReferenceGrant",
+			func(l *gwv1b1.ReferenceGrantList) []gwv1b1.ReferenceGrant { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1b1.ReferenceGrant] { return &s.ReferenceGrants }).
 			gated(),
 		// Services without generation: a LoadBalancer Service's status is ours, its type and
 		// class are spec, and both come as plain updates.
-		listed("Service", func(l *corev1.ServiceList) []corev1.Service { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[corev1.Service] { return &s.Services }).
+		listed("Service",
+			func(l *corev1.ServiceList) []corev1.Service { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[corev1.Service] { return &s.Services }).
 			writes(serviceStatus()),
-		listed("EndpointSlice", func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[discoveryv1.EndpointSlice] { return &s.EndpointSlices }),
-		listed("ServiceImport", func(l *mcsv1a1.ServiceImportList) []mcsv1a1.ServiceImport { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[mcsv1a1.ServiceImport] { return &s.ServiceImports }),
-		listed("ServiceExport", func(l *mcsv1a1.ServiceExportList) []mcsv1a1.ServiceExport { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[mcsv1a1.ServiceExport] { return &s.ServiceExports }),
-		listed("Namespace", func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[corev1.Namespace] { return &s.Namespaces }),
-		listed("Secret", func(l *corev1.SecretList) []corev1.Secret { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[corev1.Secret] { return &s.Secrets }),
-		listed("ConfigMap", func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[corev1.ConfigMap] { return &s.ConfigMaps }),
-		listed("BackendTLSPolicy", func(l *gwv1.BackendTLSPolicyList) []gwv1.BackendTLSPolicy { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.BackendTLSPolicy] { return &s.BackendTLSPolicies }).
+		listed("EndpointSlice",
+			func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[discoveryv1.EndpointSlice] { return &s.EndpointSlices }),
+		listed("ServiceImport",
+			func(l *mcsv1a1.ServiceImportList) []mcsv1a1.ServiceImport { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[mcsv1a1.ServiceImport] { return &s.ServiceImports }),
+		listed("ServiceExport",
+			func(l *mcsv1a1.ServiceExportList) []mcsv1a1.ServiceExport { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[mcsv1a1.ServiceExport] { return &s.ServiceExports }),
+		listed("Namespace",
+			func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[corev1.Namespace] { return &s.Namespaces }),
+		listed("Secret",
+			func(l *corev1.SecretList) []corev1.Secret { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[corev1.Secret] { return &s.Secrets }),
+		listed("ConfigMap",
+			func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[corev1.ConfigMap] { return &s.ConfigMaps }),
+		listed("BackendTLSPolicy",
+			func(l *gwv1.BackendTLSPolicyList) []gwv1.BackendTLSPolicy { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.BackendTLSPolicy] { return &s.BackendTLSPolicies }).
 			gated().writes(policyStatus()),
-		listed("IngressClass", func(l *networkingv1.IngressClassList) []networkingv1.IngressClass { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[networkingv1.IngressClass] { return &s.IngressClasses }),
-		listed("Ingress", func(l *networkingv1.IngressList) []networkingv1.Ingress { return l.Items }, func(s *snapshot.Snapshot) *[]snapshot.Object[networkingv1.Ingress] { return &s.Ingresses }).
+		listed("IngressClass",
+			func(l *networkingv1.IngressClassList) []networkingv1.IngressClass { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[networkingv1.IngressClass] { return &s.IngressClasses }),
+		listed("Ingress",
+			func(l *networkingv1.IngressList) []networkingv1.Ingress { return l.Items },
+			func(s *snapshot.Snapshot) *[]snapshot.Object[networkingv1.Ingress] { return &s.Ingresses }).
 			gated().writes(ingressStatus()),
 	}
 }
