@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -80,5 +81,32 @@ func TestKeepServed(t *testing.T) {
 				t.Errorf("served (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestKeepServedService: a LoadBalancer Service keeps its status.loadBalancer the same way.
+func TestKeepServedService(t *testing.T) {
+	ref := translate.ObjectRef{Cluster: "hub", Kind: "Service", Namespace: "apps", Name: "db"}
+	addr := []gwv1.GatewayStatusAddress{{Value: "10.0.0.1"}}
+	lb := corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}}
+	served := map[translate.ObjectRef]servedStatus{}
+	steps := []struct {
+		name       string
+		programmed translate.Programmed
+		translated corev1.LoadBalancerStatus
+		want       corev1.LoadBalancerStatus
+	}{
+		{name: "pending, never served", programmed: translate.Programmed{Reason: "Pending", Addresses: addr}},
+		{name: "programmed", programmed: translate.Programmed{Ready: true, Addresses: addr}, translated: lb, want: lb},
+		{name: "pending again", programmed: translate.Programmed{Reason: "Pending", Addresses: addr}, want: lb},
+		{name: "no resources", programmed: translate.Programmed{Reason: "NoResources"}},
+		{name: "pending after it was withdrawn", programmed: translate.Programmed{Reason: "Pending", Addresses: addr}},
+	}
+	for _, st := range steps {
+		res := &translate.Result{Services: []translate.ServiceStatus{{Ref: ref, Gateway: "svc", LoadBalancer: st.translated}}}
+		keepServed(res, map[string]translate.Programmed{"svc": st.programmed}, served)
+		if diff := cmp.Diff(st.want, res.Services[0].LoadBalancer); diff != "" {
+			t.Errorf("%s: status.loadBalancer (-want +got):\n%s", st.name, diff)
+		}
 	}
 }
