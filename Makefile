@@ -116,6 +116,13 @@ test: testbed ## Run every test (unit, golden, integration on real API servers).
 	@# Packages that start API servers run one at a time: two cores do not start six at once reliably.
 	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -p 1 -timeout 60m $$(go list ./... | grep -E '$(API_SERVER_PKGS)')
 
+# How long `make soak` churns; `make test` runs the soak test's short default.
+SOAK ?= 10m
+
+.PHONY: soak
+soak: testbed ## Status soak: hundreds of objects, churn and conflicting writers for SOAK (default 10m) on a real API server.
+	FLEETGATE_SOAK=$(SOAK) KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout 0 -v -run TestStatusSoak ./tests/integration/
+
 .PHONY: conformance
 conformance: testbed ## Run the upstream Gateway API conformance suite (all gateway profiles); report in tests/conformance/reports/.
 	FLEETGATE_CONFORMANCE=full KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout 40m -v -run TestConformance ./tests/conformance/ \

@@ -8,21 +8,17 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
-	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
-	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
 )
 
-// Source is one member cluster's view: its name and a reader backed by its informer cache.
-type Source struct {
+// ClusterReader is one member cluster's view: its name and a reader backed by its informer cache.
+type ClusterReader struct {
 	Cluster string
 	Reader  client.Reader
 	// LegacyReferencePolicy is set when the cluster serves the v1alpha2 ReferencePolicy CRD that
@@ -37,36 +33,17 @@ func referencePolicyGVK() schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: gwv1.GroupName, Version: "v1alpha2", Kind: "ReferencePolicy"}
 }
 
-// buildSnapshot reads every input of translation from each source's cache and returns the sorted snapshot.
+// buildSnapshot reads every kind of the table from each source's cache and returns the sorted snapshot.
 // The snapshot keeps only the Secrets a Gateway listener refers to, so translation never sees
 // unrelated credentials; they are read whatever their type so that a wrong type can be reported.
-func buildSnapshot(ctx context.Context, sources []Source) (*snapshot.Snapshot, error) {
+func buildSnapshot(ctx context.Context, table []kind, sources []ClusterReader) (*snapshot.Snapshot, error) {
 	s := &snapshot.Snapshot{ClusterWeights: make(map[string]int32, len(sources))}
 	var errs []error
 	for _, src := range sources {
 		s.ClusterWeights[src.Cluster] = src.Weight
-		errs = append(errs,
-			readInto(ctx, src, &gwv1.GatewayClassList{}, &s.GatewayClasses, func(l *gwv1.GatewayClassList) []gwv1.GatewayClass { return l.Items }),
-			readInto(ctx, src, &v1alpha1.GatewayClassConfigList{}, &s.ClassConfigs, func(l *v1alpha1.GatewayClassConfigList) []v1alpha1.GatewayClassConfig { return l.Items }),
-			readInto(ctx, src, &gwv1.GatewayList{}, &s.Gateways, func(l *gwv1.GatewayList) []gwv1.Gateway { return l.Items }),
-			readInto(ctx, src, &gwv1.ListenerSetList{}, &s.ListenerSets, func(l *gwv1.ListenerSetList) []gwv1.ListenerSet { return l.Items }),
-			readInto(ctx, src, &gwv1.HTTPRouteList{}, &s.HTTPRoutes, func(l *gwv1.HTTPRouteList) []gwv1.HTTPRoute { return l.Items }),
-			readInto(ctx, src, &gwv1.GRPCRouteList{}, &s.GRPCRoutes, func(l *gwv1.GRPCRouteList) []gwv1.GRPCRoute { return l.Items }),
-			readInto(ctx, src, &gwv1.TLSRouteList{}, &s.TLSRoutes, func(l *gwv1.TLSRouteList) []gwv1.TLSRoute { return l.Items }),
-			readInto(ctx, src, &gwv1.TCPRouteList{}, &s.TCPRoutes, func(l *gwv1.TCPRouteList) []gwv1.TCPRoute { return l.Items }),
-			readInto(ctx, src, &gwv1.UDPRouteList{}, &s.UDPRoutes, func(l *gwv1.UDPRouteList) []gwv1.UDPRoute { return l.Items }),
-			readInto(ctx, src, &gwv1b1.ReferenceGrantList{}, &s.ReferenceGrants, func(l *gwv1b1.ReferenceGrantList) []gwv1b1.ReferenceGrant { return l.Items }),
-			readInto(ctx, src, &corev1.ServiceList{}, &s.Services, func(l *corev1.ServiceList) []corev1.Service { return l.Items }),
-			readInto(ctx, src, &discoveryv1.EndpointSliceList{}, &s.EndpointSlices, func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items }),
-			readInto(ctx, src, &mcsv1a1.ServiceImportList{}, &s.ServiceImports, func(l *mcsv1a1.ServiceImportList) []mcsv1a1.ServiceImport { return l.Items }),
-			readInto(ctx, src, &mcsv1a1.ServiceExportList{}, &s.ServiceExports, func(l *mcsv1a1.ServiceExportList) []mcsv1a1.ServiceExport { return l.Items }),
-			readInto(ctx, src, &corev1.NamespaceList{}, &s.Namespaces, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }),
-			readInto(ctx, src, &corev1.SecretList{}, &s.Secrets, func(l *corev1.SecretList) []corev1.Secret { return l.Items }),
-			readInto(ctx, src, &corev1.ConfigMapList{}, &s.ConfigMaps, func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items }),
-			readInto(ctx, src, &gwv1.BackendTLSPolicyList{}, &s.BackendTLSPolicies, func(l *gwv1.BackendTLSPolicyList) []gwv1.BackendTLSPolicy { return l.Items }),
-			readInto(ctx, src, &networkingv1.IngressClassList{}, &s.IngressClasses, func(l *networkingv1.IngressClassList) []networkingv1.IngressClass { return l.Items }),
-			readInto(ctx, src, &networkingv1.IngressList{}, &s.Ingresses, func(l *networkingv1.IngressList) []networkingv1.Ingress { return l.Items }),
-		)
+		for _, k := range table {
+			errs = append(errs, k.read(ctx, src, s))
+		}
 	}
 	for _, src := range sources {
 		if src.LegacyReferencePolicy {
@@ -89,7 +66,7 @@ type storeLister interface {
 
 // readInto lists one kind from a source and appends its items, tagged with the cluster, to dst.
 // Translation only reads, and the snapshot lives for one pass: the cache's objects need no copy.
-func readInto[L client.ObjectList, T any](ctx context.Context, src Source, list L, dst *[]snapshot.Object[T], items func(L) []T) error {
+func readInto[L client.ObjectList, T any](ctx context.Context, src ClusterReader, list L, dst *[]snapshot.Object[T], items func(L) []T) error {
 	if sl, ok := src.Reader.(storeLister); ok {
 		if obj, ok := any(new(T)).(client.Object); ok {
 			objs, ok, err := sl.ListStore(ctx, obj)
@@ -215,7 +192,7 @@ func ptrString[S ~string](p *S) string {
 	return string(*p)
 }
 
-func readLegacyPolicies(ctx context.Context, src Source, s *snapshot.Snapshot) error {
+func readLegacyPolicies(ctx context.Context, src ClusterReader, s *snapshot.Snapshot) error {
 	var list unstructured.UnstructuredList
 	list.SetGroupVersionKind(referencePolicyGVK().GroupVersion().WithKind("ReferencePolicyList"))
 	if err := src.Reader.List(ctx, &list); err != nil {

@@ -6,9 +6,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,11 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gwv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
-	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
-	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/translate"
 )
 
@@ -49,41 +42,25 @@ type Applier interface {
 
 // GatewayReconciler runs the pipeline: snapshot → translate → apply → status.
 type GatewayReconciler struct {
-	// Sources returns the member clusters to read, each through its informer cache.
-	Sources func() []Source
+	// Clusters returns the member clusters to read, each through its informer cache.
+	Clusters func() []ClusterReader
 	// Translator reuses compiled routes between passes; nil translates from scratch each time.
 	Translator *translate.Memo
 	Apply      Applier
 	Status     *StatusWriter
 	Metrics    *Metrics
 
+	// kinds is the table of input kinds, set by SetupWithManager.
+	kinds []kind
 	// lastTranslation holds the Gateway, Ingress and Service statuses of the last full pass as
 	// translation computed them, before apply's verdict; only the one worker touches it.
 	lastTranslation *translate.Result
+	// served is what each Ingress and LoadBalancer Service was last given while its gateway was
+	// programmed (keepServed); only the one worker touches it.
+	served map[translate.ObjectRef]servedStatus
 }
 
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;listenersets;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants;referencepolicies;backendtlspolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses/status;gateways/status;listenersets/status;httproutes/status;grpcroutes/status;tlsroutes/status;tcproutes/status;udproutes/status;backendtlspolicies/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=fleetgate.dev,resources=gatewayclassconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=services;namespaces;secrets;configmaps,verbs=get;list;watch
-// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
-// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceimports;serviceexports,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;ingressclasses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=services/status,verbs=get;update;patch
-
-// watchedKinds are every input of translation; any change to one of them re-runs the pipeline.
-func watchedKinds() []client.Object {
-	return []client.Object{
-		&gwv1.GatewayClass{}, &v1alpha1.GatewayClassConfig{}, &gwv1.Gateway{}, &gwv1.ListenerSet{},
-		&gwv1.HTTPRoute{}, &gwv1.GRPCRoute{}, &gwv1.TLSRoute{}, &gwv1.TCPRoute{}, &gwv1.UDPRoute{},
-		&gwv1b1.ReferenceGrant{}, &corev1.Service{}, &discoveryv1.EndpointSlice{},
-		&mcsv1a1.ServiceImport{}, &mcsv1a1.ServiceExport{}, &corev1.Namespace{}, &corev1.Secret{},
-		&corev1.ConfigMap{}, &gwv1.BackendTLSPolicy{},
-		&networkingv1.Ingress{}, &networkingv1.IngressClass{},
-	}
-}
 
 // SetupWithManager watches every input kind in the manager's cluster when watchHub is set, and the
 // events channels (proxies exiting, member clusters' informers), and the delivery channel (proxy ACKs).
@@ -96,9 +73,11 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan e
 	})
 	b := ctrl.NewControllerManagedBy(mgr).Named("gateway-api").
 		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation})
+	r.kinds = kinds()
 	if watchHub {
-		for _, obj := range watchedKinds() {
-			b = b.Watches(obj, toFleet, builder.WithPredicates(inputChangedPredicate()))
+		changed := inputChangedPredicate(newUpdateFilter(r.kinds))
+		for _, k := range r.kinds {
+			b = b.Watches(k.object(), toFleet, builder.WithPredicates(changed))
 		}
 		// A proxy Deployment becoming available can make its gateway programmed.
 		b = b.Watches(&appsv1.Deployment{}, toFleet)
@@ -124,15 +103,12 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan e
 func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if req == deliveryKey && r.lastTranslation != nil && r.Apply != nil {
 		res := r.lastTranslation.Applied()
-		for gw, p := range r.Apply.Programmed() {
-			res.SetProgrammed(gw, p)
-			res.SetLoadBalancerStatus(gw, p)
-		}
+		r.setProgrammed(res, r.Apply.Programmed())
 		r.Status.Publish(res, applied)
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
-	snap, err := buildSnapshot(ctx, r.Sources())
+	snap, err := buildSnapshot(ctx, r.kinds, r.Clusters())
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("building snapshot: %w", err)
 	}
@@ -147,17 +123,14 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	r.Status.Publish(pass.Early(), translated)
 	res := pass.Finish()
 	r.Metrics.translateSeconds.Observe(time.Since(start).Seconds())
-	r.Metrics.observeSnapshot(snap)
+	r.Metrics.observeSnapshot(r.kinds, snap)
 
 	var applyErr error
 	if r.Apply != nil {
 		r.lastTranslation = res.Applied()
 		var programmed map[string]translate.Programmed
 		programmed, applyErr = r.Apply.Apply(ctx, res)
-		for gw, p := range programmed {
-			res.SetProgrammed(gw, p)
-			res.SetLoadBalancerStatus(gw, p)
-		}
+		r.setProgrammed(res, programmed)
 	}
 	// Status is published even when apply failed: the conditions translation computed are true
 	// regardless, and Programmed stays Pending for what apply did not confirm.
@@ -168,4 +141,18 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, fmt.Errorf("applying: %w", applyErr)
 	}
 	return reconcile.Result{}, nil
+}
+
+// setProgrammed merges apply's verdict per gateway into res: Programmed conditions, and the
+// addresses of Ingresses and Services, which keep what they were served while their gateway is
+// only pending.
+func (r *GatewayReconciler) setProgrammed(res *translate.Result, programmed map[string]translate.Programmed) {
+	for gw, p := range programmed {
+		res.SetProgrammed(gw, p)
+		res.SetLoadBalancerStatus(gw, p)
+	}
+	if r.served == nil {
+		r.served = map[translate.ObjectRef]servedStatus{}
+	}
+	keepServed(res, programmed, r.served)
 }

@@ -45,13 +45,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-func (m *Metrics) observeSnapshot(s *snapshot.Snapshot) {
-	for kind, n := range map[string]int{
-		"GatewayClass": len(s.GatewayClasses), "Gateway": len(s.Gateways),
-		"HTTPRoute": len(s.HTTPRoutes), "GRPCRoute": len(s.GRPCRoutes), "TLSRoute": len(s.TLSRoutes),
-		"TCPRoute": len(s.TCPRoutes), "UDPRoute": len(s.UDPRoutes), "Service": len(s.Services),
-		"EndpointSlice": len(s.EndpointSlices), "ServiceImport": len(s.ServiceImports),
-	} {
-		m.snapshotObjects.WithLabelValues(kind).Set(float64(n))
+func (m *Metrics) observeSnapshot(table []kind, s *snapshot.Snapshot) {
+	for _, k := range table {
+		m.snapshotObjects.WithLabelValues(k.name).Set(float64(k.count(s)))
 	}
 }

@@ -10,21 +10,6 @@ import (
 	"github.com/fleetgate/fleetgate/controllers/translate"
 )
 
-// clearedStatus is what the writer writes to an object fleetgate no longer has anything to say
-// about: routes lose our parent entries, Ingresses their load-balancer addresses. A Service is
-// left alone (nil): once it is not ours, another controller may own its status.
-func clearedStatus(ref translate.ObjectRef) any {
-	switch ref.Kind {
-	case "Ingress":
-		return &translate.IngressStatus{Ref: ref}
-	case "Service", "ListenerSet":
-		return nil
-	case "BackendTLSPolicy":
-		return &translate.PolicyStatus{Ref: ref}
-	}
-	return &translate.RouteStatus{Ref: ref}
-}
-
 // Notify records an Event for every notice that was not in the previous call, so that a standing
 // condition (a lost conflict, an unsupported backend) is told once, not on every reconcile. Only
 // the leader reconciles, so only the leader records.
@@ -46,10 +31,11 @@ func (w *StatusWriter) Notify(ctx context.Context, notices []translate.Notice) {
 		if !ok || target.Recorder == nil {
 			continue
 		}
-		obj, err := newObject(n.Ref.Kind)
-		if err != nil {
+		k, ok := w.kinds[n.Ref.Kind]
+		if !ok {
 			continue
 		}
+		obj := k.object()
 		if err := target.Reader.Get(ctx, client.ObjectKey{Namespace: n.Ref.Namespace, Name: n.Ref.Name}, obj); err != nil {
 			if !apierrors.IsNotFound(err) {
 				w.log.Error(err, "reading the object of a notice", "kind", n.Ref.Kind, "namespace", n.Ref.Namespace, "name", n.Ref.Name)

@@ -81,8 +81,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	legacy := servesLegacyReferencePolicy(mgr)
 	hubReader := fleet.StoreReader{Reader: mgr.GetClient(), Cache: mgr.GetCache()}
-	hub := []Source{{Cluster: snapshot.HubCluster, Reader: hubReader, LegacyReferencePolicy: legacy, Weight: snapshot.DefaultClusterWeight}}
-	sources := func() []Source { return hub }
+	hub := []ClusterReader{{Cluster: snapshot.HubCluster, Reader: hubReader, LegacyReferencePolicy: legacy, Weight: snapshot.DefaultClusterWeight}}
+	sources := func() []ClusterReader { return hub }
 	watchHub := true
 	events := []<-chan event.GenericEvent{o.Events.Channel()}
 	if o.Fleet != nil {
@@ -95,7 +95,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		sources, watchHub = fl, o.Fleet.HubIsMember
 	}
 	if err := (&GatewayReconciler{
-		Sources:    sources,
+		Clusters:   sources,
 		Translator: translate.NewMemo(),
 		Apply:      o.Apply,
 		Status:     writer,
@@ -116,7 +116,8 @@ func servesLegacyReferencePolicy(mgr ctrl.Manager) bool {
 
 // setupFleet wires the member clusters: their informers fire events, each usable member gets a
 // status target, and the returned function lists the pipeline's sources.
-func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigger, legacy bool) (func() []Source, error) {
+func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigger, legacy bool) (func() []ClusterReader, error) {
+	table := kinds()
 	var hub *fleet.Member
 	if o.Fleet.HubIsMember {
 		hub = &fleet.Member{Reader: fleet.StoreReader{Reader: mgr.GetClient(), Cache: mgr.GetCache()}, Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("fleetgate")}
@@ -126,11 +127,11 @@ func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigg
 	fl := fleet.New(fleet.Options{
 		Namespace: o.Fleet.Namespace,
 		Scheme:    mgr.GetScheme(),
-		Kinds:     watchedKinds(),
+		Kinds:     watchedObjects(table),
 		Hub:       hub,
 		Changed:   events.Fire,
 		// fleetgate's own status writes come back as updates; they change nothing translation reads.
-		UpdateMatters: inputChanged,
+		UpdateMatters: newUpdateFilter(table).inputChanged,
 		Ready: func(m fleet.Member) {
 			writer.SetTarget(m.Name, statusTarget{Reader: m.Reader, Live: m.Writer, Writer: m.Writer, Recorder: m.Recorder})
 		},
@@ -159,11 +160,11 @@ func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigg
 			return nil, fmt.Errorf("setting up the MCS controller: %w", err)
 		}
 	}
-	return func() []Source {
+	return func() []ClusterReader {
 		members := fl.Members()
-		out := make([]Source, 0, len(members))
+		out := make([]ClusterReader, 0, len(members))
 		for _, m := range members {
-			out = append(out, Source{Cluster: m.Name, Reader: m.Reader, Weight: m.Weight,
+			out = append(out, ClusterReader{Cluster: m.Name, Reader: m.Reader, Weight: m.Weight,
 				LegacyReferencePolicy: legacy && m.Name == snapshot.HubCluster})
 		}
 		return out

@@ -48,7 +48,7 @@ func TestStatusNotSkippedOnStaleCache(t *testing.T) {
 	w.SetTarget("hub", statusTarget{Reader: stale, Live: c, Writer: c})
 	ref := translate.ObjectRef{Cluster: "hub", Kind: "Ingress", Namespace: "apps", Name: "web"}
 	for i, want := range []networkingv1.IngressLoadBalancerStatus{{}, addr} {
-		w.desired[ref] = &desiredStatus{want: &translate.IngressStatus{Ref: ref, LoadBalancer: want}}
+		w.desired[ref] = &desiredEntry{want: &translate.IngressStatus{Ref: ref, LoadBalancer: want}}
 		if err := w.write(ctx, ref); err != nil {
 			t.Fatalf("write %d: %v", i, err)
 		}

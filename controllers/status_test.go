@@ -7,90 +7,11 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers/translate"
 )
-
-func ancestor(name, controller string, conds ...metav1.Condition) gwv1.PolicyAncestorStatus {
-	return gwv1.PolicyAncestorStatus{AncestorRef: gwv1.ParentReference{Name: gwv1.ObjectName(name)},
-		ControllerName: gwv1.GatewayController(controller), Conditions: conds}
-}
-
-func TestApplyPolicyStatus(t *testing.T) {
-	accepted := metav1.Condition{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", ObservedGeneration: 2}
-	conflicted := metav1.Condition{Type: "Accepted", Status: metav1.ConditionFalse, Reason: "Conflicted", ObservedGeneration: 2}
-	old := metav1.Condition{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", ObservedGeneration: 1}
-	stale := metav1.Condition{Type: "Stale", Status: metav1.ConditionTrue, Reason: "Stale", ObservedGeneration: 1}
-	cases := []struct {
-		name    string
-		current []gwv1.PolicyAncestorStatus
-		want    *translate.PolicyStatus
-		result  []gwv1.PolicyAncestorStatus
-	}{
-		{
-			name:    "ours replaced, others kept first",
-			current: []gwv1.PolicyAncestorStatus{ancestor("gone", ControllerName, old), ancestor("theirs", "other.io/x", old), ancestor("gw", ControllerName, old, stale)},
-			want:    &translate.PolicyStatus{Ancestors: []gwv1.PolicyAncestorStatus{ancestor("gw", ControllerName, conflicted)}},
-			result:  []gwv1.PolicyAncestorStatus{ancestor("theirs", "other.io/x", old), ancestor("gw", ControllerName, conflicted)},
-		},
-		{
-			name:    "cleared",
-			current: []gwv1.PolicyAncestorStatus{ancestor("gw", ControllerName, old)},
-			want:    &translate.PolicyStatus{},
-			result:  []gwv1.PolicyAncestorStatus{},
-		},
-		{
-			name: "no more than the API allows",
-			current: func() (as []gwv1.PolicyAncestorStatus) {
-				for range maxPolicyAncestors {
-					as = append(as, ancestor("theirs", "other.io/x", old))
-				}
-				return as
-			}(),
-			want:   &translate.PolicyStatus{Ancestors: []gwv1.PolicyAncestorStatus{ancestor("gw", ControllerName, accepted)}},
-			result: nil, // checked by length below
-		},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			p := &gwv1.BackendTLSPolicy{}
-			p.Status.Ancestors = c.current
-			applyStatus(p, c.want, nil)
-			if c.result == nil {
-				if len(p.Status.Ancestors) != maxPolicyAncestors {
-					t.Fatalf("%d ancestors, want %d", len(p.Status.Ancestors), maxPolicyAncestors)
-				}
-				return
-			}
-			if diff := cmp.Diff(c.result, p.Status.Ancestors, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
-				t.Errorf("ancestors (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestApplyGatewayDropsOptionalConditions(t *testing.T) {
-	cond := func(typ, reason string) metav1.Condition {
-		return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason, ObservedGeneration: 1}
-	}
-	gw := &gwv1.Gateway{}
-	gw.Status.Conditions = []metav1.Condition{
-		cond("Accepted", "Accepted"), cond("Programmed", "Programmed"),
-		cond("ResolvedRefs", "ResolvedRefs"), cond("InsecureFrontendValidationMode", "ConfigurationChanged"),
-		cond("example.com/Other", "Theirs"),
-	}
-	applyStatus(gw, &translate.GatewayStatus{Conditions: []metav1.Condition{cond("Accepted", "Accepted"), cond("Programmed", "Programmed")}}, nil)
-	var got []string
-	for _, c := range gw.Status.Conditions {
-		got = append(got, c.Type)
-	}
-	if diff := cmp.Diff([]string{"Accepted", "Programmed", "example.com/Other"}, got); diff != "" {
-		t.Errorf("condition types (-want +got):\n%s", diff)
-	}
-}
 
 // A write that keeps failing is retried within statusRetryMax, and its failures do not delay
 // writes of other objects.

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"cmp"
+	"reflect"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,19 +65,19 @@ type Snapshot struct {
 	UDPRoutes    []Object[gwv1.UDPRoute]
 	// ReferenceGrants also holds legacy v1alpha2 ReferencePolicy objects, converted with
 	// ReferenceGrantFromLegacy.
-	ReferenceGrants []Object[gwv1b1.ReferenceGrant]
-	Services        []Object[corev1.Service]
-	EndpointSlices  []Object[discoveryv1.EndpointSlice]
-	ServiceImports  []Object[mcsv1a1.ServiceImport]
+	ReferenceGrants []Object[gwv1b1.ReferenceGrant]     `snapshot:"dependency"`
+	Services        []Object[corev1.Service]            `snapshot:"dependency"`
+	EndpointSlices  []Object[discoveryv1.EndpointSlice] `snapshot:"dependency"`
+	ServiceImports  []Object[mcsv1a1.ServiceImport]     `snapshot:"dependency"`
 	// ServiceExports say which members export a service for ServiceImport backends.
-	ServiceExports []Object[mcsv1a1.ServiceExport]
+	ServiceExports []Object[mcsv1a1.ServiceExport] `snapshot:"dependency"`
 	Secrets        []Object[corev1.Secret]
 	// ConfigMaps hold only the ones referenced as CA certificates (BackendTLSPolicy validation,
 	// Gateway frontend client validation).
-	ConfigMaps []Object[corev1.ConfigMap]
+	ConfigMaps []Object[corev1.ConfigMap] `snapshot:"dependency"`
 	Namespaces []Object[corev1.Namespace]
 	// BackendTLSPolicies say how to verify TLS backends.
-	BackendTLSPolicies []Object[gwv1.BackendTLSPolicy]
+	BackendTLSPolicies []Object[gwv1.BackendTLSPolicy] `snapshot:"dependency"`
 	// ClusterWeights are the members' MemberCluster weights, which split ServiceImport traffic
 	// across clusters (see ClusterWeight).
 	ClusterWeights map[string]int32 `json:",omitempty"`
@@ -86,29 +87,57 @@ type Snapshot struct {
 }
 
 // Sort orders every list by (cluster, namespace, name) and drops entries whose Obj is nil, so that
-// translation output does not depend on cache iteration order. It returns s for chaining.
+// translation output does not depend on cache iteration order. It returns s for chaining. It finds
+// the lists by their type, so a list added to Snapshot is sorted without being named here.
 func (s *Snapshot) Sort() *Snapshot {
-	s.GatewayClasses = sortObjects(s.GatewayClasses)
-	s.ClassConfigs = sortObjects(s.ClassConfigs)
-	s.Gateways = sortObjects(s.Gateways)
-	s.ListenerSets = sortObjects(s.ListenerSets)
-	s.HTTPRoutes = sortObjects(s.HTTPRoutes)
-	s.GRPCRoutes = sortObjects(s.GRPCRoutes)
-	s.TLSRoutes = sortObjects(s.TLSRoutes)
-	s.TCPRoutes = sortObjects(s.TCPRoutes)
-	s.UDPRoutes = sortObjects(s.UDPRoutes)
-	s.ReferenceGrants = sortObjects(s.ReferenceGrants)
-	s.Services = sortObjects(s.Services)
-	s.EndpointSlices = sortObjects(s.EndpointSlices)
-	s.ServiceImports = sortObjects(s.ServiceImports)
-	s.ServiceExports = sortObjects(s.ServiceExports)
-	s.Secrets = sortObjects(s.Secrets)
-	s.ConfigMaps = sortObjects(s.ConfigMaps)
-	s.BackendTLSPolicies = sortObjects(s.BackendTLSPolicies)
-	s.Namespaces = sortObjects(s.Namespaces)
-	s.IngressClasses = sortObjects(s.IngressClasses)
-	s.Ingresses = sortObjects(s.Ingresses)
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.Slice {
+			continue
+		}
+		if l, ok := reflect.Zero(f.Type().Elem()).Interface().(objectList); ok {
+			l.sortList(f.Addr().Interface())
+		}
+	}
 	return s
+}
+
+// Dependencies calls fn, in snapshot order, for every object of the lists tagged
+// `snapshot:"dependency"`: what a compiled route may depend on besides itself (backends, grants,
+// backend policies and their CA bundles), on which translation's memo keys its routes.
+func (s *Snapshot) Dependencies(fn func(cluster string, m metav1.Object)) {
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		if v.Type().Field(i).Tag.Get("snapshot") != "dependency" {
+			continue
+		}
+		f := v.Field(i)
+		if l, ok := reflect.Zero(f.Type().Elem()).Interface().(objectList); ok {
+			l.eachObject(f.Addr().Interface(), fn)
+		}
+	}
+}
+
+// objectList is implemented by every Object[T], for the list of them it is given (a
+// *[]Object[T]): Sort and Dependencies reach every list without naming it.
+type objectList interface {
+	sortList(list any)
+	eachObject(list any, fn func(cluster string, m metav1.Object))
+}
+
+func (Object[T]) sortList(list any) {
+	if p, ok := list.(*[]Object[T]); ok {
+		*p = sortObjects(*p)
+	}
+}
+
+func (Object[T]) eachObject(list any, fn func(cluster string, m metav1.Object)) {
+	if p, ok := list.(*[]Object[T]); ok {
+		for _, o := range *p {
+			fn(o.Cluster, o.Meta())
+		}
+	}
 }
 
 // Clusters returns the sorted names of every cluster that contributed an object.

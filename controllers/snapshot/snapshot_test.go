@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -29,6 +30,45 @@ func TestSort(t *testing.T) {
 	}
 }
 
+// TestSortEveryList: Sort finds every list of the snapshot by its type.
+func TestSortEveryList(t *testing.T) {
+	s := &Snapshot{}
+	v := reflect.ValueOf(s).Elem()
+	lists := 0
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.Slice {
+			continue
+		}
+		// Two entries out of order and one without an object.
+		l := reflect.MakeSlice(f.Type(), 3, 3)
+		for j, name := range []string{"b", "a"} {
+			obj := reflect.New(f.Type().Elem().Field(1).Type.Elem())
+			obj.Interface().(metav1.Object).SetName(name)
+			l.Index(j).Field(1).Set(obj)
+		}
+		f.Set(l)
+		lists++
+	}
+	s.Sort()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.Slice {
+			continue
+		}
+		var got []string
+		for j := range f.Len() {
+			got = append(got, f.Index(j).Field(1).Interface().(metav1.Object).GetName())
+		}
+		if diff := cmp.Diff([]string{"a", "b"}, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", v.Type().Field(i).Name, diff)
+		}
+	}
+	if lists < 20 {
+		t.Errorf("%d lists found, want every one", lists)
+	}
+}
+
 func TestReferenceGrantFromLegacy(t *testing.T) {
 	g, err := ReferenceGrantFromLegacy(map[string]any{
 		"apiVersion": "gateway.networking.k8s.io/v1alpha2", "kind": "ReferencePolicy",
@@ -46,5 +86,30 @@ func TestReferenceGrantFromLegacy(t *testing.T) {
 	}
 	if _, err := ReferenceGrantFromLegacy(map[string]any{"spec": "nope"}); err == nil {
 		t.Error("malformed policy accepted")
+	}
+}
+
+// TestDependencies: the lists a compiled route may depend on, in snapshot order.
+func TestDependencies(t *testing.T) {
+	s := &Snapshot{}
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.Slice {
+			continue
+		}
+		l := reflect.MakeSlice(f.Type(), 1, 1)
+		obj := reflect.New(f.Type().Elem().Field(1).Type.Elem())
+		obj.Interface().(metav1.Object).SetName(v.Type().Field(i).Name)
+		l.Index(0).Field(1).Set(obj)
+		l.Index(0).Field(0).SetString("hub")
+		f.Set(l)
+	}
+	var got []string
+	s.Dependencies(func(cluster string, m metav1.Object) { got = append(got, cluster+"/"+m.GetName()) })
+	want := []string{"hub/ReferenceGrants", "hub/Services", "hub/EndpointSlices", "hub/ServiceImports",
+		"hub/ServiceExports", "hub/ConfigMaps", "hub/BackendTLSPolicies"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("dependencies (-want +got):\n%s", diff)
 	}
 }

@@ -154,33 +154,20 @@ func detach(m metav1.Object) metav1.Object {
 }
 
 // backendVersions lists the versions of every input a compiled route may depend on besides
-// itself, in snapshot order, and the member clusters backends may resolve in. It reports false
-// when an input has no resourceVersion.
+// itself (snapshot.Dependencies), in snapshot order, and the member clusters backends may resolve
+// in. It reports false when an input has no resourceVersion.
 func backendVersions(s *snapshot.Snapshot) ([]version, bool) {
-	n := len(s.Services) + len(s.EndpointSlices) + len(s.ServiceImports) + len(s.ServiceExports) + len(s.ReferenceGrants) +
-		len(s.BackendTLSPolicies) + len(s.ConfigMaps)
-	out := make([]version, 0, n+len(s.Clusters()))
+	clusters := s.Clusters()
+	out := make([]version, 0, len(s.Services)+len(s.EndpointSlices)+len(clusters))
 	ok := true
-	out = appendVersions(out, s.Services, &ok)
-	out = appendVersions(out, s.EndpointSlices, &ok)
-	out = appendVersions(out, s.ServiceImports, &ok)
-	out = appendVersions(out, s.ServiceExports, &ok)
-	out = appendVersions(out, s.ReferenceGrants, &ok)
-	out = appendVersions(out, s.BackendTLSPolicies, &ok)
-	out = appendVersions(out, s.ConfigMaps, &ok) // CA bundles of the policies
-	for _, c := range s.Clusters() {
+	s.Dependencies(func(cluster string, m metav1.Object) {
+		if m.GetResourceVersion() == "" {
+			ok = false
+		}
+		out = append(out, version{cluster: cluster, uid: m.GetUID(), resourceVersion: m.GetResourceVersion()})
+	})
+	for _, c := range clusters {
 		out = append(out, version{cluster: c})
 	}
 	return out, ok
-}
-
-func appendVersions[T any](out []version, objs []snapshot.Object[T], ok *bool) []version {
-	for _, o := range objs {
-		m := o.Meta()
-		if m.GetResourceVersion() == "" {
-			*ok = false
-		}
-		out = append(out, version{cluster: o.Cluster, uid: m.GetUID(), resourceVersion: m.GetResourceVersion()})
-	}
-	return out
 }

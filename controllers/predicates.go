@@ -2,16 +2,26 @@ package controllers
 
 import (
 	"maps"
+	"reflect"
 
-	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gwv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
-
-	"github.com/fleetgate/fleetgate/api/v1alpha1"
 )
+
+// updateFilter knows the object types whose every change translation reads bumps
+// metadata.generation (kind.generationGated).
+type updateFilter map[reflect.Type]bool
+
+func newUpdateFilter(table []kind) updateFilter {
+	f := updateFilter{}
+	for _, k := range table {
+		if k.generationGated {
+			f[reflect.TypeOf(k.object())] = true
+		}
+	}
+	return f
+}
 
 // inputChanged tells whether an update can change what translation computes. Translation reads
 // the spec, labels, annotations and identity of objects, never their status; for the kinds whose
@@ -19,20 +29,13 @@ import (
 // annotations is a status write (most often fleetgate's own: every RouteParentStatus and Gateway
 // status it writes comes back as an update) and needs no new pass. Other kinds (Secrets,
 // EndpointSlices, Services, Deployments whose availability is status) always count.
-func inputChanged(oldObj, newObj any) bool {
+func (f updateFilter) inputChanged(oldObj, newObj any) bool {
 	o, ok := oldObj.(client.Object)
 	if !ok {
 		return true
 	}
 	n, ok := newObj.(client.Object)
-	if !ok {
-		return true
-	}
-	switch n.(type) {
-	case *gwv1.GatewayClass, *gwv1.Gateway, *gwv1.ListenerSet, *gwv1.HTTPRoute, *gwv1.GRPCRoute, *gwv1.TLSRoute,
-		*gwv1.TCPRoute, *gwv1.UDPRoute, *gwv1b1.ReferenceGrant, *gwv1.BackendTLSPolicy, *v1alpha1.GatewayClassConfig,
-		*networkingv1.Ingress:
-	default:
+	if !ok || !f[reflect.TypeOf(n)] {
 		return true
 	}
 	return o.GetGeneration() != n.GetGeneration() || o.GetGeneration() == 0 ||
@@ -41,6 +44,6 @@ func inputChanged(oldObj, newObj any) bool {
 }
 
 // inputChangedPredicate is inputChanged for the manager's own watches.
-func inputChangedPredicate() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return inputChanged(e.ObjectOld, e.ObjectNew) }}
+func inputChangedPredicate(f updateFilter) predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return f.inputChanged(e.ObjectOld, e.ObjectNew) }}
 }

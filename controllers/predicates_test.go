@@ -49,8 +49,9 @@ func TestInputChanged(t *testing.T) {
 			old: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}},
 			new: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}, want: true},
 	}
+	f := newUpdateFilter(kinds())
 	for _, tt := range tests {
-		if got := inputChanged(tt.old, tt.new); got != tt.want {
+		if got := f.inputChanged(tt.old, tt.new); got != tt.want {
 			t.Errorf("%s: inputChanged = %v, want %v", tt.name, got, tt.want)
 		}
 	}

@@ -1,0 +1,125 @@
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/controllers/translate"
+)
+
+// desiredStatus is what fleetgate has to say about one object: a translate.ClassStatus,
+// GatewayStatus, ListenerSetStatus, RouteStatus, PolicyStatus, IngressStatus or ServiceStatus.
+// Translation is pure and has no clock, so it only names and compares them; merging one into the
+// live object (statusKind.apply, status_merge.go) happens here.
+type desiredStatus interface {
+	// Target is the object the status belongs to.
+	Target() translate.ObjectRef
+	// Same tells whether other is exactly the same desired status.
+	Same(other any) bool
+}
+
+// statusKind is how the writer handles the status of one kind (the kinds table's status column).
+type statusKind struct {
+	part statusPart
+	// apply merges want into obj and returns the top-level conditions whose status or reason
+	// changed, for Events. It leaves obj alone when want is not the kind's status type.
+	apply func(obj client.Object, want desiredStatus, features []gwv1.SupportedFeature) []metav1.Condition
+	// cleared is written to an object fleetgate no longer has anything to say about; nil leaves
+	// the object as it is (another controller may own its status).
+	cleared func(ref translate.ObjectRef) desiredStatus
+	// countsOnly tells whether two desired statuses differ at most in their listeners'
+	// attachedRoutes, whose writes are coalesced; nil when the kind has no such counts.
+	countsOnly func(a, b desiredStatus) bool
+}
+
+// statusOf pairs the status type S with the object type O it is merged into by merge.
+func statusOf[O client.Object, S desiredStatus](part statusPart, merge func(obj O, want S, features []gwv1.SupportedFeature) []metav1.Condition) *statusKind {
+	return &statusKind{part: part, apply: func(obj client.Object, want desiredStatus, features []gwv1.SupportedFeature) []metav1.Condition {
+		o, ok := obj.(O)
+		w, wok := want.(S)
+		if !ok || !wok {
+			return nil
+		}
+		return merge(o, w, features)
+	}}
+}
+
+func classStatus() *statusKind {
+	return statusOf(translated, func(o *gwv1.GatewayClass, want *translate.ClassStatus, features []gwv1.SupportedFeature) []metav1.Condition {
+		changed := mergeConditions(&o.Status.Conditions, want.Conditions)
+		if meta.IsStatusConditionTrue(o.Status.Conditions, string(gwv1.GatewayClassConditionStatusAccepted)) {
+			o.Status.SupportedFeatures = features
+		}
+		return changed
+	})
+}
+
+func gatewayStatus() *statusKind {
+	k := statusOf(applied, func(o *gwv1.Gateway, want *translate.GatewayStatus, _ []gwv1.SupportedFeature) []metav1.Condition {
+		return mergeGatewayStatus(&o.Status, want)
+	})
+	k.countsOnly = func(a, b desiredStatus) bool {
+		ga, aok := a.(*translate.GatewayStatus)
+		gb, bok := b.(*translate.GatewayStatus)
+		return aok && bok && sameButCounts(ga, gb, func(s *translate.GatewayStatus) *[]gwv1.ListenerStatus { return &s.Listeners },
+			func(l *gwv1.ListenerStatus) *int32 { return &l.AttachedRoutes })
+	}
+	return k
+}
+
+func listenerSetStatus() *statusKind {
+	k := statusOf(applied, func(o *gwv1.ListenerSet, want *translate.ListenerSetStatus, _ []gwv1.SupportedFeature) []metav1.Condition {
+		return mergeListenerSetStatus(&o.Status, want)
+	})
+	k.countsOnly = func(a, b desiredStatus) bool {
+		sa, aok := a.(*translate.ListenerSetStatus)
+		sb, bok := b.(*translate.ListenerSetStatus)
+		return aok && bok && sameButCounts(sa, sb, func(s *translate.ListenerSetStatus) *[]gwv1.ListenerEntryStatus { return &s.Listeners },
+			func(l *gwv1.ListenerEntryStatus) *int32 { return &l.AttachedRoutes })
+	}
+	return k
+}
+
+// routeStatus is the status of a route kind O, whose RouteParentStatus list parents points at.
+// A route that no longer names any of our parents loses our entries.
+func routeStatus[O client.Object](parents func(O) *[]gwv1.RouteParentStatus) *statusKind {
+	k := statusOf(translated, func(o O, want *translate.RouteStatus, _ []gwv1.SupportedFeature) []metav1.Condition {
+		p := parents(o)
+		*p = mergeParents(*p, want.Parents)
+		return nil
+	})
+	k.cleared = func(ref translate.ObjectRef) desiredStatus { return &translate.RouteStatus{Ref: ref} }
+	return k
+}
+
+func policyStatus() *statusKind {
+	k := statusOf(translated, func(o *gwv1.BackendTLSPolicy, want *translate.PolicyStatus, _ []gwv1.SupportedFeature) []metav1.Condition {
+		o.Status.Ancestors = mergeAncestors(o.Status.Ancestors, want.Ancestors)
+		return nil
+	})
+	k.cleared = func(ref translate.ObjectRef) desiredStatus { return &translate.PolicyStatus{Ref: ref} }
+	return k
+}
+
+// ingressStatus: an Ingress that is not ours any more loses the addresses fleetgate gave it.
+func ingressStatus() *statusKind {
+	k := statusOf(applied, func(o *networkingv1.Ingress, want *translate.IngressStatus, _ []gwv1.SupportedFeature) []metav1.Condition {
+		o.Status.LoadBalancer = *want.LoadBalancer.DeepCopy()
+		return nil
+	})
+	k.cleared = func(ref translate.ObjectRef) desiredStatus { return &translate.IngressStatus{Ref: ref} }
+	return k
+}
+
+// serviceStatus: a Service that is not ours any more is left alone, since another controller may
+// own its status.
+func serviceStatus() *statusKind {
+	return statusOf(applied, func(o *corev1.Service, want *translate.ServiceStatus, _ []gwv1.SupportedFeature) []metav1.Condition {
+		o.Status.LoadBalancer = *want.LoadBalancer.DeepCopy()
+		return nil
+	})
+}

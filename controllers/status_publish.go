@@ -1,0 +1,107 @@
+package controllers
+
+import (
+	"github.com/fleetgate/fleetgate/controllers/translate"
+)
+
+// statusPart is a subset of a translation's statuses that Publish records.
+type statusPart int
+
+const (
+	// translated are GatewayClass and route statuses: final once translation ran, so they are
+	// published before the dataplane is applied and a route's Accepted does not wait for delivery.
+	translated statusPart = iota
+	// applied are Gateway, ListenerSet, Ingress and LoadBalancer Service statuses, which carry the addresses
+	// and Programmed that apply reports.
+	applied
+)
+
+// Publish records one part of the statuses of a complete translation. Objects whose desired
+// status did not change are not queued; objects of the part that dropped out of the result are
+// queued so that write clears them.
+func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.passes[part]++
+	pass := w.passes[part]
+	var named uint64
+	// Every pass names thousands of unchanged routes: one map lookup each, no allocation.
+	set := func(want desiredStatus) {
+		named++
+		ref := want.Target()
+		d := w.desired[ref]
+		if d == nil {
+			w.desired[ref] = &desiredEntry{want: want, pass: pass}
+			w.count[part]++
+			w.queue.Add(ref)
+			return
+		}
+		switch {
+		case d.want.Same(want):
+		case w.countsOnly(ref.Kind, d.want, want):
+			// A write already waiting is not postponed, and it writes the latest desired status.
+			w.queue.AddAfter(ref, w.countsDelay)
+		default:
+			w.queue.Add(ref)
+		}
+		d.want, d.pass = want, pass
+	}
+	switch part {
+	case translated:
+		for i := range res.GatewayClasses {
+			set(&res.GatewayClasses[i])
+		}
+		for i := range res.Routes {
+			set(&res.Routes[i])
+		}
+		for i := range res.Policies {
+			set(&res.Policies[i])
+		}
+	case applied:
+		for i := range res.Gateways {
+			set(&res.Gateways[i])
+		}
+		for i := range res.ListenerSets {
+			set(&res.ListenerSets[i])
+		}
+		for i := range res.Ingresses {
+			set(&res.Ingresses[i])
+		}
+		for i := range res.Services {
+			set(&res.Services[i])
+		}
+	}
+	if named == w.count[part] {
+		return // refs are unique in a result: nothing of this part dropped out
+	}
+	for ref, d := range w.desired {
+		if d.pass != pass && w.partOf(ref.Kind) == part {
+			delete(w.desired, ref)
+			w.count[part]--
+			w.queue.Add(ref) // write clears what fleetgate no longer has to say about it
+		}
+	}
+}
+
+// partOf says which part a status of kind belongs to.
+func (w *StatusWriter) partOf(kind string) statusPart {
+	if k, ok := w.kinds[kind]; ok && k.status != nil {
+		return k.status.part
+	}
+	return translated
+}
+
+// countsOnly tells whether two desired statuses of kind differ at most in attachedRoutes.
+func (w *StatusWriter) countsOnly(kind string, a, b desiredStatus) bool {
+	k := w.kinds[kind]
+	return k.status != nil && k.status.countsOnly != nil && k.status.countsOnly(a, b)
+}
+
+// Requeue asks the writer to look at every object again, e.g. after the leader changed.
+func (w *StatusWriter) Requeue() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ref := range w.desired {
+		w.queue.Add(ref)
+	}
+}
