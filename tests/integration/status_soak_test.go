@@ -24,7 +24,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -122,7 +121,7 @@ type soak struct {
 	c        *testbed.Cluster
 	reg      *prometheus.Registry
 	logs     *errorLog
-	delivery chan event.GenericEvent
+	delivery *controllers.Trigger
 	configs  *ackingConfigs
 
 	// The stable objects are checked: stable names them ("Kind namespace/name"), routesPer is the
@@ -141,15 +140,9 @@ type soak struct {
 }
 
 func newSoak(t *testing.T, c *testbed.Cluster) *soak {
-	delivery := make(chan event.GenericEvent, 1)
-	poke := func() {
-		select {
-		case delivery <- event.GenericEvent{Object: &gwv1.Gateway{}}:
-		default: // a re-evaluation is already due
-		}
-	}
+	delivery := controllers.NewTrigger()
 	return &soak{t: t, c: c, reg: prometheus.NewRegistry(), logs: &errorLog{}, delivery: delivery,
-		configs: newAckingConfigs(poke), addressed: map[string]bool{}}
+		configs: newAckingConfigs(func() { delivery.Fire("") }), addressed: map[string]bool{}}
 }
 
 func (s *soak) start() {
