@@ -222,7 +222,7 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	}
 	logger.Info("dataplane wired", "localMode", o.localMode, "xdsListen", lis.Addr().String(), "xdsPublic", public)
 	return controllers.Options{
-		Apply:         &controllers.Dataplane{Providers: registry, Configs: xdsConfigs{configs}},
+		Apply:         &controllers.Dataplane{Providers: registry, Configs: xdsConfigs{configs}, Delivered: delivered},
 		Events:        events,
 		Delivery:      delivery,
 		MemberClients: members,

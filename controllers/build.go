@@ -76,6 +76,7 @@ func buildSnapshot(ctx context.Context, sources []Source) (*snapshot.Snapshot, e
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	dropDeleting(s)
 	s.Secrets = referencedSecrets(s)
 	s.ConfigMaps = referencedConfigMaps(s)
 	return s.Sort(), nil

@@ -95,6 +95,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 		sources, watchHub = fl, o.Fleet.HubIsMember
 	}
+	if d, ok := o.Apply.(*Dataplane); ok {
+		if err := d.setupProvisioning(mgr, o.Registry, sources, o.MemberClients); err != nil {
+			return fmt.Errorf("setting up provisioning: %w", err)
+		}
+	}
 	if err := (&GatewayReconciler{
 		Sources:    sources,
 		Translator: translate.NewCache(),

@@ -47,6 +47,9 @@ type Options struct {
 	Workers int
 	// Resync is how often every gateway is ensured again, ±10% (default 10 min).
 	Resync time.Duration
+	// NotReadyPoll is how often a gateway whose load balancer is not ready yet is ensured again,
+	// ±10% (default 10 s).
+	NotReadyPoll time.Duration
 	// SweepEvery is how often the orphan sweep runs after the first one, ±10% (default 10 min).
 	SweepEvery time.Duration
 	// BaseDelay and MaxDelay bound the exponential per-gateway backoff after failures
@@ -112,6 +115,7 @@ func New(o Options) (*Engine, error) {
 		o.Workers = 4
 	}
 	o.Resync = cmpOr(o.Resync, 10*time.Minute)
+	o.NotReadyPoll = cmpOr(o.NotReadyPoll, 10*time.Second)
 	o.SweepEvery = cmpOr(o.SweepEvery, 10*time.Minute)
 	o.BaseDelay = cmpOr(o.BaseDelay, 500*time.Millisecond)
 	o.MaxDelay = cmpOr(o.MaxDelay, 5*time.Minute)
@@ -180,6 +184,12 @@ func (e *Engine) Set(desired []Desired) {
 			}
 			sameL4 := en.desired && sameModel(en.model, d.Model)
 			if sameL4 && en.version == d.Version {
+				// A load balancer that is not ready yet is looked at again on every pass: the
+				// event that woke the pass may be what it waits for.
+				if r := en.res; r != nil && r.err == nil && !r.status.Ready && r.gen == en.gen {
+					en.gen++ // not settled until looked at
+					q.q.Add(gw)
+				}
 				continue
 			}
 			en.model, en.version, en.desired = d.Model, d.Version, true

@@ -122,7 +122,7 @@ func (r registry) Names() []string {
 }
 
 // start runs an engine over f until the test ends and returns it with its registry.
-func start(t *testing.T, f *fake, o Options) (*Engine, *prometheus.Registry) {
+func start(t *testing.T, f providers.Provider, o Options) (*Engine, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	o.Providers, o.Log, o.Registerer = registry{"p": f}, testr.New(t), reg
@@ -248,6 +248,49 @@ func TestResync(t *testing.T) {
 	e, _ := start(t, f, Options{Resync: 30 * time.Millisecond})
 	e.Set([]Desired{{Model: model("a", 1), Version: 1}})
 	eventually(t, "three resyncs", func() bool { return f.count("ensure", "a") >= 4 })
+}
+
+// TestNotReady: a load balancer that is not ready is ensured again by the next Set even with the
+// same model, and polled without one.
+func TestNotReady(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		poll time.Duration
+		set  bool
+	}{
+		{name: "next Set", poll: time.Hour, set: true},
+		{name: "poll", poll: 20 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			ready := false
+			f := &fake{}
+			f.hook = func(context.Context, *providers.LoadBalancer) error { return nil }
+			e, _ := start(t, &notReady{fake: f, ready: func() bool { mu.Lock(); defer mu.Unlock(); return ready }}, Options{NotReadyPoll: tc.poll})
+			d := []Desired{{Model: model("a", 1), Version: 1}}
+			e.Set(d)
+			eventually(t, "a not-ready result", func() bool { o, ok := e.Result("p", "a"); return ok && !o.Status.Ready })
+			mu.Lock()
+			ready = true
+			mu.Unlock()
+			if tc.set {
+				e.Set(d)
+			}
+			eventually(t, "a ready result", func() bool { o, ok := e.Result("p", "a"); return ok && o.Status.Ready })
+		})
+	}
+}
+
+// notReady reports not ready until ready says otherwise.
+type notReady struct {
+	*fake
+	ready func() bool
+}
+
+func (n *notReady) Ensure(ctx context.Context, lb *providers.LoadBalancer) (providers.Status, error) {
+	st, err := n.fake.Ensure(ctx, lb)
+	st.Ready = n.ready()
+	return st, err
 }
 
 // TestRetry: a failed Ensure shows in the result and is retried with backoff until it succeeds.

@@ -66,14 +66,10 @@ func (e *Engine) process(ctx context.Context, q *queue, gw string) error {
 	} else {
 		removed = union(en.clusters, model.Clusters)
 	}
-	if !desired && len(removed) == 0 {
-		delete(q.entries, gw) // nothing was ever made
-		e.mu.Unlock()
-		return nil
-	}
 	e.mu.Unlock()
 
-	if len(removed) > 0 {
+	// A gateway that is no longer desired is deleted with its last model even without clusters.
+	if len(removed) > 0 || !desired {
 		del := model
 		del.Clusters = removed
 		if err := e.call(ctx, q, "delete", gw, func(ctx context.Context) error { return q.p.Delete(ctx, &del) }); err != nil {
@@ -84,7 +80,7 @@ func (e *Engine) process(ctx context.Context, q *queue, gw string) error {
 		}
 		e.mu.Lock()
 		en.clusters = removedClusters(en.clusters, removed)
-		if !en.desired && en.gen == gen && len(en.clusters) == 0 {
+		if !en.desired && en.gen == gen {
 			delete(q.entries, gw)
 		}
 		e.mu.Unlock()
@@ -103,8 +99,11 @@ func (e *Engine) process(ctx context.Context, q *queue, gw string) error {
 		return err
 	})
 	e.record(q, gw, &result{status: st, err: err, version: version, gen: gen, l4gen: l4gen})
-	if err == nil {
+	switch {
+	case err == nil && st.Ready:
 		q.q.AddAfter(gw, jitter(e.o.Resync))
+	case err == nil:
+		q.q.AddAfter(gw, jitter(min(e.o.NotReadyPoll, e.o.Resync)))
 	}
 	return err
 }
@@ -130,3 +129,6 @@ func (e *Engine) call(ctx context.Context, q *queue, op, gw string, f func(conte
 
 // slowCall is how long one provider call may take before it is logged.
 const slowCall = 5 * time.Second
+
+// NeedLeaderElection: only the leader translates, so only it has a desired set.
+func (e *Engine) NeedLeaderElection() bool { return true }
