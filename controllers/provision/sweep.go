@@ -8,22 +8,24 @@ import (
 )
 
 // sweepLoop runs the orphan sweep once the first desired set is known (before it, every gateway
-// would look orphaned), then about every SweepEvery; a failed sweep is retried sooner.
+// would look orphaned), then about every SweepEvery; a failed sweep is retried sooner, backing off.
 func (e *Engine) sweepLoop(ctx context.Context) {
 	select {
 	case <-e.firstSet:
 	case <-ctx.Done():
 		return
 	}
+	retry := 10 * e.o.BaseDelay
 	for {
 		next := jitter(e.o.SweepEvery)
 		if err := e.sweep(ctx); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			e.o.Log.Error(err, "orphan sweep failed")
-			next = min(next, jitter(10*e.o.BaseDelay))
+			e.o.Log.Error(err, "orphan sweep failed", "retryIn", retry)
+			next, retry = min(next, jitter(retry)), min(2*retry, e.o.SweepEvery)
 		} else {
+			retry = 10 * e.o.BaseDelay
 			e.o.OnSweep()
 		}
 		select {
