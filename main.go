@@ -156,6 +156,7 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	issue := func(gateway string) (xds.KeyPair, error) { return ca.IssueClient([]string{gateway}, 365*24*time.Hour) }
 
 	registry := providers.NewRegistry()
+	dataplane := &controllers.Dataplane{Providers: registry, Configs: xdsConfigs{configs}, Delivered: delivered}
 	members := &controllers.MemberClients{}
 	stop := func(context.Context) error { return nil }
 	if o.localMode {
@@ -171,7 +172,7 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 				return local.Credentials{CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM, CAPEM: ca.CertPEM()}, err
 			},
 			Dir:    o.stateDir,
-			OnExit: poke,
+			OnExit: func(gw string) { dataplane.Recheck(gw); poke(gw) },
 			// The manager's cache holds every Service already (they are translation inputs).
 			Client: func(cluster string) (client.Client, error) {
 				if cluster == snapshot.HubCluster {
@@ -222,7 +223,7 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	}
 	logger.Info("dataplane wired", "localMode", o.localMode, "xdsListen", lis.Addr().String(), "xdsPublic", public)
 	return controllers.Options{
-		Apply:         &controllers.Dataplane{Providers: registry, Configs: xdsConfigs{configs}, Delivered: delivered},
+		Apply:         dataplane,
 		Events:        events,
 		Delivery:      delivery,
 		MemberClients: members,

@@ -143,6 +143,14 @@ func (d *Dataplane) Apply(_ context.Context, res *translate.Result) (map[string]
 	return out, nil
 }
 
+// Recheck has the gateway's provider look at it again although its model did not change, for
+// changes that only the provider can see (a proxy that exited). It is safe to call at any time.
+func (d *Dataplane) Recheck(gateway string) {
+	if d.engine != nil {
+		d.engine.Recheck(gateway)
+	}
+}
+
 // Programmed reports each gateway's programmed state as of now from what the last Apply
 // published: the provider may have answered, and the proxies acknowledged (or rejected) its configs since.
 func (d *Dataplane) Programmed() map[string]translate.Programmed {

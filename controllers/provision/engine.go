@@ -213,6 +213,19 @@ func (e *Engine) Set(desired []Desired) {
 	e.setOnce.Do(func() { close(e.firstSet) })
 }
 
+// Recheck queues the gateway again with an unchanged model, for a change only the provider can
+// see (e.g. a proxy process that exited): providers are idempotent, so Ensure repairs what drifted.
+func (e *Engine) Recheck(gateway string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, q := range e.queues {
+		if en := q.entries[gateway]; en != nil && en.desired {
+			en.gen++ // not settled until looked at
+			q.q.Add(gateway)
+		}
+	}
+}
+
 // sameModel compares two models without their routing, which Desired.Version stands for.
 func sameModel(a, b providers.LoadBalancer) bool {
 	a.Routing, b.Routing = nil, nil

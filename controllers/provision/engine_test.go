@@ -293,6 +293,20 @@ func (n *notReady) Ensure(ctx context.Context, lb *providers.LoadBalancer) (prov
 	return st, err
 }
 
+// TestRecheck: a gateway in sync is ensured again on request, and only it.
+func TestRecheck(t *testing.T) {
+	f := &fake{}
+	e, _ := start(t, f, Options{})
+	e.Set([]Desired{{Model: model("a", 1), Version: 1}, {Model: model("b", 1), Version: 1}})
+	eventually(t, "both ensured", func() bool { return e.Settled("a") && e.Settled("b") })
+	e.Recheck("a")
+	e.Recheck("unknown")
+	eventually(t, "a ensured again", func() bool { return f.count("ensure", "a") == 2 && e.Settled("a") })
+	if n := f.count("ensure", "b"); n != 1 {
+		t.Errorf("b ensured %d times, want 1", n)
+	}
+}
+
 // TestRetry: a failed Ensure shows in the result and is retried with backoff until it succeeds.
 func TestRetry(t *testing.T) {
 	var mu sync.Mutex
