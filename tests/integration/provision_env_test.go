@@ -107,7 +107,7 @@ func (a *ackingConfigs) SetConfig(gw string, cfg *ir.Config) uint64 {
 }
 
 func (a *ackingConfigs) Acknowledged(string, uint64) (bool, bool, string) { return true, false, "" }
-func (a *ackingConfigs) RemoveGateway(string)                            {}
+func (a *ackingConfigs) RemoveGateway(string)                             {}
 
 // startProvisioning runs the production controller wiring with a Dataplane over p, as main.go
 // wires it, and returns a function that stops it and waits.
