@@ -96,7 +96,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		sources, watchHub = fl, o.Fleet.HubIsMember
 	}
 	if d, ok := o.Apply.(*Dataplane); ok {
-		if err := d.setupProvisioning(mgr, o.Registry, sources, o.MemberClients); err != nil {
+		if err := d.setupProvisioning(ctx, mgr, o.Registry, sources, o.MemberClients); err != nil {
 			return fmt.Errorf("setting up provisioning: %w", err)
 		}
 	}
