@@ -61,13 +61,16 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 		MemberClients: &controllers.MemberClients{},
 	}
 	configs := xds.NewServer(xds.ServerOptions{TLS: ep.TLS, Logger: logger.WithName("xds"), OnChange: setup.Delivery.Fire})
-	proxies, stop, err := newProxies(o, mgr, direct, setup, ca, ep.Public, logger)
+	registry := providers.NewRegistry()
+	dataplane := &controllers.Dataplane{Providers: registry, Configs: configs, Delivered: setup.Delivery.Fire}
+	// A local proxy that exited is the provider's to restart: ask it to look again.
+	exited := func(gw string) { dataplane.Recheck(gw); setup.Events.Fire(gw) }
+	proxies, stop, err := newProxies(o, mgr, direct, setup, ca, ep.Public, exited, logger)
 	if err != nil {
 		return controllers.Options{}, err
 	}
-	registry := providers.NewRegistry()
 	registry.Register(string(v1alpha1.ProviderInCluster), proxies)
-	setup.Apply = &controllers.Dataplane{Providers: registry, Configs: configs}
+	setup.Apply, setup.Catalog = dataplane, registry
 	// The config server runs on the leader only: it alone translates, so it alone has configs.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		serveErr := configs.Serve(ctx, ep.Listener)
@@ -83,7 +86,7 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 // newProxies builds the provider of incluster classes: in local mode one proxy process per Gateway
 // on a loopback address, in a cluster the proxy Deployment and Service next to each Gateway. stop
 // ends what the provider runs itself.
-func newProxies(o options, mgr ctrl.Manager, direct client.Client, setup controllers.Options, ca *xds.CA, public string, logger logr.Logger) (p providers.Provider, stop func(context.Context) error, err error) {
+func newProxies(o options, mgr ctrl.Manager, direct client.Client, setup controllers.Options, ca *xds.CA, public string, exited func(string), logger logr.Logger) (p providers.Provider, stop func(context.Context) error, err error) {
 	issue := func(gateway string) (xds.KeyPair, error) { return ca.IssueClient([]string{gateway}, proxyCertValidity) }
 	if o.localMode {
 		self, err := os.Executable()
@@ -98,7 +101,7 @@ func newProxies(o options, mgr ctrl.Manager, direct client.Client, setup control
 				return local.Credentials{CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM, CAPEM: ca.CertPEM()}, err
 			},
 			Dir:    o.stateDir,
-			OnExit: setup.Events.Fire,
+			OnExit: exited,
 			// The manager's cache holds every Service already (they are translation inputs).
 			Client: memberClients(mgr.GetClient(), setup.MemberClients),
 			Log:    logger.WithName("local"),

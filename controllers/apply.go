@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/fleetgate/fleetgate/controllers/provision"
 	"github.com/fleetgate/fleetgate/controllers/translate"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/providers"
@@ -27,36 +28,47 @@ type ConfigServer interface {
 	RemoveGateway(gateway string)
 }
 
-// ProviderSource finds the provider named by a GatewayClassConfig.
+// ProviderSource finds the provider named by a GatewayClassConfig; providers.Registry is one.
 type ProviderSource interface {
 	Get(name string) (providers.Provider, bool)
+	Names() []string
 }
 
 // The in-cluster provider's objects, and the CA Secret of the config server.
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;secrets,verbs=get;list;watch;create;update;patch;delete
 
-// Dataplane is the Applier that makes gateways real: the provider builds each load balancer, the
-// config server feeds its proxies, and a gateway is programmed only when both are done: the
-// provider reports it ready and every proxy ACKed the config of this translation.
+// Dataplane is the Applier that makes gateways real: the provisioning engine has each load
+// balancer built, the config server feeds its proxies, and a gateway is programmed only when both
+// are done: the provider reports it ready for its current model and every proxy ACKed the config
+// of this translation.
 type Dataplane struct {
 	Providers ProviderSource
 	Configs   ConfigServer
+	// Delivered is told that a provider call for the gateway finished, so that Programmed is
+	// re-evaluated without a new translation (the delivery trigger); nil tells no one.
+	Delivered func(gateway string)
+	// Provisioning tunes the engine (workers, resync, sweep, backoff); its Providers, Log,
+	// Registerer and callbacks are set by the Dataplane.
+	Provisioning provision.Options
+
+	engine     *provision.Engine
+	finalizers *finalizers
 
 	mu sync.Mutex
-	// applied holds the models ensured last time, so that gateways that disappear are deleted.
-	applied map[string]providers.LoadBalancer
+	// published holds the gateways whose configs are published, so that those that go are withdrawn.
+	published map[string]bool
 	// delivery holds what the last Apply learnt of each gateway, so that Programmed can follow
-	// the proxies' ACKs without another Apply.
+	// the provider's results and the proxies' ACKs without another Apply.
 	delivery map[string]delivery
 }
 
-// delivery is one gateway's state after Apply: the provider's answer, the config version
-// published and the first version that carried the Gateway objects' current generations, or a
-// verdict that does not depend on the proxies.
+// delivery is one gateway's state after Apply: its provider, the config version published and
+// the first version that carried the Gateway objects' current generations, or a verdict that does
+// not depend on the provider nor the proxies.
 type delivery struct {
-	st      providers.Status
-	version uint64
+	provider string
+	version  uint64
 	// since is what Programmed waits for: a route change makes a new version but leaves the
 	// Gateway's generation alone, and must not flap it to Pending (and back) on every Gateway.
 	since       uint64
@@ -64,100 +76,112 @@ type delivery struct {
 	final       *translate.Programmed
 }
 
-// Apply ensures every load balancer of res, publishes its config, deletes what went away, and
-// reports each gateway's programmed state.
-func (d *Dataplane) Apply(ctx context.Context, res *translate.Result) (map[string]translate.Programmed, error) {
+// newEngine builds the provisioning engine; Setup runs it (and the finalizers) on the leader.
+func (d *Dataplane) newEngine(reg prometheus.Registerer, log logr.Logger) error {
+	o := d.Provisioning
+	o.Providers, o.Registerer, o.Log = d.Providers, reg, log
+	o.OnResult = func(gateway string) {
+		if d.Delivered != nil {
+			d.Delivered(gateway)
+		}
+		d.finalizers.poke()
+	}
+	o.OnSweep = d.finalizers.poke
+	e, err := provision.New(o)
+	if err != nil {
+		return err
+	}
+	d.engine = e
+	return nil
+}
+
+// Apply publishes the config of every gateway of res, hands their load-balancer models to the
+// provisioning engine, withdraws the configs of gateways that went away (the engine deletes their
+// load balancers), and reports each gateway's programmed state as of now. It never waits for a
+// provider.
+func (d *Dataplane) Apply(_ context.Context, res *translate.Result) (map[string]translate.Programmed, error) {
+	if d.engine == nil {
+		return nil, errors.New("the dataplane's provisioning engine is not set up")
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.applied == nil {
-		d.applied = map[string]providers.LoadBalancer{}
-	}
 	out := make(map[string]translate.Programmed, len(res.LoadBalancers))
-	current := make(map[string]providers.LoadBalancer, len(res.LoadBalancers))
+	published := make(map[string]bool, len(res.LoadBalancers))
+	desired := make([]provision.Desired, 0, len(res.LoadBalancers))
 	prev := d.delivery
 	d.delivery = make(map[string]delivery, len(res.LoadBalancers))
 	generations := gatewayGenerations(res)
-	var errs []error
 	for i := range res.LoadBalancers {
 		lb := res.LoadBalancers[i]
-		current[lb.Gateway] = lb
-		p, ok := d.Providers.Get(lb.Provider)
-		if !ok {
+		if _, ok := d.Providers.Get(lb.Provider); !ok {
 			p := translate.Programmed{Reason: providers.ReasonNoResources,
 				Message: fmt.Sprintf("provider %q is not enabled in this operator", lb.Provider)}
 			out[lb.Gateway], d.delivery[lb.Gateway] = p, delivery{final: &p}
 			continue
 		}
-		start := time.Now()
-		st, err := p.Ensure(ctx, &lb)
-		logSlow(ctx, start, "ensure", lb.Gateway)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("gateway %s: %w", lb.Gateway, err))
-			p := translate.Programmed{Reason: string(gwv1.GatewayReasonPending), Message: "provider error: " + err.Error()}
-			out[lb.Gateway], d.delivery[lb.Gateway] = p, delivery{final: &p}
-			continue
-		}
 		version := d.Configs.SetConfig(lb.Gateway, &res.Configs[i])
-		dl := delivery{st: st, version: version, since: version, generations: generations[lb.Gateway]}
+		published[lb.Gateway] = true
+		desired = append(desired, provision.Desired{Model: lb, Version: version})
+		dl := delivery{provider: lb.Provider, version: version, since: version, generations: generations[lb.Gateway]}
 		// Gateways without generations to report (those of Ingresses and Services) wait for the
-		// latest version; so does everything after a provider or config-server hiccup.
+		// latest version; so does everything after a config-server hiccup.
 		if p, ok := prev[lb.Gateway]; ok && p.final == nil && dl.generations != "" && p.generations == dl.generations &&
 			p.since != 0 && p.since <= version {
 			dl.since = p.since
 		}
 		d.delivery[lb.Gateway] = dl
-		out[lb.Gateway] = programmed(dl, d.Configs, lb.Gateway)
+		out[lb.Gateway] = d.programmed(dl, lb.Gateway)
 	}
-	for key, lb := range d.applied {
-		if _, ok := current[key]; ok {
-			continue
+	d.engine.Set(desired)
+	for gw := range d.published {
+		if !published[gw] {
+			d.Configs.RemoveGateway(gw)
 		}
-		if p, ok := d.Providers.Get(lb.Provider); ok {
-			start := time.Now()
-			err := p.Delete(ctx, &lb)
-			logSlow(ctx, start, "delete", lb.Gateway)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("deleting gateway %s: %w", key, err))
-				current[key] = lb // try again next time
-				continue
-			}
-		}
-		d.Configs.RemoveGateway(key)
 	}
-	d.applied = current
-	return out, errors.Join(errs...)
+	d.published = published
+	d.finalizers.observe(res, published)
+	return out, nil
 }
 
-// slowProviderCall is how long one provider call may take before it is logged: every gateway waits
-// for the pass it is in.
-const slowProviderCall = time.Second
-
-func logSlow(ctx context.Context, start time.Time, op, gateway string) {
-	if d := time.Since(start); d > slowProviderCall {
-		log.FromContext(ctx).Info("slow provider call", "op", op, "gateway", gateway, "took", d)
+// Recheck has the gateway's provider look at it again although its model did not change, for
+// changes that only the provider can see (a proxy that exited). It is safe to call at any time.
+func (d *Dataplane) Recheck(gateway string) {
+	if d.engine != nil {
+		d.engine.Recheck(gateway)
 	}
 }
 
 // Programmed reports each gateway's programmed state as of now from what the last Apply
-// published: the proxies may have acknowledged (or rejected) its configs since.
+// published: the provider may have answered, and the proxies acknowledged (or rejected) its configs since.
 func (d *Dataplane) Programmed() map[string]translate.Programmed {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := make(map[string]translate.Programmed, len(d.delivery))
 	for gw, dl := range d.delivery {
-		if dl.final != nil {
-			out[gw] = *dl.final
-			continue
-		}
-		out[gw] = programmed(dl, d.Configs, gw)
+		out[gw] = d.programmed(dl, gw)
 	}
 	return out
 }
 
+// programmed waits for the provider's result for the gateway's current model (of a routing
+// version no older than the one Programmed waits for), then for the proxies.
+func (d *Dataplane) programmed(dl delivery, gateway string) translate.Programmed {
+	if dl.final != nil {
+		return *dl.final
+	}
+	o, ok := d.engine.Result(dl.provider, gateway)
+	switch {
+	case !ok || !o.Current || o.Version < dl.since:
+		return translate.Programmed{Reason: string(gwv1.GatewayReasonPending), Message: "waiting for provider " + dl.provider}
+	case o.Err != nil:
+		return translate.Programmed{Reason: string(gwv1.GatewayReasonPending), Message: "provider error: " + o.Err.Error()}
+	}
+	return programmed(o.Status, dl, d.Configs, gateway)
+}
+
 // programmed is ready once the provider is and the proxies ACKed the version that carries the
 // Gateway's generation; a refusal of the latest version shows even then.
-func programmed(dl delivery, configs ConfigServer, gateway string) translate.Programmed {
-	st := dl.st
+func programmed(st providers.Status, dl delivery, configs ConfigServer, gateway string) translate.Programmed {
 	p := translate.Programmed{Addresses: statusAddresses(st.Addresses)}
 	if !st.Ready {
 		p.Reason, p.Message = st.Reason, st.Message

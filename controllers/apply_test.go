@@ -3,11 +3,19 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -18,20 +26,50 @@ import (
 )
 
 type fakeProvider struct {
+	mu      sync.Mutex
 	ready   bool
+	err     error
+	block   chan struct{}
 	deleted []string
 }
 
-func (f *fakeProvider) Ensure(context.Context, *providers.LoadBalancer) (providers.Status, error) {
-	if !f.ready {
+func (f *fakeProvider) set(ready bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ready, f.err = ready, err
+}
+
+func (f *fakeProvider) Ensure(ctx context.Context, _ *providers.LoadBalancer) (providers.Status, error) {
+	f.mu.Lock()
+	ready, err, block := f.ready, f.err, f.block
+	f.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return providers.Status{}, ctx.Err()
+		}
+	}
+	if err != nil {
+		return providers.Status{}, err
+	}
+	if !ready {
 		return providers.Status{Reason: providers.ReasonPending, Message: "replicas unavailable"}, nil
 	}
 	return providers.Status{Ready: true, Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "203.0.113.1"}}}, nil
 }
 
 func (f *fakeProvider) Delete(_ context.Context, lb *providers.LoadBalancer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.deleted = append(f.deleted, lb.Gateway)
 	return nil
+}
+
+func (f *fakeProvider) deletedNow() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.deleted)
 }
 
 func (*fakeProvider) List(context.Context) ([]providers.LoadBalancer, error) { return nil, nil }
@@ -42,6 +80,53 @@ func (*fakeProvider) Capabilities(json.RawMessage) (providers.Capabilities, erro
 type fakeProviders map[string]providers.Provider
 
 func (f fakeProviders) Get(name string) (providers.Provider, bool) { p, ok := f[name]; return p, ok }
+func (f fakeProviders) Names() []string                            { return slices.Sorted(maps.Keys(f)) }
+
+// newDataplane runs a Dataplane's provisioning engine until the test ends.
+func newDataplane(t *testing.T, provs fakeProviders, configs ConfigServer) *Dataplane {
+	t.Helper()
+	d := &Dataplane{Providers: provs, Configs: configs}
+	if err := d.newEngine(prometheus.NewRegistry(), testr.New(t)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.engine.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return d
+}
+
+// applyAndWait runs Apply, then waits for the provider's answers (success or error) to this
+// pass, and returns Programmed as the delivery trigger would then see it.
+func applyAndWait(t *testing.T, d *Dataplane, res *translate.Result) map[string]translate.Programmed {
+	t.Helper()
+	if _, err := d.Apply(t.Context(), res); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		got := d.Programmed()
+		if answered(d, got) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no provider result: %+v", got)
+		}
+	}
+}
+
+func answered(d *Dataplane, m map[string]translate.Programmed) bool {
+	for gw, p := range m {
+		if !d.engine.Settled(gw) && !strings.HasPrefix(p.Message, "provider error") {
+			return false
+		}
+	}
+	return true
+}
 
 // fakeConfigs stamps a new version whenever the config changes; proxies ACK up to acked and refuse nacked.
 type fakeConfigs struct {
@@ -89,7 +174,7 @@ func TestDataplaneProgrammed(t *testing.T) {
 	addr := []gwv1.GatewayStatusAddress{{Type: &ip, Value: "203.0.113.1"}}
 	prov := &fakeProvider{}
 	configs := &fakeConfigs{versions: map[string]uint64{}, last: map[string]string{}}
-	d := &Dataplane{Providers: fakeProviders{"incluster": prov}, Configs: configs}
+	d := newDataplane(t, fakeProviders{"incluster": prov}, configs)
 	steps := []struct {
 		name          string
 		res           *translate.Result
@@ -115,11 +200,9 @@ func TestDataplaneProgrammed(t *testing.T) {
 			want: translate.Programmed{Reason: "Invalid", Message: "proxy p rejected it", Addresses: addr}},
 	}
 	for _, s := range steps {
-		prov.ready, configs.acked, configs.nacked = s.ready, s.acked, s.nacked
-		got, err := d.Apply(t.Context(), s.res)
-		if err != nil {
-			t.Fatalf("%s: %v", s.name, err)
-		}
+		prov.set(s.ready, nil)
+		configs.acked, configs.nacked = s.acked, s.nacked
+		got := applyAndWait(t, d, s.res)
 		if diff := cmp.Diff(s.want, got["hub/ns/gw"], cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", s.name, diff)
 		}
@@ -129,7 +212,10 @@ func TestDataplaneProgrammed(t *testing.T) {
 	if _, err := d.Apply(t.Context(), &translate.Result{}); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"hub/ns/gw"}, prov.deleted); diff != "" {
+	for deadline := time.Now().Add(5 * time.Second); !d.engine.Settled("hub/ns/gw") && time.Now().Before(deadline); {
+		time.Sleep(2 * time.Millisecond)
+	}
+	if diff := cmp.Diff([]string{"hub/ns/gw"}, prov.deletedNow()); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"hub/ns/gw"}, configs.removed); diff != "" {
@@ -139,10 +225,7 @@ func TestDataplaneProgrammed(t *testing.T) {
 	// A class whose provider is not enabled gets NoResources.
 	res := result(1, "a")
 	res.LoadBalancers[0].Provider = "aws"
-	got, err := d.Apply(t.Context(), res)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := applyAndWait(t, d, res)
 	if got["hub/ns/gw"].Reason != providers.ReasonNoResources {
 		t.Errorf("unknown provider: %+v, want NoResources", got["hub/ns/gw"])
 	}
@@ -154,7 +237,7 @@ func TestDataplaneProgrammed(t *testing.T) {
 func TestDeliveryPass(t *testing.T) {
 	prov := &fakeProvider{ready: true}
 	configs := &fakeConfigs{versions: map[string]uint64{}, last: map[string]string{}}
-	d := &Dataplane{Providers: fakeProviders{"incluster": prov}, Configs: configs}
+	d := newDataplane(t, fakeProviders{"incluster": prov}, configs)
 	w := NewStatusWriter(logr.Discard(), nil, nil)
 	r := &GatewayReconciler{Apply: d, Status: w}
 
@@ -165,10 +248,7 @@ func TestDeliveryPass(t *testing.T) {
 	}
 	// What a full pass does with the translation, without reading clusters.
 	r.lastTranslation = res.Applied()
-	programmed, err := d.Apply(t.Context(), res)
-	if err != nil {
-		t.Fatal(err)
-	}
+	programmed := applyAndWait(t, d, res)
 	for gw, p := range programmed {
 		res.SetProgrammed(gw, p)
 	}
@@ -221,7 +301,7 @@ func TestProgrammedAcrossMemberOutage(t *testing.T) {
 	ip := gwv1.IPAddressType
 	addr := []gwv1.GatewayStatusAddress{{Type: &ip, Value: "203.0.113.1"}}
 	configs := &fakeConfigs{versions: map[string]uint64{}, last: map[string]string{}}
-	d := &Dataplane{Providers: fakeProviders{"incluster": &fakeProvider{ready: true}}, Configs: configs}
+	d := newDataplane(t, fakeProviders{"incluster": &fakeProvider{ready: true}}, configs)
 	withMember := func(host string) *translate.Result {
 		res := result(1, host)
 		res.Gateways = append(res.Gateways, translate.GatewayStatus{Gateway: "hub/ns/gw", Generation: 1,
@@ -243,10 +323,7 @@ func TestProgrammedAcrossMemberOutage(t *testing.T) {
 	}
 	for _, s := range steps {
 		configs.acked = s.acked
-		got, err := d.Apply(t.Context(), s.res)
-		if err != nil {
-			t.Fatalf("%s: %v", s.name, err)
-		}
+		got := applyAndWait(t, d, s.res)
 		if diff := cmp.Diff(s.want, got["hub/ns/gw"], cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", s.name, diff)
 		}
@@ -254,5 +331,44 @@ func TestProgrammedAcrossMemberOutage(t *testing.T) {
 	configs.acked = 3
 	if diff := cmp.Diff(ready, d.Programmed()["hub/ns/gw"], cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("after member-b's version is ACKed (-want +got):\n%s", diff)
+	}
+}
+
+// TestProgrammedWaitsForProvider: Apply returns while the provider is still at work, the gateway
+// Pending until it answers for the current model; a provider error shows until a retry succeeds.
+func TestProgrammedWaitsForProvider(t *testing.T) {
+	prov := &fakeProvider{ready: true, block: make(chan struct{})}
+	configs := &fakeConfigs{versions: map[string]uint64{}, last: map[string]string{}, acked: 10}
+	d := newDataplane(t, fakeProviders{"incluster": prov}, configs)
+	start := time.Now()
+	got, err := d.Apply(t.Context(), result(1, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Apply waited %s for the provider", took)
+	}
+	want := translate.Programmed{Reason: "Pending", Message: "waiting for provider incluster"}
+	if diff := cmp.Diff(want, got["hub/ns/gw"], cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("while the provider works (-want +got):\n%s", diff)
+	}
+	prov.mu.Lock()
+	close(prov.block)
+	prov.block = nil
+	prov.err = errors.New("quota exceeded")
+	prov.mu.Unlock()
+	// The first call was let through before the error was set: wait for the error of a changed model.
+	got = applyAndWait(t, d, result(2, "b"))
+	want = translate.Programmed{Reason: "Pending", Message: "provider error: quota exceeded"}
+	if diff := cmp.Diff(want, got["hub/ns/gw"], cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("after a provider error (-want +got):\n%s", diff)
+	}
+	prov.set(true, nil)
+	ip := gwv1.IPAddressType
+	ready := translate.Programmed{Ready: true, Addresses: []gwv1.GatewayStatusAddress{{Type: &ip, Value: "203.0.113.1"}}}
+	for deadline := time.Now().Add(5 * time.Second); !cmp.Equal(ready, d.Programmed()["hub/ns/gw"]); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the retry never made it programmed: %+v", d.Programmed()["hub/ns/gw"])
+		}
 	}
 }

@@ -53,6 +53,7 @@ func buildSnapshot(ctx context.Context, table []kind, sources []ClusterReader) (
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	dropDeleting(s)
 	s.Secrets = referencedSecrets(s)
 	s.ConfigMaps = referencedConfigMaps(s)
 	return s.Sort(), nil

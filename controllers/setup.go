@@ -27,6 +27,9 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Apply makes translations real; nil leaves every Gateway Programmed=False/Pending.
 	Apply Applier
+	// Catalog tells translation what each provider can express (providers.Registry); nil means
+	// everything, so that a rule is refused only by a provider that says it cannot serve it.
+	Catalog translate.Catalog
 	// Events re-run the pipeline when something outside the API changed, e.g. a proxy exited.
 	Events *Trigger
 	// Delivery tells that only the proxies' delivery state changed (an ACK, a NACK, a replica
@@ -94,9 +97,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 		sources, watchHub = fl, o.Fleet.HubIsMember
 	}
+	if d, ok := o.Apply.(*Dataplane); ok {
+		if err := d.setupProvisioning(ctx, mgr, o.Registry, sources, o.MemberClients); err != nil {
+			return fmt.Errorf("setting up provisioning: %w", err)
+		}
+	}
 	if err := (&GatewayReconciler{
 		Clusters:   sources,
-		Translator: translate.NewMemo(),
+		Translator: translate.NewMemo(translate.WithCatalog(o.Catalog)),
 		Apply:      o.Apply,
 		Status:     writer,
 		Metrics:    m,

@@ -1,0 +1,179 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/controllers"
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/providers"
+	"github.com/fleetgate/fleetgate/tests/testbed"
+)
+
+// cloudNamespace holds the "cloud resources" of configMapProvider.
+const cloudNamespace = "cloud"
+
+// configMapProvider is a provider whose cloud is ConfigMaps in cloudNamespace, one per gateway,
+// with fleetgate's ownership labels: like cloud resources, they outlive the operator. Ensure
+// waits for slow(lb) before it writes.
+type configMapProvider struct {
+	c    client.Client
+	slow func(ctx context.Context, lb *providers.LoadBalancer) error
+}
+
+func (p *configMapProvider) Capabilities(json.RawMessage) (providers.Capabilities, error) {
+	return providers.FullCapabilities(), nil
+}
+
+func (p *configMapProvider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (providers.Status, error) {
+	if p.slow != nil {
+		if err := p.slow(ctx, lb); err != nil {
+			return providers.Status{}, err
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cloudNamespace, Name: providers.ResourceName(lb),
+		Labels: providers.OwnerLabels(lb), Annotations: map[string]string{providers.AnnotationGateway: lb.Gateway}}}
+	if err := p.c.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return providers.Status{}, fmt.Errorf("creating the load balancer of %s: %w", lb.Gateway, err)
+	}
+	return providers.Status{Ready: true, Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "192.0.2.1"}}}, nil
+}
+
+func (p *configMapProvider) Delete(ctx context.Context, lb *providers.LoadBalancer) error {
+	err := p.c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(cloudNamespace), client.MatchingLabels(providers.OwnerSelector(lb.Gateway)))
+	if err != nil {
+		return fmt.Errorf("deleting the load balancer of %s: %w", lb.Gateway, err)
+	}
+	return nil
+}
+
+func (p *configMapProvider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
+	var cms corev1.ConfigMapList
+	if err := p.c.List(ctx, &cms, client.InNamespace(cloudNamespace), client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy}); err != nil {
+		return nil, fmt.Errorf("listing load balancers: %w", err)
+	}
+	var out []providers.LoadBalancer
+	for _, cm := range cms.Items {
+		out = append(out, providers.LoadBalancer{Gateway: cm.Annotations[providers.AnnotationGateway], Provider: "incluster",
+			Namespace: cm.Labels[providers.LabelGatewayNamespace], Name: cm.Labels[providers.LabelGatewayName], Clusters: []string{"hub"}})
+	}
+	return out, nil
+}
+
+// cloud lists the gateway keys that have a load balancer.
+func (p *configMapProvider) cloud(t *testing.T) map[string]bool {
+	t.Helper()
+	lbs, err := p.List(t.Context())
+	must(t, err)
+	out := map[string]bool{}
+	for _, lb := range lbs {
+		out[lb.Gateway] = true
+	}
+	return out
+}
+
+// ackingConfigs is a config server whose proxies ACK every version at once.
+type ackingConfigs struct {
+	mu       sync.Mutex
+	versions map[string]uint64
+	last     map[string]string
+}
+
+func (a *ackingConfigs) SetConfig(gw string, cfg *ir.Config) uint64 {
+	b, _ := json.Marshal(cfg) //nolint:errchkjson // a config always marshals
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.last[gw] != string(b) {
+		a.versions[gw]++
+		a.last[gw] = string(b)
+	}
+	return a.versions[gw]
+}
+
+func (a *ackingConfigs) Acknowledged(string, uint64) (bool, bool, string) { return true, false, "" }
+func (a *ackingConfigs) RemoveGateway(string)                             {}
+
+// startProvisioning runs the production controller wiring with a Dataplane over p, as main.go
+// wires it, and returns a function that stops it and waits.
+func startProvisioning(t *testing.T, c *testbed.Cluster, p providers.Provider) (stop func()) {
+	t.Helper()
+	scheme, err := controllers.NewScheme()
+	must(t, err)
+	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  controllers.CacheOptions(),
+		Logger:                 testr.NewWithOptions(t, testr.Options{Verbosity: 0}),
+	})
+	must(t, err)
+	registry := providers.NewRegistry()
+	registry.Register("incluster", p)
+	delivery := make(chan event.GenericEvent, 1)
+	delivered := func(string) {
+		select {
+		case delivery <- event.GenericEvent{Object: &gwv1.Gateway{}}:
+		default:
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	must(t, controllers.Setup(ctx, mgr, controllers.Options{
+		Registry:           prometheus.NewRegistry(),
+		Apply:              &controllers.Dataplane{Providers: registry, Configs: &ackingConfigs{versions: map[string]uint64{}, last: map[string]string{}}, Delivered: delivered},
+		Delivery:           delivery,
+		SkipNameValidation: true,
+	}))
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("manager: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("manager did not stop within 30s")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func createGateway(t *testing.T, c client.Client, name, class string) {
+	t.Helper()
+	must(t, c.Create(t.Context(), &gwv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: gwv1.GatewaySpec{GatewayClassName: gwv1.ObjectName(class),
+			Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}},
+	}))
+}
+
+// isProgrammed tells whether the Gateway is Programmed=True for its generation.
+func isProgrammed(ctx context.Context, c client.Client, name string) (bool, error) {
+	var gw gwv1.Gateway
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &gw); err != nil {
+		return false, err
+	}
+	cond := meta.FindStatusCondition(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))
+	return cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == gw.Generation, nil
+}
