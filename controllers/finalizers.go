@@ -36,7 +36,7 @@ type provisioned interface {
 // It runs on the leader, woken by translations and provider results.
 type finalizers struct {
 	log     logr.Logger
-	sources func() []Source
+	sources func() []ClusterReader
 	clients func(cluster string) (client.Client, error)
 	engine  provisioned
 	wake    chan struct{}
@@ -51,7 +51,7 @@ type finalizers struct {
 	held map[translate.ObjectRef]bool
 }
 
-func newFinalizers(log logr.Logger, sources func() []Source, clients func(string) (client.Client, error), engine provisioned) *finalizers {
+func newFinalizers(log logr.Logger, sources func() []ClusterReader, clients func(string) (client.Client, error), engine provisioned) *finalizers {
 	return &finalizers{log: log, sources: sources, clients: clients, engine: engine, wake: make(chan struct{}, 1),
 		want: map[translate.ObjectRef]string{}, seen: map[translate.ObjectRef]string{}, held: map[translate.ObjectRef]bool{}}
 }

@@ -20,7 +20,7 @@ import (
 // setupProvisioning builds the Dataplane's provisioning engine and finalizers and runs them on the
 // leader: the engine reads the clusters through sources, and finalizers are written with the hub's
 // client or the member's.
-func (d *Dataplane) setupProvisioning(ctx context.Context, mgr ctrl.Manager, reg prometheus.Registerer, sources func() []Source, members *MemberClients) error {
+func (d *Dataplane) setupProvisioning(ctx context.Context, mgr ctrl.Manager, reg prometheus.Registerer, sources func() []ClusterReader, members *MemberClients) error {
 	clients := func(cluster string) (client.Client, error) {
 		if cluster == snapshot.HubCluster {
 			return mgr.GetClient(), nil
