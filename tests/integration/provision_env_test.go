@@ -16,12 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers"
-	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
@@ -88,27 +86,6 @@ func (p *configMapProvider) cloud(t *testing.T) map[string]bool {
 	return out
 }
 
-// ackingConfigs is a config server whose proxies ACK every version at once.
-type ackingConfigs struct {
-	mu       sync.Mutex
-	versions map[string]uint64
-	last     map[string]string
-}
-
-func (a *ackingConfigs) SetConfig(gw string, cfg *ir.Config) uint64 {
-	b, _ := json.Marshal(cfg) //nolint:errchkjson // a config always marshals
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.last[gw] != string(b) {
-		a.versions[gw]++
-		a.last[gw] = string(b)
-	}
-	return a.versions[gw]
-}
-
-func (a *ackingConfigs) Acknowledged(string, uint64) (bool, bool, string) { return true, false, "" }
-func (a *ackingConfigs) RemoveGateway(string)                             {}
-
 // startProvisioning runs the production controller wiring with a Dataplane over p, as main.go
 // wires it, and returns a function that stops it and waits.
 func startProvisioning(t *testing.T, c *testbed.Cluster, p providers.Provider) (stop func()) {
@@ -125,17 +102,11 @@ func startProvisioning(t *testing.T, c *testbed.Cluster, p providers.Provider) (
 	must(t, err)
 	registry := providers.NewRegistry()
 	registry.Register("incluster", p)
-	delivery := make(chan event.GenericEvent, 1)
-	delivered := func(string) {
-		select {
-		case delivery <- event.GenericEvent{Object: &gwv1.Gateway{}}:
-		default:
-		}
-	}
+	delivery := controllers.NewTrigger()
 	ctx, cancel := context.WithCancel(context.Background())
 	must(t, controllers.Setup(ctx, mgr, controllers.Options{
 		Registry:           prometheus.NewRegistry(),
-		Apply:              &controllers.Dataplane{Providers: registry, Configs: &ackingConfigs{versions: map[string]uint64{}, last: map[string]string{}}, Delivered: delivered},
+		Apply:              &controllers.Dataplane{Providers: registry, Configs: newAckingConfigs(func() { delivery.Fire("") }), Delivered: delivery.Fire},
 		Delivery:           delivery,
 		SkipNameValidation: true,
 	}))

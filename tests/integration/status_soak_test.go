@@ -284,13 +284,13 @@ func (s *soak) gatewayDone(key string, gw *gwv1.Gateway) error {
 	switch {
 	case err == nil:
 		s.addressed[key] = true
-	case s.addressed[key] && !isProgrammed(gw):
+	case s.addressed[key] && !programmedWithAddress(gw):
 		s.withdrawn = append(s.withdrawn, fmt.Sprintf("%s: %v after it was programmed", key, err))
 	}
 	return err
 }
 
-func isProgrammed(gw *gwv1.Gateway) bool {
+func programmedWithAddress(gw *gwv1.Gateway) bool {
 	return meta.IsStatusConditionTrue(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed)) && len(gw.Status.Addresses) == 1
 }
 
