@@ -16,14 +16,10 @@ import (
 	"github.com/fleetgate/fleetgate/providers"
 )
 
-// soakAddress is the address readyProviders give every load balancer.
+// soakAddress is the address readyProvider gives every load balancer.
 const soakAddress = "198.18.9.1"
 
-// readyProviders answer every provider name with a load balancer that is ready at once.
-type readyProviders struct{}
-
-func (readyProviders) Get(string) (providers.Provider, bool) { return readyProvider{}, true }
-
+// readyProvider answers with a load balancer that is ready at once.
 type readyProvider struct{}
 
 func (readyProvider) Capabilities(json.RawMessage) (providers.Capabilities, error) {

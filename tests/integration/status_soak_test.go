@@ -30,6 +30,7 @@ import (
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -158,7 +159,9 @@ func (s *soak) start() {
 	})
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	apply := &controllers.Dataplane{Providers: readyProviders{}, Configs: s.configs}
+	registry := providers.NewRegistry()
+	registry.Register(string(v1alpha1.ProviderInCluster), readyProvider{})
+	apply := &controllers.Dataplane{Providers: registry, Configs: s.configs, Delivered: s.delivery.Fire}
 	if err := controllers.Setup(ctx, mgr, controllers.Options{Registry: s.reg, Apply: apply, Delivery: s.delivery, SkipNameValidation: true}); err != nil {
 		cancel()
 		t.Fatal(err)
