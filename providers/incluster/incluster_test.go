@@ -3,7 +3,6 @@ package incluster_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -37,6 +37,7 @@ type env struct {
 	admin     client.Client // the test's own client; its writes are not counted
 	counting  client.Client // what providers get
 	other     client.Client // otherCluster's client
+	ca        *testCA
 	mutations atomic.Int64
 }
 
@@ -48,7 +49,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{admin: c.Client, other: clusters[1].Client}
+	e := &env{admin: c.Client, other: clusters[1].Client, ca: newTestCA(t)}
 	count := func() { e.mutations.Add(1) }
 	e.counting = interceptor.NewClient(wc, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
@@ -97,8 +98,11 @@ func (e *env) provider(t *testing.T) *incluster.Provider {
 			}
 			return nil, fmt.Errorf("no cluster %q", cluster)
 		},
-		Image:      "ghcr.io/fleetgate/fleetgate:test",
-		XDSAddress: "fleetgate.fleetgate-system.svc:18000",
+		Clusters:    func() []string { return []string{clusterName, otherCluster} },
+		Image:       "ghcr.io/fleetgate/fleetgate:test",
+		XDSAddress:  "fleetgate.fleetgate-system.svc:18000",
+		Credentials: e.ca.issue,
+		CA:          func() []byte { return e.ca.pem },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -124,43 +128,19 @@ func model(name string) *providers.LoadBalancer {
 // owned lists every object with fleetgate's ownership label, id → resourceVersion.
 func (e *env) owned(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
-	sel := client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy}
-	lists := map[string]client.ObjectList{
-		"Deployment": &appsv1.DeploymentList{}, "Service": &corev1.ServiceList{},
-		"ServiceAccount": &corev1.ServiceAccountList{},
-	}
-	for kind, l := range lists {
-		if err := e.admin.List(ctx, l, sel); err != nil {
+	for _, kind := range []string{"Deployment", "Service", "ServiceAccount", "Secret"} {
+		var l metav1.PartialObjectMetadataList
+		gv := corev1.SchemeGroupVersion
+		if kind == "Deployment" {
+			gv = appsv1.SchemeGroupVersion
+		}
+		l.SetGroupVersionKind(gv.WithKind(kind + "List"))
+		if err := e.admin.List(ctx, &l, client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy}); err != nil {
 			return nil, err
 		}
-		items, err := metaItems(l)
-		if err != nil {
-			return nil, err
+		for _, o := range l.Items {
+			out[kind+"/"+o.Namespace+"/"+o.Name] = o.ResourceVersion
 		}
-		for _, o := range items {
-			out[kind+"/"+o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
-		}
-	}
-	return out, nil
-}
-
-func metaItems(l client.ObjectList) ([]metav1.Object, error) {
-	var out []metav1.Object
-	switch l := l.(type) {
-	case *appsv1.DeploymentList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.ServiceList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.ServiceAccountList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	default:
-		return nil, errors.New("unknown list")
 	}
 	return out, nil
 }
@@ -220,6 +200,10 @@ func TestProvider(t *testing.T) {
 			Settle:    e.settle,
 			Observe:   e.observe,
 			Mutations: func() int { return int(e.mutations.Load()) },
+			ValidParameters: []json.RawMessage{nil, json.RawMessage("null"), json.RawMessage("{}"),
+				inClusterParams(3, "ClusterIP"), inClusterParams(100, "NodePort")},
+			InvalidParameters: []json.RawMessage{json.RawMessage(`{"replicas":0}`), json.RawMessage(`{"serviceType":"ExternalName"}`),
+				json.RawMessage(`{"replica":2}`), json.RawMessage(`{"replicas":"two"}`), json.RawMessage(`[`)},
 		})
 	})
 
@@ -245,7 +229,7 @@ func TestProvider(t *testing.T) {
 			}
 			want := []metav1.OwnerReference{{
 				APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: "owned",
-				UID: gatewayUID, Controller: ptr(true),
+				UID: gatewayUID, Controller: ptr.To(true),
 			}}
 			if d := cmp.Diff(want, o.GetOwnerReferences()); d != "" {
 				t.Errorf("%T owner references (-want +got):\n%s", o, d)
@@ -384,7 +368,7 @@ func TestProvider(t *testing.T) {
 		if err := e.admin.Get(ctx, key, dep); err != nil {
 			t.Fatal(err)
 		}
-		dep.Spec.Replicas = ptr(int32(7))
+		dep.Spec.Replicas = ptr.To(int32(7))
 		if err := e.admin.Update(ctx, dep); err != nil {
 			t.Fatal(err)
 		}
@@ -429,8 +413,6 @@ func TestProvider(t *testing.T) {
 		}
 	})
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // inClusterParams is a GatewayClassConfig spec.inCluster as the model carries it; 0 and "" leave a
 // field unset.
