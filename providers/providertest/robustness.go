@@ -176,7 +176,9 @@ func (s *suite) interrupted(t *testing.T) {
 			t.Fatalf("step %d: Delete left %v", step, slices.Sorted(maps.Keys(o)))
 		}
 		if !cut {
-			return // Ensure finished before the cut: every point of it was interrupted once
+			// Ensure finished before the cut: every point of it was interrupted once.
+			t.Logf("Ensure was interrupted before it started and after each of its %d mutating calls", step-1)
+			return
 		}
 	}
 	t.Errorf("Ensure of one gateway made more than %d mutating calls", maxInterruptions)
@@ -203,7 +205,10 @@ func (s *suite) ensureCancelled(t *testing.T, p providers.Provider, lb *provider
 	defer tick.Stop()
 	for {
 		select {
-		case <-done:
+		case err := <-done:
+			if ctx.Err() == nil && err != nil {
+				t.Fatalf("Ensure(%s), not interrupted: %v", lb.Gateway, err)
+			}
 			return ctx.Err() != nil
 		case <-tick.C:
 			if ctx.Err() == nil && s.mutations()-m >= after {
