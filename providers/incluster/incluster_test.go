@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -352,6 +353,44 @@ func TestProvider(t *testing.T) {
 		}
 		if err := e.admin.Get(ctx, key, &appsv1.Deployment{}); err != nil {
 			t.Errorf("proxy in %s went too: %v", clusterName, err)
+		}
+		listed, err := p.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []providers.LoadBalancer{{Gateway: lb.Gateway, Namespace: namespace, Name: "fleet", Provider: incluster.Name, Clusters: []string{clusterName}}}
+		if d := cmp.Diff(want, listed); d != "" {
+			t.Errorf("List after the gateway left %s (-want +got):\n%s", otherCluster, d)
+		}
+	})
+
+	t.Run("ListReportsAnUnreachableCluster", func(t *testing.T) {
+		ctx := t.Context()
+		p, lb := e.provider(t), model("unreachable")
+		t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
+		if _, err := p.Ensure(ctx, lb); err != nil {
+			t.Fatal(err)
+		}
+		lister, err := incluster.New(incluster.Options{
+			Client: func(cluster string) (client.Client, error) {
+				if cluster == clusterName {
+					return e.admin, nil
+				}
+				return nil, fmt.Errorf("cluster %s is unreachable", cluster)
+			},
+			Clusters: func() []string { return []string{"gone", clusterName} },
+			Image:    "ghcr.io/fleetgate/fleetgate:test",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed, err := lister.List(ctx)
+		if err == nil || !strings.Contains(err.Error(), "cluster gone is unreachable") {
+			t.Errorf("List error = %v, want the unreachable cluster's", err)
+		}
+		want := []providers.LoadBalancer{{Gateway: lb.Gateway, Namespace: namespace, Name: "unreachable", Provider: incluster.Name, Clusters: []string{clusterName}}}
+		if d := cmp.Diff(want, listed); d != "" {
+			t.Errorf("List with one cluster unreachable (-want +got):\n%s", d)
 		}
 	})
 
