@@ -3,13 +3,16 @@ package local_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/fleetgate/fleetgate/dataplane/xds"
 	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/local"
 	"github.com/fleetgate/fleetgate/providers/providertest"
@@ -30,14 +34,18 @@ const (
 )
 
 // suiteEnv is one API server for the gateways' Services and one state directory shared by every
-// provider of the suite, as they outlive an operator; proxies are stand-in processes (see
-// TestProviderSuite) that record their start.
+// provider of the suite, as they outlive an operator; proxies are real `fleetgate dataplane`
+// processes, found in /proc by their binary and --gateway argument.
 type suiteEnv struct {
 	admin    client.Client // the test's own client; its writes are not counted
 	counting client.Client // what providers get
 	writes   atomic.Int64
-	dir      string
-	starts   string // the stand-in proxy appends "<pid> <gateway>" here when it starts
+	// issued counts proxy credentials: the provider issues them for every proxy it starts, and
+	// a proxy cannot join the config stream without them.
+	issued atomic.Int64
+	dir    string
+	binary string // the fleetgate binary, in a directory of this test's own
+	ca     *xds.CA
 
 	mu   sync.Mutex
 	live []*local.Provider // the providers whose proxies Restart ends
@@ -51,7 +59,15 @@ func newSuiteEnv(t *testing.T) *suiteEnv {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	e := &suiteEnv{admin: c.Client, dir: filepath.Join(tmp, "state"), starts: filepath.Join(tmp, "starts")}
+	bin, err := testbed.BuildOperator(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := xds.NewCA("providertest CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &suiteEnv{admin: c.Client, dir: filepath.Join(tmp, "state"), binary: bin, ca: ca}
 	count := func() { e.writes.Add(1) }
 	e.counting = interceptor.NewClient(wc, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
@@ -96,11 +112,13 @@ func newSuiteEnv(t *testing.T) *suiteEnv {
 func (e *suiteEnv) provider(t *testing.T) providers.Provider {
 	t.Helper()
 	p, err := local.New(local.Options{
-		// $2 is the value of --gateway, the first argument the provider adds.
-		Command:    []string{"/bin/sh", "-c", `echo "$$ $2" >> '` + e.starts + `'; exec sleep 600`, "proxy"},
+		// No config server listens: the proxies keep dialling it, which is all the suite needs.
+		Command:    []string{e.binary, "dataplane"},
 		XDSAddress: "127.0.0.1:1",
-		Credentials: func(string) (local.Credentials, error) {
-			return local.Credentials{CertPEM: []byte("c"), KeyPEM: []byte("k"), CAPEM: []byte("ca")}, nil
+		Credentials: func(gateway string) (local.Credentials, error) {
+			e.issued.Add(1)
+			kp, err := e.ca.IssueClient([]string{gateway}, time.Hour)
+			return local.Credentials{CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM, CAPEM: e.ca.CertPEM()}, err
 		},
 		Dir:      e.dir,
 		Client:   func(string) (client.Client, error) { return e.counting, nil },
@@ -130,42 +148,52 @@ func (e *suiteEnv) restart(t *testing.T) {
 	}
 }
 
-// startedProxies reads the stand-in proxies' start records: gateway by pid, in start order.
-func (e *suiteEnv) startedProxies() ([][2]string, error) {
-	b, err := os.ReadFile(e.starts)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
+func (e *suiteEnv) mutations() int { return int(e.writes.Load() + e.issued.Load()) }
+
+// proxies finds the running proxies, the children of this process that run e.binary's
+// dataplane: pids by gateway.
+func (e *suiteEnv) proxies() (map[string][]string, error) {
+	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
 	}
-	var out [][2]string
-	for line := range strings.Lines(string(b)) {
-		pid, gw, ok := strings.Cut(strings.TrimSpace(line), " ")
-		if ok {
-			out = append(out, [2]string{pid, gw})
+	self := strconv.Itoa(os.Getpid())
+	out := map[string][]string{}
+	for _, d := range procs {
+		pid := d.Name()
+		stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+		if err != nil {
+			continue // not a process, or gone
+		}
+		_, rest, _ := strings.Cut(string(stat), ") ")
+		if f := strings.Fields(rest); len(f) < 2 || f[1] != self || f[0] == "Z" {
+			continue
+		}
+		args, err := cmdline(pid)
+		if err != nil || len(args) < 2 || args[0] != e.binary || args[1] != "dataplane" {
+			continue
+		}
+		if i := slices.Index(args, "--gateway"); i >= 0 && i+1 < len(args) {
+			out[args[i+1]] = append(out[args[i+1]], pid)
 		}
 	}
 	return out, nil
 }
 
-func (e *suiteEnv) mutations() int {
-	started, err := e.startedProxies()
-	if err != nil {
-		panic(err) // the harness's own file; nothing else writes it
+// cmdline reads a process's arguments. They read as empty for a moment while the process execs
+// (the proxy re-execs itself at start), so an empty read is retried.
+func cmdline(pid string) ([]string, error) {
+	for range 100 {
+		b, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > 0 {
+			return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"), nil
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	return int(e.writes.Load()) + len(started)
-}
-
-// running tells whether pid is a live (not zombie) stand-in proxy.
-func running(pid string) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
-	if err != nil {
-		return false
-	}
-	_, rest, _ := strings.Cut(string(stat), ") ")
-	cmdline, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
-	return err == nil && !strings.HasPrefix(rest, "Z") && strings.HasPrefix(string(cmdline), "sleep\x00600")
+	return nil, nil
 }
 
 // owned is every resource of the local provider: Services with the ownership label, state
@@ -186,15 +214,9 @@ func (e *suiteEnv) owned(ctx context.Context) (map[string]string, error) {
 	for _, d := range dirs {
 		out["state/"+d.Name()] = ""
 	}
-	started, err := e.startedProxies()
+	pids, err := e.proxies()
 	if err != nil {
 		return nil, err
-	}
-	pids := map[string][]string{}
-	for _, s := range started {
-		if running(s[0]) {
-			pids[s[1]] = append(pids[s[1]], s[0])
-		}
 	}
 	for gw, ps := range pids {
 		slices.Sort(ps)
@@ -203,7 +225,16 @@ func (e *suiteEnv) owned(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
+// observe reads the gateway's Service, and fails unless its proxy runs: the Service stands for it.
 func (e *suiteEnv) observe(ctx context.Context, lb *providers.LoadBalancer) (providertest.Observed, error) {
+	owned, err := e.owned(ctx)
+	if err != nil {
+		return providertest.Observed{}, err
+	}
+	if _, ok := owned["process/"+lb.Gateway]; !ok {
+		log, _ := os.ReadFile(filepath.Join(e.dir, providers.GatewayID(lb.Gateway), "proxy.log"))
+		return providertest.Observed{}, fmt.Errorf("no proxy of %s runs; its log:\n%s", lb.Gateway, log)
+	}
 	svc := &corev1.Service{}
 	if err := e.admin.Get(ctx, client.ObjectKey{Namespace: lb.Namespace, Name: providers.ResourceName(lb)}, svc); err != nil {
 		return providertest.Observed{}, err
@@ -231,11 +262,8 @@ func suiteModel(name string) *providers.LoadBalancer {
 }
 
 // TestProviderSuite runs the shared provider suite on the local provider with a real API server
-// for its Services and real processes started by the provider's own exec path. The processes are
-// a shell that records its start and becomes `sleep`, not the fleetgate proxy: the provider's
-// job is the process's life, address, state and Services, while a real proxy would need the
-// operator binary built and a config server with a CA to stay up (the integration tests run the
-// local mode with real proxies end to end).
+// for its Services and real proxies (the fleetgate binary, built here, with certificates from a
+// real CA), started by the provider's own exec path.
 func TestProviderSuite(t *testing.T) {
 	e := newSuiteEnv(t)
 	providertest.Run(t, providertest.Harness{
