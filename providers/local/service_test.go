@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/fleetgate/fleetgate/providers"
+	"github.com/fleetgate/fleetgate/providers/providertest"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -28,20 +29,7 @@ func TestGatewayService(t *testing.T) {
 		t.Fatal(err)
 	}
 	var writes atomic.Int64
-	counting := interceptor.NewClient(wc, interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			writes.Add(1)
-			return c.Create(ctx, o, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			writes.Add(1)
-			return c.Update(ctx, o, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-			writes.Add(1)
-			return c.SubResource(sub).Update(ctx, o, opts...)
-		},
-	})
+	counting := providertest.CountingClient(wc, &writes)
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}); err != nil {
 		t.Fatal(err)
 	}
