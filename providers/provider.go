@@ -150,6 +150,21 @@ func ResourceAnnotations(lb *LoadBalancer) map[string]string {
 	return a
 }
 
+// OwnerOf reads which gateway a resource belongs to from its ownership labels and annotations, as
+// List needs it: the gateway key and name. ok is false when the key is missing or does not hash
+// to LabelGateway: such a resource could not be found from the key by Delete either. The name
+// label is missing for names longer than a label value; a Gateway's key ends in its name.
+func OwnerOf(labels, annotations map[string]string) (key, name string, ok bool) {
+	key = annotations[AnnotationGateway]
+	if key == "" || labels[LabelGateway] != GatewayID(key) {
+		return "", "", false
+	}
+	if name = labels[LabelGatewayName]; name == "" {
+		name = key[strings.LastIndex(key, "/")+1:]
+	}
+	return key, name, true
+}
+
 // SortAddresses sorts addresses by type then value and drops duplicates, so that statuses compare.
 func SortAddresses(as []Address) []Address {
 	slices.SortFunc(as, func(a, b Address) int {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -140,4 +141,44 @@ func TestRegistry(t *testing.T) {
 		}
 	}()
 	r.Register("aws", a)
+}
+
+func TestOwnerOf(t *testing.T) {
+	long := "g" + strings.Repeat("x", 70)
+	tests := []struct {
+		name                string
+		labels, annotations map[string]string
+		wantKey, wantName   string
+		wantOK              bool
+	}{{
+		name:        "gateway",
+		labels:      OwnerLabels(&LoadBalancer{Gateway: "c/ns/web", Namespace: "ns", Name: "web"}),
+		annotations: map[string]string{AnnotationGateway: "c/ns/web"},
+		wantKey:     "c/ns/web", wantName: "web", wantOK: true,
+	}, {
+		name:        "ingress-name-is-not-in-the-key",
+		labels:      OwnerLabels(&LoadBalancer{Gateway: "c/ingress:public", Namespace: "default", Name: "ingress-public"}),
+		annotations: map[string]string{AnnotationGateway: "c/ingress:public"},
+		wantKey:     "c/ingress:public", wantName: "ingress-public", wantOK: true,
+	}, {
+		name:        "long-name-from-the-key",
+		labels:      OwnerLabels(&LoadBalancer{Gateway: "ns/" + long, Namespace: "ns", Name: long}),
+		annotations: map[string]string{AnnotationGateway: "ns/" + long},
+		wantKey:     "ns/" + long, wantName: long, wantOK: true,
+	}, {
+		name:   "no-key",
+		labels: OwnerLabels(&LoadBalancer{Gateway: "c/ns/web", Namespace: "ns", Name: "web"}),
+	}, {
+		name:        "key-of-another-gateway",
+		labels:      OwnerLabels(&LoadBalancer{Gateway: "c/ns/web", Namespace: "ns", Name: "web"}),
+		annotations: map[string]string{AnnotationGateway: "c/ns/other"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key, name, ok := OwnerOf(tt.labels, tt.annotations)
+			if d := cmp.Diff([]any{tt.wantKey, tt.wantName, tt.wantOK}, []any{key, name, ok}); d != "" {
+				t.Errorf("OwnerOf (-want +got):\n%s", d)
+			}
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
@@ -235,4 +236,44 @@ func inClusterParams(replicas int32, serviceType string) json.RawMessage {
 		panic(err)
 	}
 	return b
+}
+
+func TestDecodeParams(t *testing.T) {
+	tests := []struct {
+		name    string
+		raw     string
+		want    *v1alpha1.InClusterOptions
+		wantErr string // a part of the error; empty: no error
+	}{
+		{name: "unset", raw: ""},
+		{name: "null", raw: "null"},
+		{name: "empty", raw: "{}", want: &v1alpha1.InClusterOptions{}},
+		{name: "valid", raw: `{"replicas":3,"serviceType":"NodePort"}`,
+			want: &v1alpha1.InClusterOptions{Replicas: ptr.To(int32(3)), ServiceType: "NodePort"}},
+		{name: "bounds", raw: `{"replicas":100,"serviceType":"ClusterIP"}`,
+			want: &v1alpha1.InClusterOptions{Replicas: ptr.To(int32(100)), ServiceType: "ClusterIP"}},
+		{name: "unknown-field", raw: `{"replica":3}`, wantErr: `unknown field "replica"`},
+		{name: "replicas-zero", raw: `{"replicas":0}`, wantErr: "within 1..100, not 0"},
+		{name: "replicas-too-many", raw: `{"replicas":101}`, wantErr: "within 1..100, not 101"},
+		{name: "replicas-not-a-number", raw: `{"replicas":"3"}`, wantErr: "inCluster parameters"},
+		{name: "bad-service-type", raw: `{"serviceType":"ExternalName"}`, wantErr: `not "ExternalName"`},
+		{name: "not-an-object", raw: `[1]`, wantErr: "inCluster parameters"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := decodeParams(json.RawMessage(tt.raw))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("decodeParams(%s) error = %v, want one containing %q", tt.raw, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("decodeParams(%s): %v", tt.raw, err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("decodeParams(%s) (-want +got):\n%s", tt.raw, d)
+			}
+		})
+	}
 }

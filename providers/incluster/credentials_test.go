@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"net/url"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 
 // testCA issues client certificates naming a gateway the way the operator's config server expects.
 type testCA struct {
+	mu      sync.Mutex // the provider issues for different gateways at once
 	cert    *x509.Certificate
 	key     *ecdsa.PrivateKey
 	pem     []byte
@@ -49,6 +51,8 @@ func newTestCA(t *testing.T) *testCA {
 }
 
 func (ca *testCA) issue(gateway string) (incluster.Credentials, error) {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
 	ca.issued++
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

@@ -52,6 +52,8 @@ type Options struct {
 	// the PEM of the CA it is issued by, to tell when a certificate must be reissued.
 	Credentials func(gateway string) (Credentials, error)
 	CA          func() []byte
+	// Clusters returns the member clusters List looks in; List fails without it.
+	Clusters func() []string
 }
 
 // DefaultArgs are `dataplane --gateway <key> --xds-address <addr>`.
@@ -263,38 +265,18 @@ func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error
 // label rather than by name so that nothing an earlier naming scheme made is leaked.
 func deleteOwned(ctx context.Context, c client.Client, lb *providers.LoadBalancer) error {
 	sel := client.MatchingLabels(providers.OwnerSelector(lb.Gateway))
-	in := client.InNamespace(lb.Namespace)
-	var objs []client.Object
-	var (
-		services corev1.ServiceList
-		deps     appsv1.DeploymentList
-		sas      corev1.ServiceAccountList
-		secrets  corev1.SecretList
-	)
-	// Front first, so traffic stops before the proxies go.
-	for _, l := range []client.ObjectList{&services, &deps, &sas, &secrets} {
-		if err := c.List(ctx, l, in, sel); err != nil {
-			return fmt.Errorf("listing %T: %w", l, err)
+	for _, kind := range ownedKinds() {
+		objs, err := listMeta(ctx, c, kind, client.InNamespace(lb.Namespace), sel)
+		if err != nil {
+			return err
 		}
-	}
-	for i := range services.Items {
-		objs = append(objs, &services.Items[i])
-	}
-	for i := range deps.Items {
-		objs = append(objs, &deps.Items[i])
-	}
-	for i := range sas.Items {
-		objs = append(objs, &sas.Items[i])
-	}
-	for i := range secrets.Items {
-		objs = append(objs, &secrets.Items[i])
-	}
-	for _, o := range objs {
-		// Preconditions make sure we delete the object we listed, not a namesake made since.
-		err := c.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground),
-			client.Preconditions{UID: ptr.To(o.GetUID())})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
+		for _, o := range objs {
+			// Preconditions make sure we delete the object we listed, not a namesake made since.
+			err := c.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground),
+				client.Preconditions{UID: ptr.To(o.GetUID())})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting %s %s/%s: %w", kind.Kind, o.GetNamespace(), o.GetName(), err)
+			}
 		}
 	}
 	return nil
@@ -306,9 +288,4 @@ func (p *Provider) Capabilities(params json.RawMessage) (providers.Capabilities,
 		return providers.Capabilities{}, err
 	}
 	return providers.FullCapabilities(), nil
-}
-
-// List is not implemented yet (contract placeholder, replaced by the providers work of issue #16).
-func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
-	return nil, errors.New("incluster: List not implemented")
 }

@@ -3,9 +3,9 @@ package incluster_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -13,10 +13,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
@@ -38,6 +36,7 @@ type env struct {
 	admin     client.Client // the test's own client; its writes are not counted
 	counting  client.Client // what providers get
 	other     client.Client // otherCluster's client
+	ca        *testCA
 	mutations atomic.Int64
 }
 
@@ -49,34 +48,8 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{admin: c.Client, other: clusters[1].Client}
-	count := func() { e.mutations.Add(1) }
-	e.counting = interceptor.NewClient(wc, interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			count()
-			return c.Create(ctx, o, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			count()
-			return c.Update(ctx, o, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-			count()
-			return c.Patch(ctx, o, p, opts...)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			count()
-			return c.Apply(ctx, o, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-			count()
-			return c.Delete(ctx, o, opts...)
-		},
-		DeleteAllOf: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteAllOfOption) error {
-			count()
-			return c.DeleteAllOf(ctx, o, opts...)
-		},
-	})
+	e := &env{admin: c.Client, other: clusters[1].Client, ca: newTestCA(t)}
+	e.counting = providertest.CountingClient(wc, &e.mutations)
 	for _, c := range clusters {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 		if err := c.Client.Create(t.Context(), ns); err != nil {
@@ -98,8 +71,11 @@ func (e *env) provider(t *testing.T) *incluster.Provider {
 			}
 			return nil, fmt.Errorf("no cluster %q", cluster)
 		},
-		Image:      "ghcr.io/fleetgate/fleetgate:test",
-		XDSAddress: "fleetgate.fleetgate-system.svc:18000",
+		Clusters:    func() []string { return []string{clusterName, otherCluster} },
+		Image:       "ghcr.io/fleetgate/fleetgate:test",
+		XDSAddress:  "fleetgate.fleetgate-system.svc:18000",
+		Credentials: e.ca.issue,
+		CA:          func() []byte { return e.ca.pem },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -125,43 +101,19 @@ func model(name string) *providers.LoadBalancer {
 // owned lists every object with fleetgate's ownership label, id → resourceVersion.
 func (e *env) owned(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
-	sel := client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy}
-	lists := map[string]client.ObjectList{
-		"Deployment": &appsv1.DeploymentList{}, "Service": &corev1.ServiceList{},
-		"ServiceAccount": &corev1.ServiceAccountList{},
-	}
-	for kind, l := range lists {
-		if err := e.admin.List(ctx, l, sel); err != nil {
+	for _, kind := range []string{"Deployment", "Service", "ServiceAccount", "Secret"} {
+		var l metav1.PartialObjectMetadataList
+		gv := corev1.SchemeGroupVersion
+		if kind == "Deployment" {
+			gv = appsv1.SchemeGroupVersion
+		}
+		l.SetGroupVersionKind(gv.WithKind(kind + "List"))
+		if err := e.admin.List(ctx, &l, client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy}); err != nil {
 			return nil, err
 		}
-		items, err := metaItems(l)
-		if err != nil {
-			return nil, err
+		for _, o := range l.Items {
+			out[kind+"/"+o.Namespace+"/"+o.Name] = o.ResourceVersion
 		}
-		for _, o := range items {
-			out[kind+"/"+o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
-		}
-	}
-	return out, nil
-}
-
-func metaItems(l client.ObjectList) ([]metav1.Object, error) {
-	var out []metav1.Object
-	switch l := l.(type) {
-	case *appsv1.DeploymentList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.ServiceList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.ServiceAccountList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	default:
-		return nil, errors.New("unknown list")
 	}
 	return out, nil
 }
@@ -221,6 +173,10 @@ func TestProvider(t *testing.T) {
 			Settle:    e.settle,
 			Observe:   e.observe,
 			Mutations: func() int { return int(e.mutations.Load()) },
+			ValidParameters: []json.RawMessage{nil, json.RawMessage("null"), json.RawMessage("{}"),
+				inClusterParams(3, "ClusterIP"), inClusterParams(100, "NodePort")},
+			InvalidParameters: []json.RawMessage{json.RawMessage(`{"replicas":0}`), json.RawMessage(`{"serviceType":"ExternalName"}`),
+				json.RawMessage(`{"replica":2}`), json.RawMessage(`{"replicas":"two"}`), json.RawMessage(`[`)},
 		})
 	})
 
@@ -369,6 +325,44 @@ func TestProvider(t *testing.T) {
 		}
 		if err := e.admin.Get(ctx, key, &appsv1.Deployment{}); err != nil {
 			t.Errorf("proxy in %s went too: %v", clusterName, err)
+		}
+		listed, err := p.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []providers.LoadBalancer{{Gateway: lb.Gateway, Namespace: namespace, Name: "fleet", Provider: incluster.Name, Clusters: []string{clusterName}}}
+		if d := cmp.Diff(want, listed); d != "" {
+			t.Errorf("List after the gateway left %s (-want +got):\n%s", otherCluster, d)
+		}
+	})
+
+	t.Run("ListReportsAnUnreachableCluster", func(t *testing.T) {
+		ctx := t.Context()
+		p, lb := e.provider(t), model("unreachable")
+		t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
+		if _, err := p.Ensure(ctx, lb); err != nil {
+			t.Fatal(err)
+		}
+		lister, err := incluster.New(incluster.Options{
+			Client: func(cluster string) (client.Client, error) {
+				if cluster == clusterName {
+					return e.admin, nil
+				}
+				return nil, fmt.Errorf("cluster %s is unreachable", cluster)
+			},
+			Clusters: func() []string { return []string{"gone", clusterName} },
+			Image:    "ghcr.io/fleetgate/fleetgate:test",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed, err := lister.List(ctx)
+		if err == nil || !strings.Contains(err.Error(), "cluster gone is unreachable") {
+			t.Errorf("List error = %v, want the unreachable cluster's", err)
+		}
+		want := []providers.LoadBalancer{{Gateway: lb.Gateway, Namespace: namespace, Name: "unreachable", Provider: incluster.Name, Clusters: []string{clusterName}}}
+		if d := cmp.Diff(want, listed); d != "" {
+			t.Errorf("List with one cluster unreachable (-want +got):\n%s", d)
 		}
 	})
 

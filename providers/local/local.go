@@ -1,9 +1,16 @@
 // Package local is the provider for machines without a kubelet (tests, `make demo`): each gateway's
 // proxy runs as a local process of the operator, bound to its own loopback address, fed over the
 // operator's config stream like an in-cluster replica.
+//
+// A gateway's resources are of two lives. Its state directory (Options.Dir/<GatewayID>, tagged
+// with the gateway it belongs to, holding the proxy's credentials and log) and its Services
+// (service.go, labelled like any provider's resource) outlive the operator; List finds gateways
+// by them and Delete removes them. Its proxy process is the operator's child and dies with it
+// (Pdeathsig): it is never listed on its own, and an Ensure after a restart starts it again.
 package local
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +27,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
 )
 
@@ -46,7 +54,10 @@ type Options struct {
 	// Client, when set, returns the client of a member cluster, in which each gateway gets a
 	// Service that stands for it (service.go). It may read from a cache.
 	Client func(cluster string) (client.Client, error)
-	Log    logr.Logger
+	// Clusters returns the member clusters whose Services List and Delete look at. List fails
+	// without it when Client is set; Delete then takes lb.Clusters for all of the gateway's.
+	Clusters func() []string
+	Log      logr.Logger
 }
 
 // Provider runs one proxy process per gateway.
@@ -87,6 +98,9 @@ func New(o Options) (*Provider, error) {
 // gateway whose spec.addresses name an address the proxy can bind gets that address; a proxy on an
 // address the gateway no longer asks for is stopped.
 func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (providers.Status, error) {
+	if err := ctx.Err(); err != nil {
+		return providers.Status{}, fmt.Errorf("local: ensuring %s: %w", lb.Gateway, err)
+	}
 	p.mu.Lock()
 	pr := p.procs[lb.Gateway]
 	addr, static, reason, msg := p.address(lb, pr)
@@ -98,30 +112,42 @@ func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (prov
 		}
 	}
 	if reason != "" {
-		p.ensureServices(ctx, lb, netip.Addr{})
+		if err := p.ensureServices(ctx, lb, netip.Addr{}); err != nil {
+			return providers.Status{}, err
+		}
 		return providers.Status{Reason: reason, Message: msg}, nil
 	}
-	st, err := p.run(lb.Gateway, addr, static)
+	st, err := p.run(lb, addr, static)
 	if err != nil {
 		return providers.Status{}, err
 	}
-	p.ensureServices(ctx, lb, addr)
+	if err := p.ensureServices(ctx, lb, addr); err != nil {
+		return providers.Status{}, err
+	}
 	return st, nil
 }
 
-// run starts the gateway's proxy on addr unless it runs.
-func (p *Provider) run(gateway string, addr netip.Addr, static bool) (providers.Status, error) {
+// run starts the gateway's proxy on addr unless it runs. Only the bookkeeping holds p.mu: the
+// engine ensures different gateways at once, and never one gateway twice at once.
+func (p *Provider) run(lb *providers.LoadBalancer, addr netip.Addr, static bool) (providers.Status, error) {
+	gateway := lb.Gateway
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	pr := p.procs[gateway]
+	p.mu.Unlock()
 	if pr != nil && !exited(pr) {
 		return running(pr), nil
 	}
+	dir, err := p.writeState(lb)
+	if err != nil {
+		return providers.Status{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if owner, used := p.addrs[addr]; used && owner != gateway {
 		// Taken while the lock was released.
 		return providers.Status{Reason: providers.ReasonAddressNotUsable, Message: fmt.Sprintf("address %s is used by gateway %s", addr, owner)}, nil
 	}
-	pr, err := p.start(gateway, addr)
+	pr, err = p.start(gateway, dir, addr)
 	if err != nil {
 		return providers.Status{}, err
 	}
@@ -173,16 +199,30 @@ func (p *Provider) address(lb *providers.LoadBalancer, pr *proc) (addr netip.Add
 // belong to the machine's own services.
 var localReserved = netip.MustParsePrefix("127.0.0.0/16")
 
-// Delete stops the gateway's proxy, letting it drain, frees its address and deletes its Service.
+// Delete deletes the gateway's Services in lb.Clusters. Once it has no Service left in any
+// cluster, it also stops the gateway's proxy, letting it drain, frees its address and removes its
+// state directory: a fleet gateway that leaves one cluster keeps serving the others.
 func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error {
-	if err := p.stop(ctx, lb.Gateway); err != nil {
+	if err := p.deleteServices(ctx, lb); err != nil {
 		return err
 	}
-	p.deleteServices(ctx, lb)
+	left, err := p.servicesLeft(ctx, lb)
+	if err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		return nil
+	}
+	if err := p.stop(ctx, lb.Gateway); err != nil {
+		return fmt.Errorf("local: stopping the proxy of %s: %w", lb.Gateway, err)
+	}
+	if err := os.RemoveAll(p.dir(lb.Gateway)); err != nil {
+		return fmt.Errorf("local: removing the state of %s: %w", lb.Gateway, err)
+	}
 	return nil
 }
 
-// stop ends the gateway's proxy, letting it drain, and frees its address.
+// stop ends the gateway's proxy, letting it drain, and frees its address; its state stays.
 func (p *Provider) stop(ctx context.Context, gateway string) error {
 	p.mu.Lock()
 	pr := p.procs[gateway]
@@ -205,10 +245,12 @@ func (p *Provider) stop(ctx context.Context, gateway string) error {
 		_ = pr.cmd.Process.Kill()
 		return ctx.Err()
 	}
-	return os.RemoveAll(p.dir(gateway))
+	return nil
 }
 
-// Stop ends every proxy; the operator calls it on shutdown.
+// Stop ends every proxy; the operator calls it on shutdown. The gateways' Services and state
+// stay, as they would if the operator died: the next operator serves them again, or List finds
+// them for the sweep.
 func (p *Provider) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	keys := make([]string, 0, len(p.procs))
@@ -218,27 +260,13 @@ func (p *Provider) Stop(ctx context.Context) error {
 	p.mu.Unlock()
 	var errs []error
 	for _, k := range keys {
-		// The Services stay: the gateways still exist, and the next operator serves them again.
 		errs = append(errs, p.stop(ctx, k))
 	}
 	return errors.Join(errs...)
 }
 
-func (p *Provider) start(gateway string, addr netip.Addr) (*proc, error) {
-	dir := p.dir(gateway)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("proxy dir: %w", err)
-	}
-	creds, err := p.opts.Credentials(gateway)
-	if err != nil {
-		return nil, fmt.Errorf("credentials for %s: %w", gateway, err)
-	}
-	files := map[string][]byte{"tls.crt": creds.CertPEM, "tls.key": creds.KeyPEM, "ca.crt": creds.CAPEM}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return nil, fmt.Errorf("writing %s: %w", name, err)
-		}
-	}
+// start starts the gateway's proxy with the state in dir. Called with p.mu held.
+func (p *Provider) start(gateway, dir string, addr netip.Addr) (*proc, error) {
 	logFile, err := os.OpenFile(filepath.Join(dir, "proxy.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("proxy log: %w", err)
@@ -281,10 +309,6 @@ func (p *Provider) start(gateway string, addr netip.Addr) (*proc, error) {
 	return pr, nil
 }
 
-func (p *Provider) dir(gateway string) string {
-	return filepath.Join(p.opts.Dir, providers.GatewayID(gateway))
-}
-
 // allocate picks a loopback address for the gateway from a hash of its key, so that a gateway keeps
 // its address across operator restarts; collisions probe onward. 127.0.0.0/16 is left to others.
 func (p *Provider) allocate(gateway string) netip.Addr {
@@ -317,13 +341,19 @@ func running(pr *proc) providers.Status {
 	}
 }
 
-// Capabilities: the local proxies are fleetgate proxies, which express everything; the local
-// provider takes no parameters of its own beyond the in-cluster ones, which it ignores.
-func (p *Provider) Capabilities(json.RawMessage) (providers.Capabilities, error) {
+// Capabilities validates the class's spec.inCluster section, which local mode serves in place
+// of the in-cluster provider: it must decode, unknown fields refused. Replicas and service type
+// mean nothing to one local process (their ranges are the CRD's to check); the local proxies
+// are fleetgate proxies, which express everything.
+func (p *Provider) Capabilities(params json.RawMessage) (providers.Capabilities, error) {
+	if len(params) == 0 || string(params) == "null" {
+		return providers.FullCapabilities(), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.DisallowUnknownFields()
+	var in v1alpha1.InClusterOptions
+	if err := dec.Decode(&in); err != nil {
+		return providers.Capabilities{}, fmt.Errorf("inCluster parameters: %w", err)
+	}
 	return providers.FullCapabilities(), nil
-}
-
-// List is not implemented yet (contract placeholder, replaced by the providers work of issue #16).
-func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
-	return nil, errors.New("local: List not implemented")
 }

@@ -171,3 +171,55 @@ func TestRequestedAddresses(t *testing.T) {
 		t.Errorf("addresses held = %v, want the other gateway's and a's only", p.addrs)
 	}
 }
+
+// TestListFindsStateOfAStoppedOperator: a gateway's state directory outlives the operator (Stop), is
+// found by a new provider from its tag alone, and goes with Delete; directories without a tag
+// that names them are not the provider's and stay.
+func TestListFindsStateOfAStoppedOperator(t *testing.T) {
+	ctx := t.Context()
+	p := newProvider(t, make(chan string, 1))
+	lb := &providers.LoadBalancer{Gateway: "hub/apps/web", Namespace: "apps", Name: "web"}
+	if _, err := p.Ensure(ctx, lb); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	untagged := filepath.Join(p.opts.Dir, "untagged")
+	mistagged := filepath.Join(p.opts.Dir, providers.GatewayID("hub/apps/other"))
+	for _, d := range []string{untagged, mistagged} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(mistagged, ownerFile), []byte(`{"gateway":"hub/apps/web"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	fresh, err := New(p.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := fresh.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []providers.LoadBalancer{{Gateway: "hub/apps/web", Namespace: "apps", Name: "web", Provider: "incluster"}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("List (-want +got):\n%s", d)
+	}
+	if err := fresh.Delete(ctx, &got[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p.dir(lb.Gateway)); !os.IsNotExist(err) {
+		t.Errorf("state after Delete of the listed gateway: %v", err)
+	}
+	for _, d := range []string{untagged, mistagged} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s, not the provider's, went: %v", d, err)
+		}
+	}
+	if got, err := fresh.List(ctx); err != nil || len(got) != 0 {
+		t.Errorf("List after Delete = %v, %v; want nothing", got, err)
+	}
+}

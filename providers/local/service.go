@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -65,13 +66,14 @@ func desiredService(lb *providers.LoadBalancer, cluster string) *corev1.Service 
 const serviceTimeout = 5 * time.Second
 
 // ensureServices makes the gateway's Service right in each of its clusters, writing only what
-// differs; addr is the proxy's address, invalid while none runs. Failures are logged, not
-// returned: the proxy serves whatever happens to its Service, and the next pass (every change to
-// a Service is one) tries again.
-func (p *Provider) ensureServices(ctx context.Context, lb *providers.LoadBalancer, addr netip.Addr) {
+// differs; addr is the proxy's address, invalid while none runs. A failure fails Ensure, which is
+// retried: the proxy serves meanwhile, but the gateway is not what the model says until its
+// Services are.
+func (p *Provider) ensureServices(ctx context.Context, lb *providers.LoadBalancer, addr netip.Addr) error {
 	if p.opts.Client == nil {
-		return
+		return nil
 	}
+	var errs []error
 	for _, cluster := range lb.Clusters {
 		c, err := p.opts.Client(cluster)
 		if err == nil {
@@ -80,15 +82,16 @@ func (p *Provider) ensureServices(ctx context.Context, lb *providers.LoadBalance
 			cancel()
 		}
 		if err != nil {
-			p.opts.Log.Error(err, "gateway Service", "gateway", lb.Gateway, "cluster", cluster)
+			errs = append(errs, fmt.Errorf("local: Service of %s in cluster %s: %w", lb.Gateway, cluster, err))
 		}
 	}
+	return errors.Join(errs...)
 }
 
 func ensureService(ctx context.Context, c client.Client, want *corev1.Service, addr netip.Addr) error {
 	if len(want.Spec.Ports) == 0 {
 		// A Service needs a port; a gateway without a valid listener has nothing to show.
-		return deleteService(ctx, c, want)
+		return deleteOwned(ctx, c, want.Namespace, want.Annotations[providers.AnnotationGateway])
 	}
 	got := &corev1.Service{}
 	err := c.Get(ctx, client.ObjectKeyFromObject(want), got)
@@ -146,35 +149,72 @@ func sameService(got, want *corev1.Service) bool {
 	return true
 }
 
-// deleteServices deletes the gateway's Service in each of its clusters; the Gateway's garbage
-// collection is the fallback when this fails.
-func (p *Provider) deleteServices(ctx context.Context, lb *providers.LoadBalancer) {
+// deleteServices deletes the gateway's Services in each of lb.Clusters, found by their labels.
+func (p *Provider) deleteServices(ctx context.Context, lb *providers.LoadBalancer) error {
 	if p.opts.Client == nil {
-		return
+		return nil
 	}
+	var errs []error
 	for _, cluster := range lb.Clusters {
 		c, err := p.opts.Client(cluster)
 		if err == nil {
 			cctx, cancel := context.WithTimeout(ctx, serviceTimeout)
-			err = deleteService(cctx, c, desiredService(lb, cluster))
+			err = deleteOwned(cctx, c, lb.Namespace, lb.Gateway)
 			cancel()
 		}
 		if err != nil {
-			p.opts.Log.Error(err, "deleting gateway Service", "gateway", lb.Gateway, "cluster", cluster)
+			errs = append(errs, fmt.Errorf("local: deleting the Service of %s in cluster %s: %w", lb.Gateway, cluster, err))
 		}
 	}
+	return errors.Join(errs...)
 }
 
-func deleteService(ctx context.Context, c client.Client, svc *corev1.Service) error {
-	got := &corev1.Service{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(svc), got); err != nil {
-		return client.IgnoreNotFound(err)
+// servicesLeft returns the clusters of Options.Clusters that still hold a Service of lb.
+func (p *Provider) servicesLeft(ctx context.Context, lb *providers.LoadBalancer) ([]string, error) {
+	if p.opts.Client == nil || p.opts.Clusters == nil {
+		return nil, nil
 	}
-	if got.Labels[providers.LabelManagedBy] != providers.ManagedBy {
-		return nil // not ours
+	var left []string
+	for _, cluster := range p.opts.Clusters() {
+		c, err := p.opts.Client(cluster)
+		var svcs []corev1.Service
+		if err == nil {
+			svcs, err = listOwned(ctx, c, client.InNamespace(lb.Namespace), client.MatchingLabels(providers.OwnerSelector(lb.Gateway)))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("local: looking for Services of %s in cluster %s: %w", lb.Gateway, cluster, err)
+		}
+		if len(svcs) > 0 {
+			left = append(left, cluster)
+		}
 	}
-	if err := c.Delete(ctx, got, client.Preconditions{UID: &got.UID}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting Service %s/%s: %w", svc.Namespace, svc.Name, err)
+	return left, nil
+}
+
+// listOwned lists the Services of local mode: fleetgate's ownership labels and LoadBalancerClass.
+func listOwned(ctx context.Context, c client.Client, opts ...client.ListOption) ([]corev1.Service, error) {
+	var l corev1.ServiceList
+	opts = append(opts, client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy})
+	if err := c.List(ctx, &l, opts...); err != nil {
+		return nil, fmt.Errorf("listing Services: %w", err)
+	}
+	return slices.DeleteFunc(l.Items, func(s corev1.Service) bool {
+		return s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass != LoadBalancerClass
+	}), nil
+}
+
+// deleteOwned deletes the gateway's Services in namespace, found by label rather than by name so
+// that a Service made under another name (or a listed entry without the gateway's name) goes too.
+func deleteOwned(ctx context.Context, c client.Client, namespace, gateway string) error {
+	svcs, err := listOwned(ctx, c, client.InNamespace(namespace), client.MatchingLabels(providers.OwnerSelector(gateway)))
+	if err != nil {
+		return err
+	}
+	for _, svc := range svcs {
+		// The precondition deletes the Service listed, not a namesake made since.
+		if err := c.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting Service %s/%s: %w", svc.Namespace, svc.Name, err)
+		}
 	}
 	return nil
 }

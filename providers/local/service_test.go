@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/fleetgate/fleetgate/providers"
+	"github.com/fleetgate/fleetgate/providers/providertest"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -27,25 +29,13 @@ func TestGatewayService(t *testing.T) {
 		t.Fatal(err)
 	}
 	var writes atomic.Int64
-	counting := interceptor.NewClient(wc, interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			writes.Add(1)
-			return c.Create(ctx, o, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			writes.Add(1)
-			return c.Update(ctx, o, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-			writes.Add(1)
-			return c.SubResource(sub).Update(ctx, o, opts...)
-		},
-	})
+	counting := providertest.CountingClient(wc, &writes)
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}); err != nil {
 		t.Fatal(err)
 	}
 	p := newProvider(t, make(chan string, 1))
 	p.opts.Client = func(string) (client.Client, error) { return counting, nil }
+	p.opts.Clusters = func() []string { return []string{"hub"} }
 	lb := &providers.LoadBalancer{
 		Gateway: "hub/apps/web", Namespace: "apps", Name: "web", Clusters: []string{"hub"},
 		Ports:       []providers.Port{{Port: 8080, Transport: providers.TransportTCP}, {Port: 53, Transport: providers.TransportUDP}},
@@ -109,4 +99,77 @@ func TestGatewayService(t *testing.T) {
 func TestMain(m *testing.M) {
 	testbed.QuietGlobalLogger()
 	os.Exit(m.Run())
+}
+
+// TestFleetGatewayLeavesOneCluster: a Service that cannot be written fails Ensure (which the engine
+// retries); Delete with some of a gateway's clusters deletes its Services there only, and the
+// proxy keeps serving the rest; Delete with the last one stops it.
+func TestFleetGatewayLeavesOneCluster(t *testing.T) {
+	clusters := testbed.ForTest(t, "east", "west")
+	ctx := t.Context()
+	byName := map[string]client.Client{}
+	for _, c := range clusters {
+		byName[c.Name] = c.Client
+		if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	west, err := client.NewWithWatch(clusters[1].Config, client.Options{Scheme: clusters[1].Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refuse atomic.Bool
+	refuse.Store(true)
+	byName["west"] = interceptor.NewClient(west, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			if refuse.Load() {
+				return apierrors.NewServiceUnavailable("west is down")
+			}
+			return c.Create(ctx, o, opts...)
+		},
+	})
+	p := newProvider(t, make(chan string, 1))
+	p.opts.Client = func(cluster string) (client.Client, error) { return byName[cluster], nil }
+	p.opts.Clusters = func() []string { return []string{"east", "west"} }
+	lb := &providers.LoadBalancer{
+		Gateway: "apps/web", Namespace: "apps", Name: "web", Clusters: []string{"east", "west"},
+		Ports: []providers.Port{{Port: 8080, Transport: providers.TransportTCP}},
+	}
+	if _, err := p.Ensure(ctx, lb); err == nil || !strings.Contains(err.Error(), "west is down") {
+		t.Fatalf("Ensure with a Service that cannot be written: %v, want the error", err)
+	}
+	refuse.Store(false)
+	if st, err := p.Ensure(ctx, lb); err != nil || !st.Ready {
+		t.Fatalf("Ensure = %+v, %v", st, err)
+	}
+	key := client.ObjectKey{Namespace: "apps", Name: providers.ResourceName(lb)}
+	leave := *lb
+	leave.Clusters = []string{"west"}
+	if err := p.Delete(ctx, &leave); err != nil {
+		t.Fatal(err)
+	}
+	if err := byName["west"].Get(ctx, key, &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Service in west after leaving it: %v, want not found", err)
+	}
+	if err := byName["east"].Get(ctx, key, &corev1.Service{}); err != nil {
+		t.Errorf("Service in east after leaving west: %v", err)
+	}
+	if pr := p.procs[lb.Gateway]; pr == nil || exited(pr) {
+		t.Fatal("the proxy stopped while the gateway is still in east")
+	}
+	proc := p.procs[lb.Gateway]
+	last := *lb
+	last.Clusters = []string{"east"}
+	if err := p.Delete(ctx, &last); err != nil {
+		t.Fatal(err)
+	}
+	if err := byName["east"].Get(ctx, key, &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Service in east after the last Delete: %v, want not found", err)
+	}
+	if !exited(proc) {
+		t.Error("the proxy runs after the gateway left its last cluster")
+	}
+	if _, err := os.Stat(p.dir(lb.Gateway)); !os.IsNotExist(err) {
+		t.Errorf("state left after the last Delete: %v", err)
+	}
 }

@@ -4,6 +4,7 @@ package providertest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
@@ -17,7 +18,8 @@ import (
 
 // Harness connects the suite to one provider and the backend it manages.
 type Harness struct {
-	// New returns a provider with no state of its own beyond the backend.
+	// New returns a provider with no state of its own beyond the backend, as a newly started
+	// operator has it.
 	New func(t *testing.T) providers.Provider
 	// Model returns a valid model for a gateway called name, with at least one port, in
 	// whatever namespace and clusters the backend has. The suite may change its ports and labels.
@@ -32,8 +34,18 @@ type Harness struct {
 	// Observe reports what the backend holds for lb's front resource (the Service, the load
 	// balancer): its ports and labels/tags.
 	Observe func(ctx context.Context, lb *providers.LoadBalancer) (Observed, error)
-	// Mutations counts the mutating calls every provider from New made so far. Optional.
+	// Mutations counts the mutating calls every provider from New made so far, counted outside
+	// the provider (a client wrapper counting Create/Update/Patch/Apply/Delete, a process
+	// launcher counting starts). Required: idempotence is measured with it.
 	Mutations func() int
+	// Restart, when set, plays an operator's exit for resources that live only as long as the
+	// provider instance that made them (the local provider's proxies are the operator's child
+	// processes): it ends them as the exit would. The suite calls it before it uses a second
+	// provider from New, and then lets the new provider make them again once.
+	Restart func(t *testing.T)
+	// ValidParameters and InvalidParameters are provider sections of a GatewayClassConfig that
+	// Capabilities must accept and reject; each needs at least one entry.
+	ValidParameters, InvalidParameters []json.RawMessage
 }
 
 // Observed is what Harness.Observe saw.
@@ -44,6 +56,12 @@ type Observed struct {
 
 // Run runs the suite. Subtests run one after another and each leaves nothing owned behind.
 func Run(t *testing.T, h Harness) {
+	if h.New == nil || h.Model == nil || h.Owned == nil || h.Settle == nil || h.Observe == nil || h.Mutations == nil {
+		t.Fatal("providertest: Harness needs New, Model, Owned, Settle, Observe and Mutations")
+	}
+	if len(h.ValidParameters) == 0 || len(h.InvalidParameters) == 0 {
+		t.Fatal("providertest: Harness needs ValidParameters and InvalidParameters")
+	}
 	s := &suite{h: h}
 	t.Run("EnsureCreatesAndReports", s.ensureCreates)
 	t.Run("EnsureIsIdempotent", s.ensureIdempotent)
@@ -51,6 +69,10 @@ func Run(t *testing.T, h Harness) {
 	t.Run("DeleteRemovesEverything", s.deleteRemoves)
 	t.Run("DeleteOfMissingIsFine", s.deleteMissing)
 	t.Run("GatewaysDoNotInterfere", s.noInterference)
+	t.Run("ListFindsWhatAnEarlierProviderMade", s.sweep)
+	t.Run("ConcurrentEnsureOfDifferentGateways", s.concurrent)
+	t.Run("InterruptedEnsureIsResumed", s.interrupted)
+	t.Run("CapabilitiesArePure", s.capabilities)
 }
 
 type suite struct{ h Harness }
@@ -67,11 +89,15 @@ func (s *suite) owned(t *testing.T) map[string]string {
 	return o
 }
 
-func (s *suite) mutations() int {
-	if s.h.Mutations == nil {
-		return 0
+func (s *suite) mutations() int { return s.h.Mutations() }
+
+// restarted returns a new provider, after playing the old one's exit when the harness can.
+func (s *suite) restarted(t *testing.T) providers.Provider {
+	t.Helper()
+	if s.h.Restart != nil {
+		s.h.Restart(t)
 	}
-	return s.h.Mutations()
+	return s.h.New(t)
 }
 
 func (s *suite) ensure(t *testing.T, p providers.Provider, lb *providers.LoadBalancer) providers.Status {
@@ -176,10 +202,19 @@ func (s *suite) ensureIdempotent(t *testing.T) {
 	if d := cmp.Diff(before, s.owned(t)); d != "" {
 		t.Errorf("Ensure of an unchanged model changed resources (-before +after):\n%s", d)
 	}
-	// A fresh provider (an operator restart) must see the same world and change nothing either.
+	// A fresh provider (an operator restart) must see the same world and change nothing either;
+	// what died with the old one it makes again, once, in the same places.
+	fresh := s.restarted(t)
 	m = s.mutations()
-	if got := s.ensure(t, s.h.New(t), lb); !cmp.Equal(want, got) {
+	if got := s.ensure(t, fresh, lb); !cmp.Equal(want, got) {
 		t.Errorf("a new provider reports %+v, the first reported %+v", got, want)
+	}
+	if s.h.Restart != nil {
+		if d := cmp.Diff(slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(s.owned(t)))); d != "" {
+			t.Errorf("a new provider changed what is owned (-before +after):\n%s", d)
+		}
+		m = s.mutations()
+		s.ensure(t, fresh, lb)
 	}
 	if n := s.mutations() - m; n != 0 {
 		t.Errorf("a new provider made %d mutating calls for an unchanged model, want 0", n)
@@ -209,6 +244,12 @@ func (s *suite) modelChanges(t *testing.T) {
 func (s *suite) checkObserved(t *testing.T, p providers.Provider, lb *providers.LoadBalancer) {
 	t.Helper()
 	s.ensure(t, p, lb)
+	s.checkBackend(t, lb)
+}
+
+// checkBackend checks that the backend's front resource of lb has lb's ports and labels.
+func (s *suite) checkBackend(t *testing.T, lb *providers.LoadBalancer) {
+	t.Helper()
 	o, err := s.h.Observe(t.Context(), lb)
 	if err != nil {
 		t.Fatalf("Observe(%s): %v", lb.Gateway, err)
@@ -252,7 +293,7 @@ func (s *suite) deleteRemoves(t *testing.T) {
 	}
 	// Ensure after Delete recreates, and a new provider can delete what an old one made.
 	s.ensure(t, p, lb)
-	if err := s.h.New(t).Delete(t.Context(), lb); err != nil {
+	if err := s.restarted(t).Delete(t.Context(), lb); err != nil {
 		t.Fatalf("Delete by a new provider: %v", err)
 	}
 	if o := s.owned(t); len(o) != 0 {
