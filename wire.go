@@ -100,8 +100,9 @@ func newProxies(o options, mgr ctrl.Manager, direct client.Client, setup control
 				kp, err := issue(gateway)
 				return local.Credentials{CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM, CAPEM: ca.CertPEM()}, err
 			},
-			Dir:    o.stateDir,
-			OnExit: exited,
+			Dir:      o.stateDir,
+			OnExit:   exited,
+			Clusters: setup.MemberClients.Clusters,
 			// The manager's cache holds every Service already (they are translation inputs).
 			Client: memberClients(mgr.GetClient(), setup.MemberClients),
 			Log:    logger.WithName("local"),
@@ -119,7 +120,8 @@ func newProxies(o options, mgr ctrl.Manager, direct client.Client, setup control
 			kp, err := issue(gateway)
 			return incluster.Credentials{CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM, CAPEM: ca.CertPEM()}, err
 		},
-		CA: ca.CertPEM,
+		CA:       ca.CertPEM,
+		Clusters: setup.MemberClients.Clusters,
 	})
 	if err != nil {
 		return nil, nil, err

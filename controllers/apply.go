@@ -132,7 +132,7 @@ func (d *Dataplane) Apply(_ context.Context, res *translate.Result) (map[string]
 		d.delivery[lb.Gateway] = dl
 		out[lb.Gateway] = d.programmed(dl, lb.Gateway)
 	}
-	d.engine.Set(desired)
+	d.engine.Set(desired, res.Clusters)
 	for gw := range d.published {
 		if !published[gw] {
 			d.Configs.RemoveGateway(gw)

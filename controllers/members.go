@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgate/fleetgate/controllers/fleet"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
 )
 
 // MemberClients hands providers a client of each usable member cluster. main.go builds the providers
@@ -36,4 +38,22 @@ func (c *MemberClients) Client(cluster string) (client.Client, error) {
 		}
 	}
 	return nil, fmt.Errorf("member cluster %q is not connected", cluster)
+}
+
+// Clusters names the hub and every connected member cluster: where providers look for what they own.
+func (c *MemberClients) Clusters() []string {
+	c.mu.RLock()
+	members := c.members
+	c.mu.RUnlock()
+	out := []string{snapshot.HubCluster}
+	if members == nil {
+		return out
+	}
+	for _, m := range members() {
+		if !slices.Contains(out, m.Name) {
+			out = append(out, m.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

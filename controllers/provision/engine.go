@@ -73,6 +73,10 @@ type Engine struct {
 	setOnce  sync.Once
 
 	mu sync.Mutex
+	// known are the member clusters the last Set's translation read (nil: every cluster). Nothing
+	// is deleted in another cluster: a member that is unreachable, or not connected yet after a
+	// start, only looks as if its gateways were gone.
+	known map[string]bool
 	// swept tells that a sweep's List calls all succeeded after the first Set; sweptKeys are the
 	// gateways that sweep queued for deletion.
 	swept     bool
@@ -100,6 +104,9 @@ type entry struct {
 	// Ensure or found by the sweep and not deleted since.
 	clusters []string
 	res      *result
+	// parked: not desired, but every cluster holding its resources is unknown now; deleted once
+	// one of them is known again (and the gateway is still not desired there).
+	parked bool
 }
 
 type result struct {
@@ -160,9 +167,10 @@ func jitter(d time.Duration) time.Duration {
 }
 
 // Set makes desired the whole desired set: a gateway is queued when its model changed, and
-// gateways that left the set are queued for deletion. Models of providers the engine has no
-// queue for are ignored. It never blocks on provider calls.
-func (e *Engine) Set(desired []Desired) {
+// gateways that left the set are queued for deletion. clusters are the member clusters the
+// translation read (nil: all); resources in other clusters are never deleted. Models of providers
+// the engine has no queue for are ignored. It never blocks on provider calls.
+func (e *Engine) Set(desired []Desired, clusters []string) {
 	want := make(map[string]map[string]Desired, len(e.queues))
 	for _, d := range desired {
 		if _, ok := e.queues[d.Model.Provider]; !ok {
@@ -175,6 +183,13 @@ func (e *Engine) Set(desired []Desired) {
 		want[d.Model.Provider][d.Model.Gateway] = d
 	}
 	e.mu.Lock()
+	e.known = nil
+	if clusters != nil {
+		e.known = make(map[string]bool, len(clusters))
+		for _, c := range clusters {
+			e.known[c] = true
+		}
+	}
 	for name, q := range e.queues {
 		for gw, d := range want[name] {
 			en := q.entries[gw]
@@ -183,7 +198,9 @@ func (e *Engine) Set(desired []Desired) {
 				q.entries[gw] = en
 			}
 			sameL4 := en.desired && sameModel(en.model, d.Model)
-			if sameL4 && en.version == d.Version {
+			// A cluster the gateway left while it was unknown can be cleaned up once it is back.
+			pending := len(e.knownLocked(removedClusters(en.clusters, d.Model.Clusters))) > 0
+			if sameL4 && en.version == d.Version && !pending {
 				// A load balancer that is not ready yet is looked at again on every pass: the
 				// event that woke the pass may be what it waits for.
 				if r := en.res; r != nil && r.err == nil && !r.status.Ready && r.gen == en.gen {
@@ -200,7 +217,14 @@ func (e *Engine) Set(desired []Desired) {
 			q.q.Add(gw)
 		}
 		for gw, en := range q.entries {
-			if _, ok := want[name][gw]; ok || !en.desired {
+			if _, ok := want[name][gw]; ok {
+				continue
+			}
+			if !en.desired {
+				if en.parked && len(e.knownLocked(union(en.clusters, en.model.Clusters))) > 0 {
+					en.parked = false
+					q.q.Add(gw)
+				}
 				continue
 			}
 			en.desired = false
@@ -286,6 +310,20 @@ func (e *Engine) Swept() bool {
 		}
 	}
 	return true
+}
+
+// knownLocked keeps the clusters of cs that the last Set's translation read.
+func (e *Engine) knownLocked(cs []string) []string {
+	if e.known == nil {
+		return cs
+	}
+	var out []string
+	for _, c := range cs {
+		if e.known[c] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // removedClusters are the clusters in have that are not in keep.

@@ -178,17 +178,17 @@ func TestCoalescing(t *testing.T) {
 		return nil
 	}}
 	e, _ := start(t, f, Options{})
-	e.Set([]Desired{{Model: model("a", 1), Version: 1}})
+	e.Set([]Desired{{Model: model("a", 1), Version: 1}}, nil)
 	eventually(t, "the first ensure", func() bool { return f.count("ensure", "a") == 1 })
 	for v := range uint64(20) {
-		e.Set([]Desired{{Model: model("a", 2+int(v)), Version: 1}})
+		e.Set([]Desired{{Model: model("a", 2+int(v)), Version: 1}}, nil)
 	}
 	close(release)
 	eventually(t, "a settled", func() bool { return e.Settled("a") })
 	// Routing changes by version alone; the same version again is no change.
-	e.Set([]Desired{{Model: model("a", 21), Version: 2}})
+	e.Set([]Desired{{Model: model("a", 21), Version: 2}}, nil)
 	eventually(t, "a settled", func() bool { return e.Settled("a") })
-	e.Set([]Desired{{Model: model("a", 21), Version: 2}})
+	e.Set([]Desired{{Model: model("a", 21), Version: 2}}, nil)
 	time.Sleep(50 * time.Millisecond)
 	want := []call{
 		{Op: "ensure", Gateway: "a", Ports: 1},
@@ -222,7 +222,7 @@ func TestConcurrency(t *testing.T) {
 				for i := range desired {
 					desired[i].Version = v + 1
 				}
-				e.Set(desired)
+				e.Set(desired, nil)
 				time.Sleep(10 * time.Millisecond)
 			}
 			eventually(t, "every gateway settled", func() bool {
@@ -246,7 +246,7 @@ func TestConcurrency(t *testing.T) {
 func TestResync(t *testing.T) {
 	f := &fake{}
 	e, _ := start(t, f, Options{Resync: 30 * time.Millisecond})
-	e.Set([]Desired{{Model: model("a", 1), Version: 1}})
+	e.Set([]Desired{{Model: model("a", 1), Version: 1}}, nil)
 	eventually(t, "three resyncs", func() bool { return f.count("ensure", "a") >= 4 })
 }
 
@@ -268,13 +268,13 @@ func TestNotReady(t *testing.T) {
 			f.hook = func(context.Context, *providers.LoadBalancer) error { return nil }
 			e, _ := start(t, &notReady{fake: f, ready: func() bool { mu.Lock(); defer mu.Unlock(); return ready }}, Options{NotReadyPoll: tc.poll})
 			d := []Desired{{Model: model("a", 1), Version: 1}}
-			e.Set(d)
+			e.Set(d, nil)
 			eventually(t, "a not-ready result", func() bool { o, ok := e.Result("p", "a"); return ok && !o.Status.Ready })
 			mu.Lock()
 			ready = true
 			mu.Unlock()
 			if tc.set {
-				e.Set(d)
+				e.Set(d, nil)
 			}
 			eventually(t, "a ready result", func() bool { o, ok := e.Result("p", "a"); return ok && o.Status.Ready })
 		})
@@ -297,7 +297,7 @@ func (n *notReady) Ensure(ctx context.Context, lb *providers.LoadBalancer) (prov
 func TestRecheck(t *testing.T) {
 	f := &fake{}
 	e, _ := start(t, f, Options{})
-	e.Set([]Desired{{Model: model("a", 1), Version: 1}, {Model: model("b", 1), Version: 1}})
+	e.Set([]Desired{{Model: model("a", 1), Version: 1}, {Model: model("b", 1), Version: 1}}, nil)
 	eventually(t, "both ensured", func() bool { return e.Settled("a") && e.Settled("b") })
 	e.Recheck("a")
 	e.Recheck("unknown")
@@ -321,7 +321,7 @@ func TestRetry(t *testing.T) {
 		return nil
 	}}
 	e, reg := start(t, f, Options{})
-	e.Set([]Desired{{Model: model("a", 1), Version: 1}})
+	e.Set([]Desired{{Model: model("a", 1), Version: 1}}, nil)
 	eventually(t, "an error result", func() bool { o, ok := e.Result("p", "a"); return ok && o.Err != nil })
 	eventually(t, "success", func() bool { return e.Settled("a") })
 	if n := metricValue(t, reg, "fleetgate_provider_calls_total", map[string]string{"op": "ensure", "result": "error"}); n != 2 {
@@ -337,9 +337,9 @@ func TestRetry(t *testing.T) {
 func TestDeletion(t *testing.T) {
 	f := &fake{}
 	e, _ := start(t, f, Options{})
-	e.Set([]Desired{{Model: model("a", 1, "x", "y"), Version: 1}, {Model: model("b", 2, "x"), Version: 1}})
+	e.Set([]Desired{{Model: model("a", 1, "x", "y"), Version: 1}, {Model: model("b", 2, "x"), Version: 1}}, nil)
 	eventually(t, "both ensured", func() bool { return e.Settled("a") && e.Settled("b") })
-	e.Set([]Desired{{Model: model("a", 1, "x"), Version: 1}})
+	e.Set([]Desired{{Model: model("a", 1, "x"), Version: 1}}, nil)
 	eventually(t, "a shrunk and b deleted", func() bool {
 		return e.Settled("a") && e.Settled("b") && f.count("ensure", "a") == 2
 	})
@@ -370,7 +370,7 @@ func TestSweep(t *testing.T) {
 	if calls := f.snapshot(); len(calls) != 0 || lists != 0 || e.Swept() {
 		t.Fatalf("before the first Set: calls %v, %d lists, swept %v", calls, lists, e.Swept())
 	}
-	e.Set([]Desired{{Model: model("a", 1, "x"), Version: 1}, {Model: model("b", 1, "x"), Version: 1}})
+	e.Set([]Desired{{Model: model("a", 1, "x"), Version: 1}, {Model: model("b", 1, "x"), Version: 1}}, nil)
 	eventually(t, "the sweep's deletions", func() bool { return e.Swept() })
 	var deletes []call
 	for _, c := range f.snapshot() {
@@ -405,7 +405,7 @@ func TestShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Start(ctx) }()
-	e.Set([]Desired{{Model: model("a", 1), Version: 1}})
+	e.Set([]Desired{{Model: model("a", 1), Version: 1}}, nil)
 	<-entered
 	cancel()
 	select {
@@ -423,5 +423,38 @@ func TestShutdown(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Start did not return")
+	}
+}
+
+// TestUnknownClustersKeepTheirResources: a member that translation did not read (unreachable, or not
+// connected yet after a start) only looks as if its gateways were gone. Nothing is deleted there,
+// by Set or by the sweep, until it is read again and the gateway is still gone.
+func TestUnknownClustersKeepTheirResources(t *testing.T) {
+	f := &fake{}
+	e, _ := start(t, f, Options{})
+	e.Set([]Desired{{Model: model("a", 1, "x"), Version: 1}, {Model: model("b", 1, "x", "y"), Version: 1}, {Model: model("c", 1, "y"), Version: 1}}, []string{"x", "y"})
+	eventually(t, "all ensured", func() bool { return e.Settled("a") && e.Settled("b") && e.Settled("c") })
+	ensured := len(f.snapshot())
+
+	// y is lost: its objects leave translation, which reads x alone.
+	e.Set([]Desired{{Model: model("a", 1, "x"), Version: 1}, {Model: model("b", 1, "x"), Version: 1}}, []string{"x"})
+	eventually(t, "b ensured without y", func() bool { return e.Settled("b") && f.count("ensure", "b") == 2 })
+	time.Sleep(200 * time.Millisecond) // room for a wrong delete to happen
+	for _, c := range f.snapshot()[ensured:] {
+		if c.Op == "delete" {
+			t.Errorf("deleted while y was not read: %+v", c)
+		}
+	}
+	if e.Settled("c") {
+		t.Error("c, parked in an unknown cluster, reads as settled: its finalizer would be released")
+	}
+
+	// y is back and c and b's part in y are really gone now: they go.
+	e.Set([]Desired{{Model: model("a", 1, "x"), Version: 1}, {Model: model("b", 1, "x"), Version: 1}}, []string{"x", "y"})
+	eventually(t, "c and b's y deleted", func() bool {
+		return f.count("delete", "c") == 1 && f.count("delete", "b") == 1 && e.Settled("b")
+	})
+	if _, ok := e.Result("p", "c"); ok {
+		t.Error("c still has an entry after its deletion")
 	}
 }

@@ -54,6 +54,10 @@ func (e *Engine) sweep(ctx context.Context) error {
 		e.m.sweeps.WithLabelValues(name, "success").Inc()
 		e.mu.Lock()
 		for _, lb := range listed {
+			// Only where translation read the objects can a gateway be known to be gone.
+			if lb.Clusters = e.knownLocked(lb.Clusters); len(lb.Clusters) == 0 {
+				continue
+			}
 			en := q.entries[lb.Gateway]
 			switch {
 			case en == nil:

@@ -66,6 +66,15 @@ func (e *Engine) process(ctx context.Context, q *queue, gw string) error {
 	} else {
 		removed = union(en.clusters, model.Clusters)
 	}
+	held := len(removed)
+	removed = e.knownLocked(removed)
+	// Resources in clusters translation did not read stay: their objects may well live on.
+	if !desired && held > 0 && len(removed) == 0 {
+		en.parked = true
+		e.mu.Unlock()
+		e.o.Log.V(1).Info("not deleting in clusters that are not connected", "provider", q.name, "gateway", gw)
+		return nil
+	}
 	e.mu.Unlock()
 
 	// A gateway that is no longer desired is deleted with its last model even without clusters.
@@ -80,8 +89,11 @@ func (e *Engine) process(ctx context.Context, q *queue, gw string) error {
 		}
 		e.mu.Lock()
 		en.clusters = removedClusters(en.clusters, removed)
-		if !en.desired && en.gen == gen {
+		switch {
+		case !en.desired && en.gen == gen && len(en.clusters) == 0:
 			delete(q.entries, gw)
+		case !en.desired && len(en.clusters) > 0:
+			en.parked = true // the rest waits for its clusters to be connected
 		}
 		e.mu.Unlock()
 		e.o.Log.V(1).Info("deleted", "provider", q.name, "gateway", gw, "clusters", removed)

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
@@ -25,6 +26,9 @@ type Result struct {
 	// Ingresses and Services hold status.loadBalancer of our Ingresses and LoadBalancer Services.
 	Ingresses []IngressStatus `json:"ingresses,omitempty"`
 	Services  []ServiceStatus `json:"services,omitempty"`
+	// Clusters are the member clusters the snapshot read, sorted: whatever is not in one of them
+	// is unknown, not gone (provisioning deletes nothing there).
+	Clusters []string `json:"-"`
 	// Notices are Events to tell owners what has no status field (lost conflicts, unsupported
 	// backends); the controller records each new one once.
 	Notices []Notice `json:"notices,omitempty"`
@@ -146,6 +150,9 @@ func (p *Pass) Finish() *Result {
 	slices.SortFunc(t.res.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortFunc(t.res.ListenerSets, func(a, b ListenerSetStatus) int { return a.Ref.compare(b.Ref) })
 	t.sortExtras()
+	// Never nil: a pass that read no cluster knows of none, which is not "every cluster".
+	t.res.Clusters = slices.AppendSeq(make([]string, 0, len(t.snap.ClusterWeights)), maps.Keys(t.snap.ClusterWeights))
+	slices.Sort(t.res.Clusters)
 	if p.done != nil {
 		p.done()
 	}
