@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/dataplane/agent"
 )
@@ -115,7 +116,7 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 	); err != nil {
 		return fmt.Errorf("adding probes: %w", err)
 	}
-	logger.Info("starting fleetgate", "controllerName", controllers.ControllerName, "leaderElection", o.leaderElect)
+	logger.Info("starting fleetgate", "controllerName", v1alpha1.ControllerName, "leaderElection", o.leaderElect)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

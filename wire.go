@@ -14,7 +14,6 @@ import (
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers"
-	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/dataplane/xds"
 	"github.com/fleetgate/fleetgate/dataplane/xds/casecret"
 	"github.com/fleetgate/fleetgate/providers"
@@ -132,7 +131,7 @@ func newProxies(o options, mgr ctrl.Manager, direct client.Client, setup control
 // memberClients finds a member's client, the hub being hub.
 func memberClients(hub client.Client, members *controllers.MemberClients) func(cluster string) (client.Client, error) {
 	return func(cluster string) (client.Client, error) {
-		if cluster == snapshot.HubCluster {
+		if cluster == v1alpha1.HubCluster {
 			return hub, nil
 		}
 		return members.Client(cluster)

@@ -7,8 +7,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/fleet"
-	"github.com/fleetgate/fleetgate/controllers/snapshot"
 )
 
 // MemberClients hands providers a client of each usable member cluster. main.go builds the providers
@@ -45,7 +45,7 @@ func (c *MemberClients) Clusters() []string {
 	c.mu.RLock()
 	members := c.members
 	c.mu.RUnlock()
-	out := []string{snapshot.HubCluster}
+	out := []string{v1alpha1.HubCluster}
 	if members == nil {
 		return out
 	}

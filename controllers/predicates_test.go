@@ -9,13 +9,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 )
 
 func TestInputChanged(t *testing.T) {
 	route := func(gen int64, labels map[string]string, status string) *gwv1.HTTPRoute {
 		r := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "r", Generation: gen, Labels: labels, ResourceVersion: status}}
 		if status != "" {
-			r.Status.Parents = []gwv1.RouteParentStatus{{ControllerName: ControllerName}}
+			r.Status.Parents = []gwv1.RouteParentStatus{{ControllerName: v1alpha1.ControllerName}}
 		}
 		return r
 	}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
 )
 
@@ -22,7 +22,7 @@ import (
 // client or the member's.
 func (d *Dataplane) setupProvisioning(ctx context.Context, mgr ctrl.Manager, reg prometheus.Registerer, sources func() []ClusterReader, members *MemberClients) error {
 	clients := func(cluster string) (client.Client, error) {
-		if cluster == snapshot.HubCluster {
+		if cluster == v1alpha1.HubCluster {
 			return mgr.GetClient(), nil
 		}
 		if members == nil {

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/fleet"
-	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/controllers/translate"
 	"github.com/fleetgate/fleetgate/providers"
 )
@@ -73,7 +73,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	writer := NewStatusWriter(mgr.GetLogger().WithName("status"), SupportedFeatures(), m)
-	writer.SetTarget(snapshot.HubCluster, statusTarget{
+	writer.SetTarget(v1alpha1.HubCluster, statusTarget{
 		Reader:   mgr.GetClient(),
 		Live:     mgr.GetAPIReader(),
 		Writer:   mgr.GetClient(),
@@ -84,7 +84,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	legacy := servesLegacyReferencePolicy(mgr)
 	hubReader := fleet.StoreReader{Reader: mgr.GetClient(), Cache: mgr.GetCache()}
-	hub := []ClusterReader{{Cluster: snapshot.HubCluster, Reader: hubReader, LegacyReferencePolicy: legacy, Weight: snapshot.DefaultClusterWeight}}
+	hub := []ClusterReader{{Cluster: v1alpha1.HubCluster, Reader: hubReader, LegacyReferencePolicy: legacy, Weight: v1alpha1.DefaultClusterWeight}}
 	sources := func() []ClusterReader { return hub }
 	watchHub := true
 	events := []<-chan event.GenericEvent{o.Events.Channel()}
@@ -130,7 +130,7 @@ func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigg
 	if o.Fleet.HubIsMember {
 		hub = &fleet.Member{Reader: fleet.StoreReader{Reader: mgr.GetClient(), Cache: mgr.GetCache()}, Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("fleetgate")}
 	} else {
-		writer.RemoveTarget(snapshot.HubCluster)
+		writer.RemoveTarget(v1alpha1.HubCluster)
 	}
 	fl := fleet.New(fleet.Options{
 		Namespace: o.Fleet.Namespace,
@@ -173,7 +173,7 @@ func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigg
 		out := make([]ClusterReader, 0, len(members))
 		for _, m := range members {
 			out = append(out, ClusterReader{Cluster: m.Name, Reader: m.Reader, Weight: m.Weight,
-				LegacyReferencePolicy: legacy && m.Name == snapshot.HubCluster})
+				LegacyReferencePolicy: legacy && m.Name == v1alpha1.HubCluster})
 		}
 		return out
 	}, nil

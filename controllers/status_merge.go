@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/translate"
 )
 
@@ -79,7 +80,7 @@ func carryConditions(old *[]metav1.Condition, want []metav1.Condition) []metav1.
 func mergeParents(current, ours []gwv1.RouteParentStatus) []gwv1.RouteParentStatus {
 	out := make([]gwv1.RouteParentStatus, 0, len(current)+len(ours))
 	for _, p := range current {
-		if p.ControllerName != ControllerName {
+		if p.ControllerName != v1alpha1.ControllerName {
 			out = append(out, p)
 		}
 	}
@@ -113,7 +114,7 @@ const maxPolicyAncestors = 16
 func mergeAncestors(current, ours []gwv1.PolicyAncestorStatus) []gwv1.PolicyAncestorStatus {
 	out := make([]gwv1.PolicyAncestorStatus, 0, len(current)+len(ours))
 	for _, a := range current {
-		if a.ControllerName != ControllerName {
+		if a.ControllerName != v1alpha1.ControllerName {
 			out = append(out, a)
 		}
 	}
@@ -134,7 +135,7 @@ func mergeAncestors(current, ours []gwv1.PolicyAncestorStatus) []gwv1.PolicyAnce
 
 func findAncestor(as []gwv1.PolicyAncestorStatus, ref gwv1.ParentReference) *gwv1.PolicyAncestorStatus {
 	for i := range as {
-		if as[i].ControllerName == ControllerName && equality.Semantic.DeepEqual(as[i].AncestorRef, ref) {
+		if as[i].ControllerName == v1alpha1.ControllerName && equality.Semantic.DeepEqual(as[i].AncestorRef, ref) {
 			return &as[i]
 		}
 	}
@@ -143,7 +144,7 @@ func findAncestor(as []gwv1.PolicyAncestorStatus, ref gwv1.ParentReference) *gwv
 
 func findParent(ps []gwv1.RouteParentStatus, ref gwv1.ParentReference) *gwv1.RouteParentStatus {
 	for i := range ps {
-		if ps[i].ControllerName == ControllerName && equality.Semantic.DeepEqual(ps[i].ParentRef, ref) {
+		if ps[i].ControllerName == v1alpha1.ControllerName && equality.Semantic.DeepEqual(ps[i].ParentRef, ref) {
 			return &ps[i]
 		}
 	}

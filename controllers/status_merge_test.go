@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/translate"
 )
 
@@ -179,17 +180,17 @@ func TestMergeParents(t *testing.T) {
 		current, ours, result []gwv1.RouteParentStatus
 	}{{
 		name:    "ours replaced, others kept first, times carried",
-		current: []gwv1.RouteParentStatus{parent("gw", ControllerName, condAt("Accepted", T, "Accepted", 1, then)), parent("theirs", "other.io/x", condAt("Accepted", T, "Accepted", 1, then)), parent("gone", ControllerName)},
-		ours:    []gwv1.RouteParentStatus{parent("gw", ControllerName, cond("Accepted", T, "Accepted", 2))},
-		result:  []gwv1.RouteParentStatus{parent("theirs", "other.io/x", condAt("Accepted", T, "Accepted", 1, then)), parent("gw", ControllerName, condAt("Accepted", T, "Accepted", 2, then))},
+		current: []gwv1.RouteParentStatus{parent("gw", v1alpha1.ControllerName, condAt("Accepted", T, "Accepted", 1, then)), parent("theirs", "other.io/x", condAt("Accepted", T, "Accepted", 1, then)), parent("gone", v1alpha1.ControllerName)},
+		ours:    []gwv1.RouteParentStatus{parent("gw", v1alpha1.ControllerName, cond("Accepted", T, "Accepted", 2))},
+		result:  []gwv1.RouteParentStatus{parent("theirs", "other.io/x", condAt("Accepted", T, "Accepted", 1, then)), parent("gw", v1alpha1.ControllerName, condAt("Accepted", T, "Accepted", 2, then))},
 	}, {
 		name:    "cleared",
-		current: []gwv1.RouteParentStatus{parent("gw", ControllerName, condAt("Accepted", T, "Accepted", 1, then))},
+		current: []gwv1.RouteParentStatus{parent("gw", v1alpha1.ControllerName, condAt("Accepted", T, "Accepted", 1, then))},
 		result:  []gwv1.RouteParentStatus{},
 	}, {
 		name:   "new parent stamped",
-		ours:   []gwv1.RouteParentStatus{parent("gw", ControllerName, cond("Accepted", T, "Accepted", 1))},
-		result: []gwv1.RouteParentStatus{parent("gw", ControllerName, condAt("Accepted", T, "Accepted", 1, now))},
+		ours:   []gwv1.RouteParentStatus{parent("gw", v1alpha1.ControllerName, cond("Accepted", T, "Accepted", 1))},
+		result: []gwv1.RouteParentStatus{parent("gw", v1alpha1.ControllerName, condAt("Accepted", T, "Accepted", 1, now))},
 	}}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.result, mergeParents(tt.current, tt.ours), stamped); diff != "" {
@@ -217,17 +218,17 @@ func TestMergeAncestors(t *testing.T) {
 		current, ours, result []gwv1.PolicyAncestorStatus
 	}{{
 		name:    "ours replaced, others kept first",
-		current: []gwv1.PolicyAncestorStatus{ancestor("gone", ControllerName, old), ancestor("theirs", "other.io/x", old), ancestor("gw", ControllerName, old, stale)},
-		ours:    []gwv1.PolicyAncestorStatus{ancestor("gw", ControllerName, conflicted)},
-		result:  []gwv1.PolicyAncestorStatus{ancestor("theirs", "other.io/x", old), ancestor("gw", ControllerName, condAt("Accepted", metav1.ConditionFalse, "Conflicted", 2, now))},
+		current: []gwv1.PolicyAncestorStatus{ancestor("gone", v1alpha1.ControllerName, old), ancestor("theirs", "other.io/x", old), ancestor("gw", v1alpha1.ControllerName, old, stale)},
+		ours:    []gwv1.PolicyAncestorStatus{ancestor("gw", v1alpha1.ControllerName, conflicted)},
+		result:  []gwv1.PolicyAncestorStatus{ancestor("theirs", "other.io/x", old), ancestor("gw", v1alpha1.ControllerName, condAt("Accepted", metav1.ConditionFalse, "Conflicted", 2, now))},
 	}, {
 		name:    "cleared",
-		current: []gwv1.PolicyAncestorStatus{ancestor("gw", ControllerName, old)},
+		current: []gwv1.PolicyAncestorStatus{ancestor("gw", v1alpha1.ControllerName, old)},
 		result:  []gwv1.PolicyAncestorStatus{},
 	}, {
 		name:    "no more than the API allows",
 		current: theirs,
-		ours:    []gwv1.PolicyAncestorStatus{ancestor("gw", ControllerName, accepted)},
+		ours:    []gwv1.PolicyAncestorStatus{ancestor("gw", v1alpha1.ControllerName, accepted)},
 		result:  theirs,
 	}}
 	for _, tt := range tests {

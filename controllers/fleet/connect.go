@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 )
 
 // connect builds, starts and probes a member. It returns once the informers are registered; the
@@ -141,7 +143,7 @@ func (f *Fleet) state(name string) state {
 func (f *Fleet) setWeight(name string, w int32) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if name == HubCluster && f.o.Hub != nil {
+	if name == v1alpha1.HubCluster && f.o.Hub != nil {
 		changed := f.hubWeight != w
 		f.hubWeight = w
 		return changed

@@ -23,12 +23,6 @@ import (
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
 )
 
-// HubCluster is the member name of the operator's own cluster when it is a member.
-const HubCluster = "hub"
-
-// DefaultWeight is a member's weight when its MemberCluster does not say (the CRD default).
-const DefaultWeight int32 = 100
-
 // Member is one usable member cluster: connected, caches synced and answering its probes.
 type Member struct {
 	Name   string
@@ -127,7 +121,7 @@ func New(o Options) *Fleet {
 	if o.Changed == nil {
 		o.Changed = func(string) {}
 	}
-	return &Fleet{o: o, health: make(chan event.GenericEvent, 64), mcs: make(chan event.GenericEvent, 1), members: map[string]*member{}, hubWeight: DefaultWeight}
+	return &Fleet{o: o, health: make(chan event.GenericEvent, 64), mcs: make(chan event.GenericEvent, 1), members: map[string]*member{}, hubWeight: v1alpha1.DefaultClusterWeight}
 }
 
 // Members returns the usable members sorted by name, the hub first when it is one.
@@ -137,7 +131,7 @@ func (f *Fleet) Members() []Member {
 	out := make([]Member, 0, len(f.members)+1)
 	if f.o.Hub != nil {
 		hub := *f.o.Hub
-		hub.Name, hub.Weight = HubCluster, f.hubWeight
+		hub.Name, hub.Weight = v1alpha1.HubCluster, f.hubWeight
 		out = append(out, hub)
 	}
 	names := make([]string, 0, len(f.members))

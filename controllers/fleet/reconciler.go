@@ -83,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ re
 		}
 		return reconcile.Result{}, fmt.Errorf("reading MemberCluster %s: %w", req.Name, err)
 	}
-	hub := mc.Name == HubCluster && f.o.Hub != nil
+	hub := mc.Name == v1alpha1.HubCluster && f.o.Hub != nil
 	if !hub && !mc.DeletionTimestamp.IsZero() {
 		f.disconnect(mc.Name)
 		return reconcile.Result{}, nil
@@ -105,8 +105,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ re
 
 // observeHub: the hub is read through the manager's own cache; its MemberCluster carries its weight.
 func (r *Reconciler) observeHub(mc *v1alpha1.MemberCluster) observation {
-	if r.Fleet.setWeight(HubCluster, mc.Spec.Weight) {
-		r.Fleet.changed(HubCluster)
+	if r.Fleet.setWeight(v1alpha1.HubCluster, mc.Spec.Weight) {
+		r.Fleet.changed(v1alpha1.HubCluster)
 	}
 	return observation{hub: true, member: state{known: true, synced: true, healthy: true, version: r.HubVersion}}
 }
@@ -126,7 +126,7 @@ func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) ob
 		f.disconnect(mc.Name)
 		return observation{kubeconfigErr: fmt.Errorf("kubeconfig in Secret %s/%s: %w", f.o.Namespace, mc.Spec.KubeconfigSecretRef.Name, err)}
 	}
-	weight := mc.Spec.Weight // the API server defaults it to DefaultWeight
+	weight := mc.Spec.Weight // the API server defaults it to v1alpha1.DefaultClusterWeight
 	sum := sha256.Sum256(cfgBytes)
 	hash := hex.EncodeToString(sum[:])
 	st := f.state(mc.Name)

@@ -16,23 +16,6 @@ import (
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
 )
 
-// ControllerName is the GatewayClass spec.controllerName fleetgate implements.
-const ControllerName = "fleetgate.dev/gateway-controller"
-
-// IngressControllerName is the IngressClass spec.controller fleetgate implements.
-const IngressControllerName = "fleetgate.dev/ingress-controller"
-
-// Service spec.loadBalancerClass values fleetgate serves; Services of any other class (or none)
-// are never touched.
-const (
-	LoadBalancerClassInCluster = "fleetgate.dev/incluster"
-	LoadBalancerClassAWSNLB    = "fleetgate.dev/aws-nlb"
-	LoadBalancerClassGCP       = "fleetgate.dev/gcp"
-)
-
-// HubCluster is the conventional name of the hub when it is also a member.
-const HubCluster = "hub"
-
 // Object is one Kubernetes object together with the member cluster it was read from.
 type Object[T any] struct {
 	Cluster string

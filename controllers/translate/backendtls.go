@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
@@ -242,7 +243,7 @@ func (t *translator) policyStatuses() {
 			ns := gwv1.Namespace(g.namespace)
 			st.Ancestors = append(st.Ancestors, gwv1.PolicyAncestorStatus{
 				AncestorRef:    gwv1.ParentReference{Group: &routeGroup, Kind: ptr.To(gwv1.Kind("Gateway")), Namespace: &ns, Name: gwv1.ObjectName(g.name)},
-				ControllerName: gwv1.GatewayController(snapshot.ControllerName),
+				ControllerName: gwv1.GatewayController(v1alpha1.ControllerName),
 				Conditions:     []metav1.Condition{accepted, resolved},
 			})
 		}

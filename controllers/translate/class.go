@@ -7,7 +7,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
-	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/providers"
 )
 
@@ -33,7 +32,7 @@ type classInfo struct {
 func (t *translator) translateClasses() {
 	for _, o := range t.snap.GatewayClasses {
 		gc := o.Obj
-		if gc == nil || gc.Spec.ControllerName != snapshot.ControllerName {
+		if gc == nil || gc.Spec.ControllerName != v1alpha1.ControllerName {
 			continue
 		}
 		ci := &classInfo{name: gc.Name, cluster: o.Cluster, provider: string(v1alpha1.ProviderInCluster), scope: string(v1alpha1.ScopeCluster),

@@ -21,7 +21,7 @@ import (
 //
 // # Classes
 //
-// An IngressClass is ours when spec.controller is snapshot.IngressControllerName. Its optional
+// An IngressClass is ours when spec.controller is v1alpha1.IngressControllerName. Its optional
 // spec.parameters may name a cluster-scoped fleetgate.dev/GatewayClassConfig (provider, scope,
 // in-cluster options); without parameters the class uses the in-cluster provider, Cluster scope.
 // Bad parameters leave the class's Ingresses unserved and are reported on the class.
@@ -175,7 +175,7 @@ func (t *translator) ingressClasses() map[string]map[string]*ingressClass {
 		if isDefault {
 			defaults[o.Cluster]++
 		}
-		if ic.Spec.Controller != snapshot.IngressControllerName {
+		if ic.Spec.Controller != v1alpha1.IngressControllerName {
 			continue
 		}
 		c := &ingressClass{cluster: o.Cluster, name: ic.Name, isDefault: isDefault}

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
-	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/providers"
 )
@@ -43,11 +42,11 @@ const annotationSourceRanges = "service.beta.kubernetes.io/load-balancer-source-
 // lbClassProvider maps our Service load-balancer classes to providers.
 func lbClassProvider(class string) (v1alpha1.Provider, bool) {
 	switch class {
-	case snapshot.LoadBalancerClassInCluster:
+	case v1alpha1.LoadBalancerClassInCluster:
 		return v1alpha1.ProviderInCluster, true
-	case snapshot.LoadBalancerClassAWSNLB:
+	case v1alpha1.LoadBalancerClassAWSNLB:
 		return v1alpha1.ProviderAWS, true
-	case snapshot.LoadBalancerClassGCP:
+	case v1alpha1.LoadBalancerClassGCP:
 		return v1alpha1.ProviderGCP, true
 	}
 	return "", false

@@ -49,7 +49,7 @@ func loadSnapshot(in []byte, fx fixtures) (*snapshot.Snapshot, error) {
 		}
 		cluster := head.Metadata.Annotations[clusterAnnotation]
 		if cluster == "" {
-			cluster = snapshot.HubCluster
+			cluster = v1alpha1.HubCluster
 		}
 		if err := addObject(s, head.Kind, cluster, js, fx); err != nil {
 			return nil, fmt.Errorf("document %d (%s): %w", i, head.Kind, err)

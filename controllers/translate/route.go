@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
@@ -226,7 +227,7 @@ func (t *translator) attachRoute(r *route) {
 			conds = append(conds, cond(string(gwv1.RouteConditionPartiallyInvalid), true, string(gwv1.RouteReasonUnsupportedValue),
 				"Dropped Rule(s): "+strings.Join(bad, "; "), r.generation))
 		}
-		parents = append(parents, gwv1.RouteParentStatus{ParentRef: ref, ControllerName: gwv1.GatewayController(snapshot.ControllerName), Conditions: conds})
+		parents = append(parents, gwv1.RouteParentStatus{ParentRef: ref, ControllerName: gwv1.GatewayController(v1alpha1.ControllerName), Conditions: conds})
 	}
 	if parents == nil {
 		return

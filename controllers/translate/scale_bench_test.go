@@ -24,7 +24,7 @@ func fleetSnapshot(n int) *snapshot.Snapshot {
 		s.ClusterWeights[c] = 100
 		s.GatewayClasses = append(s.GatewayClasses, snapshot.Object[gwv1.GatewayClass]{Cluster: c, Obj: &gwv1.GatewayClass{
 			ObjectMeta: metav1.ObjectMeta{Name: "fleet", Generation: 1, UID: types.UID("gc-" + c), ResourceVersion: "1"},
-			Spec: gwv1.GatewayClassSpec{ControllerName: snapshot.ControllerName,
+			Spec: gwv1.GatewayClassSpec{ControllerName: v1alpha1.ControllerName,
 				ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: "fleet"}}}})
 		s.ClassConfigs = append(s.ClassConfigs, snapshot.Object[v1alpha1.GatewayClassConfig]{Cluster: c, Obj: &v1alpha1.GatewayClassConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: "fleet", Generation: 1},

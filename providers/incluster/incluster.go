@@ -21,11 +21,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
 )
 
 // Name is the provider name in GatewayClassConfig.spec.provider.
-const Name = "incluster"
+const Name = string(v1alpha1.ProviderInCluster)
 
 // DefaultFieldOwner is the server-side apply field manager.
 const DefaultFieldOwner = "fleetgate-incluster"

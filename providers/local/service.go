@@ -18,12 +18,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
 )
-
-// LoadBalancerClass marks the Service that stands for a local gateway. No load-balancer
-// controller (fleetgate's own Service pipeline included) acts on it: local mode writes its status.
-const LoadBalancerClass = "fleetgate.dev/local"
 
 // desiredService is the Service that represents a local gateway in its cluster, the way a cloud
 // load balancer's Service does: type LoadBalancer without a selector, the gateway's listener ports,
@@ -39,7 +36,7 @@ func desiredService(lb *providers.LoadBalancer, cluster string) *corev1.Service 
 		},
 		Spec: corev1.ServiceSpec{
 			Type:                          corev1.ServiceTypeLoadBalancer,
-			LoadBalancerClass:             ptr.To(LoadBalancerClass),
+			LoadBalancerClass:             ptr.To(v1alpha1.LoadBalancerClassLocal),
 			AllocateLoadBalancerNodePorts: ptr.To(false),
 		},
 	}
@@ -199,7 +196,7 @@ func listOwned(ctx context.Context, c client.Client, opts ...client.ListOption) 
 		return nil, fmt.Errorf("listing Services: %w", err)
 	}
 	return slices.DeleteFunc(l.Items, func(s corev1.Service) bool {
-		return s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass != LoadBalancerClass
+		return s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass != v1alpha1.LoadBalancerClassLocal
 	}), nil
 }
 

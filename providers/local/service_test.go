@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/providertest"
 	"github.com/fleetgate/fleetgate/tests/testbed"
@@ -62,8 +63,8 @@ func TestGatewayService(t *testing.T) {
 	if len(svc.Spec.Ports) != 2 || svc.Spec.Ports[0].Port != 8080 || svc.Spec.Ports[1].Protocol != corev1.ProtocolUDP {
 		t.Errorf("ports = %+v, want tcp 8080 and udp 53", svc.Spec.Ports)
 	}
-	if svc.Spec.Selector != nil || svc.Spec.LoadBalancerClass == nil || *svc.Spec.LoadBalancerClass != LoadBalancerClass {
-		t.Errorf("spec = %+v, want no selector and class %s", svc.Spec, LoadBalancerClass)
+	if svc.Spec.Selector != nil || svc.Spec.LoadBalancerClass == nil || *svc.Spec.LoadBalancerClass != v1alpha1.LoadBalancerClassLocal {
+		t.Errorf("spec = %+v, want no selector and class %s", svc.Spec, v1alpha1.LoadBalancerClassLocal)
 	}
 	if ing := svc.Status.LoadBalancer.Ingress; len(ing) != 1 || ing[0].IP != st.Addresses[0].Value {
 		t.Errorf("status ingress = %+v, want the proxy address %s", ing, st.Addresses[0].Value)

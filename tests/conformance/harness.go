@@ -21,7 +21,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
-	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/tests/conformance/node"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
@@ -182,7 +181,7 @@ func (e *Env) createClass(ctx context.Context) error {
 	}
 	if err := cl.Create(ctx, &gwv1.GatewayClass{
 		ObjectMeta: metav1.ObjectMeta{Name: GatewayClass},
-		Spec: gwv1.GatewayClassSpec{ControllerName: controllers.ControllerName,
+		Spec: gwv1.GatewayClassSpec{ControllerName: v1alpha1.ControllerName,
 			ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: GatewayClass}},
 	}); err != nil {
 		return fmt.Errorf("GatewayClass: %w", err)

@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
-	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -212,7 +211,7 @@ func routeAccepted(t testing.TB, c *testbed.Cluster, name string, timeout time.D
 			return err
 		}
 		for _, p := range r.Status.Parents {
-			if p.ControllerName == controllers.ControllerName && meta.IsStatusConditionTrue(p.Conditions, string(gwv1.RouteConditionAccepted)) &&
+			if p.ControllerName == v1alpha1.ControllerName && meta.IsStatusConditionTrue(p.Conditions, string(gwv1.RouteConditionAccepted)) &&
 				meta.IsStatusConditionTrue(p.Conditions, string(gwv1.RouteConditionResolvedRefs)) {
 				return nil
 			}

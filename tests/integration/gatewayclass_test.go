@@ -28,7 +28,7 @@ func TestGatewayClassAcceptance(t *testing.T) {
 	class := func(name string, ref *gwv1.ParametersReference) *gwv1.GatewayClass {
 		return &gwv1.GatewayClass{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       gwv1.GatewayClassSpec{ControllerName: controllers.ControllerName, ParametersRef: ref},
+			Spec:       gwv1.GatewayClassSpec{ControllerName: v1alpha1.ControllerName, ParametersRef: ref},
 		}
 	}
 	cfg := &v1alpha1.GatewayClassConfig{

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
-	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
@@ -65,7 +64,7 @@ func TestIngressTenantIsolation(t *testing.T) {
 	}))
 	must(t, c.Create(ctx, &networkingv1.IngressClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "fleetgate"},
-		Spec: networkingv1.IngressClassSpec{Controller: snapshot.IngressControllerName, Parameters: &networkingv1.IngressClassParametersReference{
+		Spec: networkingv1.IngressClassSpec{Controller: v1alpha1.IngressControllerName, Parameters: &networkingv1.IngressClassParametersReference{
 			APIGroup: ptr.To(v1alpha1.Group), Kind: "GatewayClassConfig", Name: "tenants", Scope: ptr.To(networkingv1.IngressClassParametersReferenceScopeCluster)}},
 	}))
 	P := networkingv1.PathTypePrefix

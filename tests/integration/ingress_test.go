@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -82,7 +82,7 @@ func TestIngressServesTraffic(t *testing.T) {
 
 	must(t, c.Create(ctx, &networkingv1.IngressClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "fleetgate"},
-		Spec:       networkingv1.IngressClassSpec{Controller: snapshot.IngressControllerName},
+		Spec:       networkingv1.IngressClassSpec{Controller: v1alpha1.IngressControllerName},
 	}))
 	crt, key, pool := selfSignedPEM(t, "secure.example.com")
 	must(t, c.Create(ctx, &corev1.Secret{
@@ -225,7 +225,7 @@ func (e *trafficEnv) loadBalancerService(t *testing.T) {
 		}
 	}
 	must(t, c.Create(ctx, lbService("other", "example.com/other-lb")))
-	must(t, c.Create(ctx, lbService("lb", snapshot.LoadBalancerClassInCluster)))
+	must(t, c.Create(ctx, lbService("lb", v1alpha1.LoadBalancerClassInCluster)))
 	must(t, c.Create(ctx, &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "lb-1",
 			Labels: map[string]string{discoveryv1.LabelServiceName: "lb", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},

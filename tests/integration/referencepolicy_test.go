@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
-	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -94,7 +93,7 @@ func TestLegacyReferencePolicy(t *testing.T) {
 			}
 			for _, p := range r.Status.Parents {
 				cond := meta.FindStatusCondition(p.Conditions, string(gwv1.RouteConditionResolvedRefs))
-				if p.ControllerName == controllers.ControllerName && cond != nil && cond.Status == status && cond.Reason == string(reason) {
+				if p.ControllerName == v1alpha1.ControllerName && cond != nil && cond.Status == status && cond.Reason == string(reason) {
 					return nil
 				}
 			}

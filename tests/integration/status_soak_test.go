@@ -29,7 +29,6 @@ import (
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers"
-	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
@@ -189,7 +188,7 @@ func (s *soak) createStable(ingresses, gateways, routesPer int) {
 	must(t, testbed.CreateClass(ctx, c, "fleetgate", v1alpha1.ScopeCluster))
 	must(t, c.Create(ctx, &networkingv1.IngressClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "fleetgate"},
-		Spec:       networkingv1.IngressClassSpec{Controller: snapshot.IngressControllerName},
+		Spec:       networkingv1.IngressClassSpec{Controller: v1alpha1.IngressControllerName},
 	}))
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "stable"}}))
 	s.service("stable", "web", 1)

@@ -11,7 +11,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
-	"github.com/fleetgate/fleetgate/controllers"
 )
 
 // Eventually polls cond until it returns nil, and fails the test with its last error once timeout
@@ -41,7 +40,7 @@ func CreateClass(ctx context.Context, c client.Client, name string, scope v1alph
 		}),
 		c.Create(ctx, &gwv1.GatewayClass{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: gwv1.GatewayClassSpec{ControllerName: controllers.ControllerName,
+			Spec: gwv1.GatewayClassSpec{ControllerName: v1alpha1.ControllerName,
 				ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: name}},
 		}),
 	)

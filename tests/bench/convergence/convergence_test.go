@@ -27,7 +27,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/api/v1alpha1"
-	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -82,7 +81,7 @@ func (a *accepted) watch(ctx context.Context, tb testing.TB, c *testbed.Cluster)
 				continue
 			}
 			for _, p := range r.Status.Parents {
-				if p.ControllerName == controllers.ControllerName && meta.IsStatusConditionTrue(p.Conditions, string(gwv1.RouteConditionAccepted)) {
+				if p.ControllerName == v1alpha1.ControllerName && meta.IsStatusConditionTrue(p.Conditions, string(gwv1.RouteConditionAccepted)) {
 					a.mark(c.Name + "/" + r.Name)
 				}
 			}
@@ -162,7 +161,7 @@ func BenchmarkConvergence(b *testing.B) {
 		must(b, c.Client.Create(ctx, &v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
 			Spec: v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderInCluster, Scope: v1alpha1.ScopeFleet}}))
 		must(b, c.Client.Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
-			Spec: gwv1.GatewayClassSpec{ControllerName: controllers.ControllerName,
+			Spec: gwv1.GatewayClassSpec{ControllerName: v1alpha1.ControllerName,
 				ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: "fleet"}}}))
 		must(b, c.Client.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}))
