@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/fleetgate/fleetgate/api/v1alpha1"
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 )
 
 // patch adds or removes the finalizer with a merge patch of metadata.finalizers that carries

@@ -3,7 +3,7 @@ package translate
 import (
 	"cmp"
 
-	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // pathRank orders HTTP path match kinds. Exact first and PathPrefix by length follow the spec;
@@ -30,7 +30,7 @@ type precedence struct {
 	serviceLen int
 	methodLen  int
 	// Tie-breakers across and within routes.
-	created v1.Time
+	created metav1.Time
 	name    string // namespace/name
 	cluster string
 	rule    int

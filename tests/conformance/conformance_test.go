@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
-	"sigs.k8s.io/gateway-api/apis/v1alpha2"
-	"sigs.k8s.io/gateway-api/apis/v1alpha3"
-	xv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+	gwv1a2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+	gwv1a3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
+	gwxv1a1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 	upstream "sigs.k8s.io/gateway-api/conformance"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance/tests"
@@ -129,7 +129,7 @@ func options(t *testing.T, env *Env) suite.ConformanceOptions {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, install := range []func(*runtime.Scheme) error{v1alpha3.Install, v1alpha2.Install, xv1alpha1.Install,
+	for _, install := range []func(*runtime.Scheme) error{gwv1a3.Install, gwv1a2.Install, gwxv1a1.Install,
 		gwv1.Install, apiextensionsv1.AddToScheme} {
 		if err := install(cl.Scheme()); err != nil {
 			t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/fleetgate/fleetgate/api/v1alpha1"
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 )
 
 // RegisterMember makes member a MemberCluster of hub: a Secret holding kubeconfig in namespace
