@@ -1,6 +1,6 @@
 package snapshot
 
-import "github.com/fleetgate/fleetgate/api/v1alpha1"
+import v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 
 // ClusterWeight returns a member's weight.
 func (s *Snapshot) ClusterWeight(cluster string) int32 {
