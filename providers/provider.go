@@ -173,7 +173,7 @@ func SortAddresses(as []Address) []Address {
 	return slices.Compact(as)
 }
 
-// Registry maps provider names (GatewayClassConfig.spec.provider) to providers. main.go builds
+// Registry maps provider names (GatewayClassConfig.spec.provider) to providers. Package main builds
 // one and hands it to the controllers; there is no package-level registry.
 type Registry struct {
 	mu        sync.RWMutex
