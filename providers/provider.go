@@ -165,6 +165,19 @@ func OwnerOf(labels, annotations map[string]string) (key, name string, ok bool) 
 	return key, name, true
 }
 
+// Listed is what List returns from the gateways a provider found by key: sorted by key, each with
+// its clusters sorted and without duplicates.
+func Listed(found map[string]*LoadBalancer) []LoadBalancer {
+	out := make([]LoadBalancer, 0, len(found))
+	for _, key := range slices.Sorted(maps.Keys(found)) {
+		lb := found[key]
+		slices.Sort(lb.Clusters)
+		lb.Clusters = slices.Compact(lb.Clusters)
+		out = append(out, *lb)
+	}
+	return out
+}
+
 // SortAddresses sorts addresses by type then value and drops duplicates, so that statuses compare.
 func SortAddresses(as []Address) []Address {
 	slices.SortFunc(as, func(a, b Address) int {

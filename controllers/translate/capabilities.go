@@ -121,21 +121,9 @@ func httpRuleProblem(c providers.Capabilities, provider string, i int, rule gwv1
 			return unsupported(mat+".method", "a method match", provider)
 		}
 	}
-	for k, f := range rule.Filters {
-		if !c.Filter(string(f.Type)) {
-			return unsupported(fmt.Sprintf("%s.filters[%d].type", at, k), string(f.Type), provider)
-		}
-	}
-	refs := make([]gwv1.BackendRef, len(rule.BackendRefs))
-	for k, br := range rule.BackendRefs {
-		refs[k] = br.BackendRef
-		for l, f := range br.Filters {
-			if !c.Filter(string(f.Type)) {
-				return unsupported(fmt.Sprintf("%s.backendRefs[%d].filters[%d].type", at, k, l), string(f.Type), provider)
-			}
-		}
-	}
-	if msg := backendsProblem(c, provider, at, refs); msg != "" {
+	httpRef := func(r gwv1.HTTPBackendRef) (gwv1.BackendRef, []gwv1.HTTPRouteFilter) { return r.BackendRef, r.Filters }
+	httpFilter := func(f gwv1.HTTPRouteFilter) string { return string(f.Type) }
+	if msg := filtersAndBackendsProblem(c, provider, at, rule.Filters, rule.BackendRefs, httpRef, httpFilter); msg != "" {
 		return msg
 	}
 	switch {
@@ -168,21 +156,9 @@ func grpcRuleProblem(c providers.Capabilities, provider string, i int, rule gwv1
 			}
 		}
 	}
-	for k, f := range rule.Filters {
-		if !c.Filter(string(f.Type)) {
-			return unsupported(fmt.Sprintf("%s.filters[%d].type", at, k), string(f.Type), provider)
-		}
-	}
-	refs := make([]gwv1.BackendRef, len(rule.BackendRefs))
-	for k, br := range rule.BackendRefs {
-		refs[k] = br.BackendRef
-		for l, f := range br.Filters {
-			if !c.Filter(string(f.Type)) {
-				return unsupported(fmt.Sprintf("%s.backendRefs[%d].filters[%d].type", at, k, l), string(f.Type), provider)
-			}
-		}
-	}
-	if msg := backendsProblem(c, provider, at, refs); msg != "" {
+	grpcRef := func(r gwv1.GRPCBackendRef) (gwv1.BackendRef, []gwv1.GRPCRouteFilter) { return r.BackendRef, r.Filters }
+	grpcFilter := func(f gwv1.GRPCRouteFilter) string { return string(f.Type) }
+	if msg := filtersAndBackendsProblem(c, provider, at, rule.Filters, rule.BackendRefs, grpcRef, grpcFilter); msg != "" {
 		return msg
 	}
 	if rule.SessionPersistence != nil && !c.SessionPersistence {
@@ -293,4 +269,26 @@ func unservableKind(l *listener, kind string) string {
 		return ""
 	}
 	return fmt.Sprintf("%s is not supported by provider %s", kind, c.provider)
+}
+
+// filtersAndBackendsProblem checks a rule's filters, its backendRefs' filters and its backends, for
+// HTTPRoute and GRPCRoute rules alike.
+func filtersAndBackendsProblem[R, F any](c providers.Capabilities, provider, at string, filters []F, refs []R,
+	ref func(R) (gwv1.BackendRef, []F), filterType func(F) string) string {
+	for k, f := range filters {
+		if typ := filterType(f); !c.Filter(typ) {
+			return unsupported(fmt.Sprintf("%s.filters[%d].type", at, k), typ, provider)
+		}
+	}
+	brs := make([]gwv1.BackendRef, len(refs))
+	for k, r := range refs {
+		br, fs := ref(r)
+		brs[k] = br
+		for l, f := range fs {
+			if typ := filterType(f); !c.Filter(typ) {
+				return unsupported(fmt.Sprintf("%s.backendRefs[%d].filters[%d].type", at, k, l), typ, provider)
+			}
+		}
+	}
+	return backendsProblem(c, provider, at, brs)
 }

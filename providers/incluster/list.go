@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -64,14 +62,7 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 			errs = append(errs, fmt.Errorf("incluster: listing gateways in cluster %s: %w", cluster, err))
 		}
 	}
-	out := make([]providers.LoadBalancer, 0, len(found))
-	for _, key := range slices.Sorted(maps.Keys(found)) {
-		lb := found[key]
-		slices.Sort(lb.Clusters)
-		lb.Clusters = slices.Compact(lb.Clusters)
-		out = append(out, *lb)
-	}
-	return out, errors.Join(errs...)
+	return providers.Listed(found), errors.Join(errs...)
 }
 
 // listIn adds the gateways with proxy objects in one cluster to found, by gateway key.

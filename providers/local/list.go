@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
@@ -43,14 +41,7 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 			}
 		}
 	}
-	out := make([]providers.LoadBalancer, 0, len(found))
-	for _, key := range slices.Sorted(maps.Keys(found)) {
-		lb := found[key]
-		slices.Sort(lb.Clusters)
-		lb.Clusters = slices.Compact(lb.Clusters)
-		out = append(out, *lb)
-	}
-	return out, errors.Join(errs...)
+	return providers.Listed(found), errors.Join(errs...)
 }
 
 // listServices adds the cluster to the entry of every gateway with a Service in it.
