@@ -404,7 +404,7 @@ func (s *soak) churn(ctx context.Context) {
 			}
 			pause(ctx, 30*time.Millisecond)
 		}
-		// Ingresses of the step before last go; their Secret stays behind, then goes too.
+		// Ingresses of the step before last go; their Secret, route and backend stay behind, then go too.
 		if step >= 2 {
 			old := fmt.Sprintf("churn-%d", step-2)
 			for _, name := range []string{"tls", "default-only", "other-class"} {
@@ -418,6 +418,10 @@ func (s *soak) churn(ctx context.Context) {
 			for _, o := range []client.Object{
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: old, Name: "cert"}},
 				&gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: old, Name: "route"}},
+				// The backend goes last; without it a long soak fills the Service IP range (no
+				// namespace controller here deletes a namespace's contents).
+				&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: old, Name: "grow-1"}},
+				&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: old, Name: "grow"}},
 			} {
 				if err := client.IgnoreNotFound(c.Delete(ctx, o)); err != nil {
 					s.failUnlessDone(ctx, err)
