@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/incluster"
 	"github.com/fleetgate/fleetgate/providers/providertest"
@@ -174,7 +173,7 @@ func TestProvider(t *testing.T) {
 			Observe:   e.observe,
 			Mutations: func() int { return int(e.mutations.Load()) },
 			ValidParameters: []json.RawMessage{nil, json.RawMessage("null"), json.RawMessage("{}"),
-				inClusterParams(3, "ClusterIP"), inClusterParams(100, "NodePort")},
+				incluster.InClusterParams(3, "ClusterIP"), incluster.InClusterParams(100, "NodePort")},
 			InvalidParameters: []json.RawMessage{json.RawMessage(`{"replicas":0}`), json.RawMessage(`{"serviceType":"ExternalName"}`),
 				json.RawMessage(`{"replica":2}`), json.RawMessage(`{"replicas":"two"}`), json.RawMessage(`[`)},
 		})
@@ -183,7 +182,7 @@ func TestProvider(t *testing.T) {
 	t.Run("ObjectsAreOwnedAndLabelled", func(t *testing.T) {
 		ctx := t.Context()
 		p, lb := e.provider(t), model("owned")
-		lb.Parameters = inClusterParams(3, "ClusterIP")
+		lb.Parameters = incluster.InClusterParams(3, "ClusterIP")
 		t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
 		if _, err := p.Ensure(ctx, lb); err != nil {
 			t.Fatal(err)
@@ -245,19 +244,19 @@ func TestProvider(t *testing.T) {
 				Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "192.0.2.222"}}},
 		}, {
 			name:   "nodeport-has-no-address",
-			params: inClusterParams(0, "NodePort"),
+			params: incluster.InClusterParams(0, "NodePort"),
 			settle: true,
 			want:   providers.Status{Reason: providers.ReasonAddressNotAssigned},
 		}, {
 			name:      "nodeport-external-ip",
-			params:    inClusterParams(0, "NodePort"),
+			params:    incluster.InClusterParams(0, "NodePort"),
 			addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "203.0.113.9"}},
 			settle:    true,
 			want: providers.Status{Ready: true, Reason: providers.ReasonProgrammed,
 				Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: "203.0.113.9"}}},
 		}, {
 			name:   "clusterip-pending-replicas",
-			params: inClusterParams(1, "ClusterIP"),
+			params: incluster.InClusterParams(1, "ClusterIP"),
 			want:   providers.Status{Reason: providers.ReasonPending},
 		}}
 		for _, tt := range tests {
@@ -294,7 +293,7 @@ func TestProvider(t *testing.T) {
 		p, lb := e.provider(t), model("fleet")
 		lb.Gateway = namespace + "/fleet" // a fleet gateway's key has no cluster
 		lb.Clusters = []string{clusterName, otherCluster}
-		lb.Parameters = inClusterParams(0, "ClusterIP")
+		lb.Parameters = incluster.InClusterParams(0, "ClusterIP")
 		t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
 		st, err := p.Ensure(ctx, lb)
 		if err != nil {
@@ -410,7 +409,7 @@ func TestProvider(t *testing.T) {
 		p, lb := e.provider(t), model("retype")
 		t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(ctx), lb) })
 		for _, st := range []string{"LoadBalancer", "ClusterIP", "NodePort", "LoadBalancer"} {
-			lb.Parameters = inClusterParams(0, st)
+			lb.Parameters = incluster.InClusterParams(0, st)
 			if _, err := p.Ensure(ctx, lb); err != nil {
 				t.Fatalf("to %s: %v", st, err)
 			}
@@ -423,18 +422,4 @@ func TestProvider(t *testing.T) {
 			}
 		}
 	})
-}
-
-// inClusterParams is a GatewayClassConfig spec.inCluster as the model carries it; 0 and "" leave a
-// field unset.
-func inClusterParams(replicas int32, serviceType string) json.RawMessage {
-	in := v1alpha1.InClusterOptions{ServiceType: v1alpha1.ServiceType(serviceType)}
-	if replicas > 0 {
-		in.Replicas = &replicas
-	}
-	b, err := json.Marshal(in)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }

@@ -4,9 +4,11 @@ package integration
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/retry"
@@ -21,38 +23,47 @@ import (
 // startOperator runs the production controller wiring against the cluster until the test ends.
 func startOperator(t *testing.T, c *testbed.Cluster) {
 	t.Helper()
+	runOperator(t, c, testr.NewWithOptions(t, testr.Options{Verbosity: 0}), controllers.Options{Registry: prometheus.NewRegistry()})
+}
+
+// runOperator runs controllers.Setup with o on a new manager of c, logging to log, and returns a
+// function that stops it and waits (also called when the test ends).
+func runOperator(t *testing.T, c *testbed.Cluster, log logr.Logger, o controllers.Options) (stop func()) {
+	t.Helper()
 	scheme, err := controllers.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  controllers.CacheOptions(),
-		Logger:                 testr.NewWithOptions(t, testr.Options{Verbosity: 0}),
+		Logger:                 log,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
+	o.SkipNameValidation = true // several managers run in one test process
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := controllers.Setup(ctx, mgr, controllers.Options{Registry: prometheus.NewRegistry(), SkipNameValidation: true}); err != nil {
+	if err := controllers.Setup(ctx, mgr, o); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager: %v", err)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("manager: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("manager did not stop within 30s")
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop within 30s")
-		}
-	})
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 func TestMain(m *testing.M) {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,9 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers"
@@ -90,44 +86,15 @@ func (p *configMapProvider) cloud(t *testing.T) map[string]bool {
 // wires it, and returns a function that stops it and waits.
 func startProvisioning(t *testing.T, c *testbed.Cluster, p providers.Provider) (stop func()) {
 	t.Helper()
-	scheme, err := controllers.NewScheme()
-	must(t, err)
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  controllers.CacheOptions(),
-		Logger:                 testr.NewWithOptions(t, testr.Options{Verbosity: 0}),
-	})
-	must(t, err)
 	registry := providers.NewRegistry()
 	registry.Register("incluster", p)
 	delivery := controllers.NewTrigger()
-	ctx, cancel := context.WithCancel(context.Background())
-	must(t, controllers.Setup(ctx, mgr, controllers.Options{
-		Registry:           prometheus.NewRegistry(),
-		Apply:              &controllers.Dataplane{Providers: registry, Configs: newAckingConfigs(func() { delivery.Fire("") }), Delivered: delivery.Fire},
-		Delivery:           delivery,
-		SkipNameValidation: true,
-	}))
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("manager: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("manager did not stop within 30s")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return runOperator(t, c, testr.NewWithOptions(t, testr.Options{Verbosity: 0}), controllers.Options{
+		Registry: prometheus.NewRegistry(),
+		Apply: &controllers.Dataplane{Providers: registry, Configs: newAckingConfigs(func() { delivery.Fire("") }),
+			Delivered: delivery.Fire},
+		Delivery: delivery,
+	})
 }
 
 func createGateway(t *testing.T, c client.Client, name, class string) {

@@ -22,9 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
@@ -147,37 +145,10 @@ func newSoak(t *testing.T, c *testbed.Cluster) *soak {
 
 func (s *soak) start() {
 	t := s.t
-	scheme, err := controllers.NewScheme()
-	must(t, err)
-	mgr, err := ctrl.NewManager(s.c.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  controllers.CacheOptions(),
-		Logger:                 logr.New(&errorSink{log: s.logs}),
-	})
-	must(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
 	registry := providers.NewRegistry()
 	registry.Register(string(v1alpha1.ProviderInCluster), readyProvider{})
 	apply := &controllers.Dataplane{Providers: registry, Configs: s.configs, Delivered: s.delivery.Fire}
-	if err := controllers.Setup(ctx, mgr, controllers.Options{Registry: s.reg, Apply: apply, Delivery: s.delivery, SkipNameValidation: true}); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop within 30s")
-		}
-	})
+	runOperator(t, s.c, logr.New(&errorSink{log: s.logs}), controllers.Options{Registry: s.reg, Apply: apply, Delivery: s.delivery})
 }
 
 // createStable makes, in namespace "stable", ingresses Ingresses of one class (one shared proxy) and
