@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -38,17 +39,16 @@ func (f *finalizers) patch(ctx context.Context, cluster string, obj client.Objec
 	return nil
 }
 
-// objectOf is an empty object of a kind that owns load balancers.
+// loadBalancerKinds are the kinds whose objects own load balancers and carry the finalizer.
+func loadBalancerKinds() []string { return []string{"Gateway", "Ingress", "Service"} }
+
+// objectOf is an empty object of a kind that owns load balancers, from the kinds table.
 func objectOf(kind string) (client.Object, error) {
-	switch kind {
-	case "Gateway":
-		return &gwv1.Gateway{}, nil
-	case "Ingress":
-		return &networkingv1.Ingress{}, nil
-	case "Service":
-		return &corev1.Service{}, nil
+	k, ok := kindsByName(kinds())[kind]
+	if !ok || !slices.Contains(loadBalancerKinds(), kind) {
+		return nil, fmt.Errorf("kind %s owns no load balancer", kind)
 	}
-	return nil, fmt.Errorf("kind %s owns no load balancer", kind)
+	return k.object(), nil
 }
 
 // listObjects lists the cached objects of probe's kind, straight from the informer's store when

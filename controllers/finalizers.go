@@ -154,7 +154,7 @@ func (f *finalizers) pass(ctx context.Context) error {
 	}
 	deleting := map[translate.ObjectRef]bool{}
 	for cluster, r := range readers {
-		for _, kind := range []string{"Gateway", "Ingress", "Service"} {
+		for _, kind := range loadBalancerKinds() {
 			if err := f.release(ctx, cluster, kind, r, want, deleting); err != nil {
 				failed = err
 			}
