@@ -154,18 +154,224 @@ type InClusterOptions struct {
 	ServiceType ServiceType `json:"serviceType,omitempty"`
 }
 
-// AWSOptions tune the ELBv2 load balancers.
+// AWSLoadBalancerType is the kind of ELBv2 load balancer a class gets.
+// +kubebuilder:validation:Enum=application;network
+type AWSLoadBalancerType string
+
+const (
+	// AWSApplication is an ALB: HTTP and HTTPS listeners, HTTPRoute/GRPCRoute rules as listener rules.
+	AWSApplication AWSLoadBalancerType = "application"
+	// AWSNetwork is an NLB: TCP, UDP and TLS listeners straight to the backends' endpoints.
+	AWSNetwork AWSLoadBalancerType = "network"
+)
+
+// AWSOptions tune the ELBv2 load balancers of a class and name the AWS account they live in.
+// Unset fields take the operator's defaults (its --aws-* flags), then AWS's.
+// +kubebuilder:validation:XValidation:rule="!has(self.certificateARNs) || self.loadBalancerType != 'network'",message="certificateARNs need an application load balancer"
 type AWSOptions struct {
+	// LoadBalancerType is application (ALB) or network (NLB).
+	// +optional
+	// +kubebuilder:default=application
+	LoadBalancerType AWSLoadBalancerType `json:"loadBalancerType,omitempty"`
+
 	// Scheme is internet-facing or internal.
 	// +optional
 	// +kubebuilder:default=internet-facing
 	// +kubebuilder:validation:Enum=internet-facing;internal
 	Scheme string `json:"scheme,omitempty"`
 
-	// Tags are added to every AWS resource fleetgate creates for this class.
+	// IPAddressType is ipv4 or dualstack.
+	// +optional
+	// +kubebuilder:validation:Enum=ipv4;dualstack
+	IPAddressType string `json:"ipAddressType,omitempty"`
+
+	// Region of the load balancers; the operator's default region when unset.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-z]{2}(-[a-z]+)+-[0-9]$`
+	Region string `json:"region,omitempty"`
+
+	// Endpoint overrides the AWS API endpoint (a VPC interface endpoint, or a test server), for every
+	// service the provider calls.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:MaxLength=256
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// Credentials name the account; the operator's own credentials (environment, web identity of
+	// its service account, instance role) when unset.
+	// +optional
+	Credentials *AWSCredentials `json:"credentials,omitempty"`
+
+	// VPC is the VPC ID of the load balancers and target groups; discovered from the subnets when unset.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^vpc-[0-9a-f]+$`
+	VPC string `json:"vpc,omitempty"`
+
+	// Subnets are the subnet IDs of the load balancers. When unset, subnets are discovered by the
+	// tags kubernetes.io/role/elb (internet-facing) or kubernetes.io/role/internal-elb (internal).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Pattern=`^subnet-[0-9a-f]+$`
+	Subnets []string `json:"subnets,omitempty"`
+
+	// Tags are added to every AWS resource fleetgate creates for this class, and re-applied when they
+	// change. A Gateway's spec.infrastructure.labels are added on top.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=40
 	Tags map[string]string `json:"tags,omitempty"`
+
+	// CrossZone load balancing (NLB; ALBs always balance across zones). Default off.
+	// +optional
+	CrossZone bool `json:"crossZone,omitempty"`
+
+	// DeletionProtection is set on the load balancer. fleetgate never turns it off: a change that
+	// needs the load balancer replaced is refused while it is on, and deleting the Gateway leaves
+	// the load balancer in place (reported) until protection is removed by hand.
+	// +optional
+	DeletionProtection bool `json:"deletionProtection,omitempty"`
+
+	// AccessLogs go to an S3 bucket when set.
+	// +optional
+	AccessLogs *AWSAccessLogs `json:"accessLogs,omitempty"`
+
+	// PreserveClientIP on NLB target groups. Default AWS's (on for TCP/TLS to IP targets: off).
+	// +optional
+	PreserveClientIP *bool `json:"preserveClientIP,omitempty"`
+
+	// ProxyProtocolV2 is sent to NLB targets.
+	// +optional
+	ProxyProtocolV2 bool `json:"proxyProtocolV2,omitempty"`
+
+	// IdleTimeoutSeconds of an ALB's connections. Default 60.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4000
+	IdleTimeoutSeconds *int32 `json:"idleTimeoutSeconds,omitempty"`
+
+	// DeregistrationDelaySeconds is how long a removed target keeps draining. Default 300.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	DeregistrationDelaySeconds *int32 `json:"deregistrationDelaySeconds,omitempty"`
+
+	// HealthCheck of the target groups.
+	// +optional
+	HealthCheck *AWSHealthCheck `json:"healthCheck,omitempty"`
+
+	// CertificateARNs are ACM certificates served by HTTPS listeners instead of importing the
+	// listeners' Secrets into ACM.
+	// +optional
+	// +kubebuilder:validation:MaxItems=25
+	CertificateARNs []string `json:"certificateARNs,omitempty"`
+
+	// SSLPolicy of HTTPS and TLS listeners. Default ELBSecurityPolicy-TLS13-1-2-2021-06.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SSLPolicy string `json:"sslPolicy,omitempty"`
+
+	// DryRun computes the calls the provider would make and shows them (a condition message, an
+	// Event, `fleetgate plan`), making no mutating call. A Gateway can ask for it alone with the
+	// infrastructure annotation fleetgate.dev/dry-run: "true".
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// AWSCredentials say how to reach an AWS account. At most one of SecretRef and WebIdentity;
+// AssumeRole may be added on top of either (or of the operator's own credentials).
+// +kubebuilder:validation:XValidation:rule="!(has(self.secretRef) && has(self.webIdentity))",message="secretRef and webIdentity are exclusive"
+type AWSCredentials struct {
+	// SecretRef names a Secret with static keys: access-key-id, secret-access-key and optionally
+	// session-token.
+	// +optional
+	SecretRef *ObjectRef `json:"secretRef,omitempty"`
+
+	// WebIdentity exchanges a projected service-account token for a role (as IRSA and EKS pod
+	// identity do).
+	// +optional
+	WebIdentity *AWSWebIdentity `json:"webIdentity,omitempty"`
+
+	// AssumeRole assumes a role (in another account) with the credentials above.
+	// +optional
+	AssumeRole *AWSAssumeRole `json:"assumeRole,omitempty"`
+}
+
+// ObjectRef names a namespaced object.
+type ObjectRef struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// AWSWebIdentity is a role assumed with a web identity token file.
+type AWSWebIdentity struct {
+	// +kubebuilder:validation:Pattern=`^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$`
+	RoleARN string `json:"roleARN"`
+	// TokenFile is the path of the projected token in the operator's pod.
+	// +kubebuilder:validation:MinLength=1
+	TokenFile string `json:"tokenFile"`
+}
+
+// AWSAssumeRole is a role assumed through STS.
+type AWSAssumeRole struct {
+	// +kubebuilder:validation:Pattern=`^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$`
+	RoleARN string `json:"roleARN"`
+	// ExternalID the role's trust policy asks for.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1224
+	ExternalID string `json:"externalID,omitempty"`
+	// SessionName; "fleetgate" when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SessionName string `json:"sessionName,omitempty"`
+}
+
+// AWSAccessLogs name the S3 bucket of a load balancer's access logs.
+type AWSAccessLogs struct {
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	Bucket string `json:"bucket"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=200
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// AWSHealthCheck tunes target group health checks. Unset fields take AWS's defaults for the
+// target group's protocol; the path defaults to "/" for HTTP(S).
+type AWSHealthCheck struct {
+	// +optional
+	// +kubebuilder:validation:Enum=HTTP;HTTPS;TCP
+	Protocol string `json:"protocol,omitempty"`
+	// Port is a port number or "traffic-port".
+	// +optional
+	// +kubebuilder:validation:Pattern=`^(traffic-port|[0-9]{1,5})$`
+	Port string `json:"port,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/`
+	Path string `json:"path,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=5
+	// +kubebuilder:validation:Maximum=300
+	IntervalSeconds *int32 `json:"intervalSeconds,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=120
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=10
+	HealthyThreshold *int32 `json:"healthyThreshold,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=10
+	UnhealthyThreshold *int32 `json:"unhealthyThreshold,omitempty"`
+	// Matcher is the HTTP codes of a healthy answer ("200", "200-299", "200,302").
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]{3}([-,][0-9]{3})*$`
+	Matcher string `json:"matcher,omitempty"`
 }
 
 // GCPOptions tune the GCP load balancers.
