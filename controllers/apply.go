@@ -187,6 +187,10 @@ func programmed(st providers.Status, dl delivery, configs ConfigServer, gateway 
 		p.Reason, p.Message = st.Reason, st.Message
 		return p
 	}
+	if st.Direct {
+		p.Ready = true
+		return p
+	}
 	if _, rejected, reason := configs.Acknowledged(gateway, dl.version); rejected {
 		p.Reason, p.Message = string(gwv1.GatewayReasonInvalid), reason
 		return p

@@ -372,3 +372,24 @@ func TestProgrammedWaitsForProvider(t *testing.T) {
 		}
 	}
 }
+
+// TestProgrammedDirect: a load balancer that serves the routing itself (a cloud ALB) is programmed
+// once its provider is ready, with no proxy to acknowledge the config; a ready proxied one waits.
+func TestProgrammedDirect(t *testing.T) {
+	configs := &fakeConfigs{versions: map[string]uint64{}, last: map[string]string{}}
+	dl := delivery{provider: "aws", version: 1, since: 1}
+	tests := []struct {
+		name string
+		st   providers.Status
+		want bool
+	}{
+		{name: "direct and ready", st: providers.Status{Ready: true, Direct: true}, want: true},
+		{name: "direct, not ready", st: providers.Status{Direct: true, Reason: providers.ReasonPending}},
+		{name: "proxied and ready, no ACK", st: providers.Status{Ready: true}},
+	}
+	for _, tc := range tests {
+		if got := programmed(tc.st, dl, configs, "hub/ns/gw"); got.Ready != tc.want {
+			t.Errorf("%s: programmed %+v, want ready=%v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -48,6 +48,9 @@ type Status struct {
 	Message string `json:"message,omitempty"`
 	// Addresses are the addresses the load balancer got, sorted and without duplicates.
 	Addresses []Address `json:"addresses,omitempty"`
+	// Direct: the load balancer serves the routing itself (a cloud ALB's rules, an NLB's
+	// listeners), so no fleetgate proxy has to acknowledge the config before the gateway is programmed.
+	Direct bool `json:"direct,omitempty"`
 }
 
 // Address types, as in the Gateway API.
