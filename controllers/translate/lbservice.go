@@ -2,6 +2,7 @@ package translate
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -39,17 +40,21 @@ import (
 // annotationSourceRanges is the pre-field way of restricting LoadBalancer clients.
 const annotationSourceRanges = "service.beta.kubernetes.io/load-balancer-source-ranges"
 
-// lbClassProvider maps our Service load-balancer classes to providers.
-func lbClassProvider(class string) (v1alpha1.Provider, bool) {
+// awsNLBParameters make the AWS provider build a network load balancer for a Service; the rest of
+// its options come from the operator's defaults.
+const awsNLBParameters = `{"loadBalancerType":"network"}`
+
+// lbClassProvider maps our Service load-balancer classes to providers and the parameters they stand for.
+func lbClassProvider(class string) (v1alpha1.Provider, json.RawMessage, bool) {
 	switch class {
 	case v1alpha1.LoadBalancerClassInCluster:
-		return v1alpha1.ProviderInCluster, true
+		return v1alpha1.ProviderInCluster, nil, true
 	case v1alpha1.LoadBalancerClassAWSNLB:
-		return v1alpha1.ProviderAWS, true
+		return v1alpha1.ProviderAWS, json.RawMessage(awsNLBParameters), true
 	case v1alpha1.LoadBalancerClassGCP:
-		return v1alpha1.ProviderGCP, true
+		return v1alpha1.ProviderGCP, nil, true
 	}
-	return "", false
+	return "", nil, false
 }
 
 // translateLBServices adds the config, model and status of every LoadBalancer Service of ours.
@@ -60,12 +65,12 @@ func (t *translator) translateLBServices() {
 		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Spec.LoadBalancerClass == nil {
 			continue
 		}
-		provider, ok := lbClassProvider(*svc.Spec.LoadBalancerClass)
+		provider, params, ok := lbClassProvider(*svc.Spec.LoadBalancerClass)
 		if !ok {
 			continue
 		}
 		ref := ObjectRef{Cluster: o.Cluster, Kind: kindService, Namespace: svc.Namespace, Name: svc.Name}
-		caps, err := t.capabilities(string(provider), nil) // a Service names no parameters
+		caps, err := t.capabilities(string(provider), params)
 		if err != nil {
 			t.notice(ref, corev1.EventTypeWarning, "InvalidParameters", "the Service is not exposed: %v", err)
 			continue
@@ -85,6 +90,7 @@ func (t *translator) translateLBServices() {
 		lb := providers.LoadBalancer{
 			Gateway: key, Namespace: svc.Namespace, Name: svc.Name, Class: *svc.Spec.LoadBalancerClass,
 			Provider: string(provider), Scope: string(v1alpha1.ScopeCluster), Clusters: []string{o.Cluster},
+			Parameters: params,
 		}
 		st := ServiceStatus{Ref: ref, Gateway: key}
 		if provider == v1alpha1.ProviderInCluster {
