@@ -100,6 +100,9 @@ func ResourceInUseException() Fault {
 
 // Rule says which calls fail with which fault.
 type Rule struct {
+	// Service, when set, limits it to one service (Request.Service: "ec2" and ELBv2 both have
+	// DescribeTags).
+	Service string
 	// Actions are the actions it applies to; empty applies to every call.
 	Actions []string
 	Fault   Fault
@@ -227,7 +230,7 @@ func (f *Faults) decide(req *Request) (Fault, bool) {
 	defer f.mu.Unlock()
 	defer func() { f.calls = append(f.calls, *req) }()
 	for _, rule := range f.rules {
-		if len(rule.Actions) > 0 && !slices.Contains(rule.Actions, req.Action) {
+		if (rule.Service != "" && rule.Service != req.Service) || (len(rule.Actions) > 0 && !slices.Contains(rule.Actions, req.Action)) {
 			continue
 		}
 		fail := false

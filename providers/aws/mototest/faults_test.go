@@ -147,8 +147,15 @@ func TestFaultsFirstN(t *testing.T) {
 	if _, err := c.elb.DescribeTargetGroups(ctx, &elb.DescribeTargetGroupsInput{}); err != nil {
 		t.Errorf("another action failed: %v", err)
 	}
-	if diff := cmp.Diff([]string{"Throttling", "Throttling", ""}, got); diff != "" {
-		t.Errorf("codes of the 3 calls (-want +got):\n%s", diff)
+	// DescribeTags of EC2 only: ELBv2's passes.
+	f.Fail(mototest.Rule{Service: "ec2", Actions: []string{"DescribeTags"}, Fault: mototest.RequestLimitExceeded(), First: 1})
+	if _, err := c.elb.DescribeTags(ctx, &elb.DescribeTagsInput{ResourceArns: []string{"arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/x/1"}}); errorCode(err) == "RequestLimitExceeded" {
+		t.Errorf("ELBv2 DescribeTags got the EC2 fault: %v", err)
+	}
+	_, err := c.ec2.DescribeTags(ctx, &ec2.DescribeTagsInput{})
+	got = append(got, errorCode(err))
+	if diff := cmp.Diff([]string{"Throttling", "Throttling", "", "RequestLimitExceeded"}, got); diff != "" {
+		t.Errorf("codes of the calls (-want +got):\n%s", diff)
 	}
 
 	f.Reset()
