@@ -24,6 +24,15 @@ GOTESTSUM := $(BIN)/gotestsum-$(GOTESTSUM_VERSION)
 TESTBED_STAMP := $(BIN)/.testbed-$(shell sha256sum $(TOOLS_MOD)/go.mod | cut -c1-12)
 TESTBED_BINS := $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager
 
+# moto, the AWS API fake the AWS provider's tests run against (providers/aws/mototest), in a venv in
+# bin/moto. The stamp names the pin, so the venv is made once and remade only when the pin changes.
+MOTO_VERSION := 5.2.5
+MOTO_DIR := $(BIN)/moto
+MOTO_SERVER := $(MOTO_DIR)/bin/moto_server
+MOTO_STAMP := $(MOTO_DIR)/.installed-$(MOTO_VERSION)
+# The tests' moto_server: ours when installed; otherwise mototest falls back to one on PATH, or skips.
+MOTO_ENV = FLEETGATE_MOTO_SERVER=$$(test -x $(MOTO_SERVER) && echo $(MOTO_SERVER) || true)
+
 # Test packages that start kube-apiservers.
 API_SERVER_PKGS := /tests/|/providers/incluster
 
@@ -111,10 +120,12 @@ run: ## Run the operator against the current kubeconfig.
 ##@ Test
 
 .PHONY: test
-test: testbed ## Run every test (unit, golden, integration on real API servers).
-	go test -count=1 $$(go list ./... | grep -vE '$(API_SERVER_PKGS)')
+test: testbed moto ## Run every test (unit, golden, AWS on moto, integration on real API servers).
+	$(MOTO_ENV) go test -count=1 $$(go list ./... | grep -vE '$(API_SERVER_PKGS)')
 	@# Packages that start API servers run one at a time: two cores do not start six at once reliably.
-	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -p 1 -timeout 60m $$(go list ./... | grep -E '$(API_SERVER_PKGS)')
+	$(MOTO_ENV) KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -p 1 -timeout 60m $$(go list ./... | grep -E '$(API_SERVER_PKGS)')
+
+# The AWS soak and kill-test targets come with the AWS provider's end-to-end tests.
 
 # How long `make soak` churns; `make test` runs the soak test's short default.
 SOAK ?= 10m
@@ -149,6 +160,28 @@ test-race: testbed
 	KUBEBUILDER_ASSETS=$(BIN) go test -race -count=1 -timeout 40m ./...
 
 ##@ Tools
+
+.PHONY: moto
+moto: $(MOTO_STAMP) ## Install moto[server] $(MOTO_VERSION) into bin/moto (once; make test does it).
+
+# Without python3, its venv module or pip, CI ($$CI set) fails here; elsewhere a warning, and the AWS
+# tests use a moto_server on PATH or skip. A python3 without ensurepip gets python3-venv from apt
+# when we are root.
+$(MOTO_STAMP):
+	@fail() { if [ -n "$$CI" ]; then echo "ERROR: $$1" >&2; exit 1; fi; \
+	  echo "WARNING: $$1; the AWS tests use a moto_server on PATH or skip" >&2; exit 0; }; \
+	command -v python3 >/dev/null || fail "python3 not found: cannot install moto"; \
+	if ! python3 -c 'import ensurepip' 2>/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    { apt-get update -q && apt-get install -y -q python3-venv; } || fail "apt-get install python3-venv failed"; \
+	  else fail "python3 has no venv support (ensurepip): install python3-venv"; fi; \
+	fi; \
+	echo ">> installing moto[server]==$(MOTO_VERSION) into $(MOTO_DIR) (~40 s, 320 MB)"; \
+	rm -rf $(MOTO_DIR); \
+	python3 -m venv $(MOTO_DIR) || fail "python3 -m venv $(MOTO_DIR) failed"; \
+	$(MOTO_DIR)/bin/pip install -q --disable-pip-version-check 'moto[server]==$(MOTO_VERSION)' \
+	  || fail "pip install moto[server]==$(MOTO_VERSION) failed"; \
+	touch $@
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION) && mv $(BIN)/controller-gen $@

@@ -41,6 +41,16 @@ type Capabilities struct {
 	MaxMatchesPerRule       int `json:"maxMatchesPerRule,omitempty"`
 	MaxRulesPerListener     int `json:"maxRulesPerListener,omitempty"`
 	MaxHostnamesPerListener int `json:"maxHostnamesPerListener,omitempty"`
+	// MaxConditionsPerMatch bounds the condition values one match of an HTTPRoute or GRPCRoute
+	// rule needs on the load balancer (ALB: 5 per rule). Each hostname becomes its own cloud rule,
+	// so the host counts 1 when it is not the catch-all "*" (the route has hostnames, or takes a
+	// listener's). Then: a path Exact 1; a PathPrefix 2 ("/p" and "/p/*"), except "/" 0; a
+	// RegularExpression path 1; a method 1; each header 1; each query parameter 1. A GRPCRoute
+	// method match is the path it compiles to (Exact 1, PathPrefix 2, RegularExpression 1).
+	MaxConditionsPerMatch int `json:"maxConditionsPerMatch,omitempty"`
+	// MaxCertificatesPerListener bounds the certificates of one listener, counting the distinct
+	// certificates of every Gateway listener merged onto one port (ALB and NLB: 25).
+	MaxCertificatesPerListener int `json:"maxCertificatesPerListener,omitempty"`
 }
 
 // FullCapabilities is what the fleetgate proxy expresses: everything.

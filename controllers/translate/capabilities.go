@@ -64,8 +64,9 @@ func overLimit(field string, n int, what string, limit int, provider string) str
 
 // ruleSpecs are the rules of an HTTPRoute or GRPCRoute spec.
 type ruleSpecs interface {
-	// problem says why rule i cannot be expressed with c, or "".
-	problem(c providers.Capabilities, provider string, i int) string
+	// problem says why rule i cannot be expressed with c, or "". host is the condition value the
+	// host of its cloud rules costs (hostValue).
+	problem(c providers.Capabilities, provider string, i, host int) string
 }
 
 type (
@@ -73,24 +74,94 @@ type (
 	grpcRules []gwv1.GRPCRouteRule
 )
 
-func (rs httpRules) problem(c providers.Capabilities, provider string, i int) string {
-	return httpRuleProblem(c, provider, i, rs[i])
+func (rs httpRules) problem(c providers.Capabilities, provider string, i, host int) string {
+	return httpRuleProblem(c, provider, i, host, rs[i])
 }
 
-func (rs grpcRules) problem(c providers.Capabilities, provider string, i int) string {
-	return grpcRuleProblem(c, provider, i, rs[i])
+func (rs grpcRules) problem(c providers.Capabilities, provider string, i, host int) string {
+	return grpcRuleProblem(c, provider, i, host, rs[i])
 }
 
 // inexpressible returns why provider (with capabilities c) cannot express rule i of r, or "".
-// Only HTTPRoute and GRPCRoute rules carry features a provider may lack.
-func (r *route) inexpressible(c providers.Capabilities, provider string, i int) string {
+// Only HTTPRoute and GRPCRoute rules carry features a provider may lack. host is the condition
+// value of the host (hostValue).
+func (r *route) inexpressible(c providers.Capabilities, provider string, i, host int) string {
 	if c.All || r.specRules == nil {
 		return ""
 	}
-	return r.specRules.problem(c, provider, i)
+	return r.specRules.problem(c, provider, i, host)
 }
 
-func httpRuleProblem(c providers.Capabilities, provider string, i int, rule gwv1.HTTPRouteRule) string {
+// hostValue is the condition value the host costs in each match of r on class c's gateways
+// (providers.Capabilities.MaxConditionsPerMatch): 0 when r is served only under the catch-all
+// "*", that is when neither it nor any listener of its parents of class c has a hostname.
+func (t *translator) hostValue(r *route, c *classInfo) int {
+	if len(r.hostnames) > 0 {
+		return 1
+	}
+	for _, ref := range r.parentRefs {
+		grp, _ := t.findParent(r, ref)
+		if grp == nil || grp.class != c {
+			continue
+		}
+		for _, l := range grp.listeners {
+			if l.hostname != "" {
+				return 1
+			}
+		}
+	}
+	return 0
+}
+
+// conditionsProblem checks the condition values of match j of rule at (counted as
+// providers.Capabilities.MaxConditionsPerMatch says) against c's limit.
+func conditionsProblem(c providers.Capabilities, provider, at string, j, n int) string {
+	if c.Within(n, c.MaxConditionsPerMatch) {
+		return ""
+	}
+	return overLimit(fmt.Sprintf("%s.matches[%d]", at, j), n, "condition values", c.MaxConditionsPerMatch, provider)
+}
+
+// pathValues is the condition values of a path match of type typ and value v: "/p" and "/p/*"
+// for a prefix, none for the prefix "/" (every path).
+func pathValues(typ, v string) int {
+	switch {
+	case typ != string(gwv1.PathMatchPathPrefix):
+		return 1
+	case v == "/" || v == "":
+		return 0
+	}
+	return 2
+}
+
+// httpMatchValues is the condition values of one HTTPRoute match besides its host.
+func httpMatchValues(m gwv1.HTTPRouteMatch) int {
+	n := len(m.Headers) + len(m.QueryParams)
+	if m.Method != nil {
+		n++
+	}
+	typ, v := string(gwv1.PathMatchPathPrefix), "/"
+	if m.Path != nil {
+		if m.Path.Type != nil {
+			typ = string(*m.Path.Type)
+		}
+		if m.Path.Value != nil {
+			v = *m.Path.Value
+		}
+	}
+	return n + pathValues(typ, v)
+}
+
+// grpcMatchValues is the condition values of one GRPCRoute match besides its host.
+func grpcMatchValues(m gwv1.GRPCRouteMatch) int {
+	n := len(m.Headers)
+	if m.Method != nil {
+		n += pathValues(grpcPathMatch(m.Method), "/"+ptrStr(m.Method.Service))
+	}
+	return n
+}
+
+func httpRuleProblem(c providers.Capabilities, provider string, i, host int, rule gwv1.HTTPRouteRule) string {
 	at := fmt.Sprintf("spec.rules[%d]", i)
 	if !c.Within(len(rule.Matches), c.MaxMatchesPerRule) {
 		return overLimit(at+".matches", len(rule.Matches), "matches", c.MaxMatchesPerRule, provider)
@@ -120,6 +191,9 @@ func httpRuleProblem(c providers.Capabilities, provider string, i int, rule gwv1
 		if m.Method != nil && !c.MethodMatch {
 			return unsupported(mat+".method", "a method match", provider)
 		}
+		if msg := conditionsProblem(c, provider, at, j, host+httpMatchValues(m)); msg != "" {
+			return msg
+		}
 	}
 	httpRef := func(r gwv1.HTTPBackendRef) (gwv1.BackendRef, []gwv1.HTTPRouteFilter) { return r.BackendRef, r.Filters }
 	httpFilter := func(f gwv1.HTTPRouteFilter) string { return string(f.Type) }
@@ -137,7 +211,7 @@ func httpRuleProblem(c providers.Capabilities, provider string, i int, rule gwv1
 	return ""
 }
 
-func grpcRuleProblem(c providers.Capabilities, provider string, i int, rule gwv1.GRPCRouteRule) string {
+func grpcRuleProblem(c providers.Capabilities, provider string, i, host int, rule gwv1.GRPCRouteRule) string {
 	at := fmt.Sprintf("spec.rules[%d]", i)
 	if !c.Within(len(rule.Matches), c.MaxMatchesPerRule) {
 		return overLimit(at+".matches", len(rule.Matches), "matches", c.MaxMatchesPerRule, provider)
@@ -154,6 +228,9 @@ func grpcRuleProblem(c providers.Capabilities, provider string, i int, rule gwv1
 			if typ := matchType((*string)(h.Type)); !c.HeaderMatch(typ) {
 				return unsupported(fmt.Sprintf("%s.headers[%d].type", mat, k), typ, provider)
 			}
+		}
+		if msg := conditionsProblem(c, provider, at, j, host+grpcMatchValues(m)); msg != "" {
+			return msg
 		}
 	}
 	grpcRef := func(r gwv1.GRPCBackendRef) (gwv1.BackendRef, []gwv1.GRPCRouteFilter) { return r.BackendRef, r.Filters }
@@ -291,4 +368,42 @@ func filtersAndBackendsProblem[R, F any](c providers.Capabilities, provider, at 
 		}
 	}
 	return backendsProblem(c, provider, at, brs)
+}
+
+// certificateLimits refuses the listeners of grp whose certificates its provider cannot hold on
+// one cloud listener: a listener with more certificateRefs than the limit, then, among the
+// listeners merged onto one port (in order, so the first keep their place), each one that would
+// take the port's distinct certificates over it.
+func certificateLimits(grp *gatewayGroup) {
+	c := grp.class
+	limit := c.caps.MaxCertificatesPerListener
+	if c.caps.All || limit == 0 {
+		return
+	}
+	for _, l := range grp.listeners {
+		if l.spec.TLS != nil && len(l.spec.TLS.CertificateRefs) > limit {
+			l.accept(false, string(gwv1.ListenerReasonUnsupportedValue),
+				overLimit("tls.certificateRefs", len(l.spec.TLS.CertificateRefs), "certificates", limit, c.provider))
+		}
+	}
+	for _, g := range groupByPort(grp.listeners) {
+		held := map[string]bool{}
+		for _, l := range g.ls {
+			added := 0
+			for _, cert := range l.certs {
+				if !held[cert.Name] {
+					added++
+				}
+			}
+			if len(held)+added > limit {
+				l.accept(false, string(gwv1.ListenerReasonUnsupportedValue),
+					fmt.Sprintf("port %d would hold %d certificates with the listeners merged onto it, provider %s allows at most %d per listener",
+						g.port, len(held)+added, c.provider, limit))
+				continue
+			}
+			for _, cert := range l.certs {
+				held[cert.Name] = true
+			}
+		}
+	}
 }

@@ -20,8 +20,8 @@
 //     target, winner first; their ancestors are filled in as routes attach.
 //  3. Gateway groups (gateway.go, listener.go, gatewaytls.go): Gateways of our classes, their
 //     certificate Secrets, ReferenceGrants and namespaces → gatewayGroup per key, holding each
-//     Gateway (gatewayObject) and the merged listeners with their verdicts (protocol and route
-//     kinds checked against the provider's Capabilities).
+//     Gateway (gatewayObject) and the merged listeners with their verdicts (protocol, route
+//     kinds and certificates per listener checked against the provider's Capabilities).
 //  4. Listener sets (listenerset.go): ListenerSets → their listeners, added to the group they
 //     attach to.
 //  5. Route compile and attach (route.go, http.go, grpc.go, l4.go, backend.go, filters.go): every
@@ -60,8 +60,10 @@
 // Accepted (InvalidParameters) and an IngressClass unserved. A listener protocol it cannot serve
 // is Accepted=False/UnsupportedProtocol; a route kind it cannot serve is left out of
 // supportedKinds (ResolvedRefs=False/InvalidRouteKinds when allowedRoutes asks for it), so such
-// routes get NotAllowedByListeners. A rule it cannot express gets reason UnsupportedValue with
-// the field named, on that parent only; an Ingress path it cannot express is not served and is
+// routes get NotAllowedByListeners. A listener with more certificates than it holds (alone, or
+// with the listeners merged onto its port) is Accepted=False/UnsupportedValue. A rule it cannot
+// express (a match type, or more condition values in a match than it allows) gets reason
+// UnsupportedValue with the field named, on that parent only; an Ingress path it cannot express is not served and is
 // reported. Without a catalog, or for a provider it does not know, everything is expressible.
 //
 // # Gateways and keys

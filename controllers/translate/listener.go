@@ -133,6 +133,7 @@ func (t *translator) validateListeners(grp *gatewayGroup) {
 		t.validateListener(l)
 	}
 	t.detectConflicts(grp.listeners)
+	certificateLimits(grp)
 }
 
 func (t *translator) validateListener(l *listener) {

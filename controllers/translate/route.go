@@ -85,6 +85,10 @@ func (m *compiledMatch) servedBy(p *proxyPolicy) bool {
 // above its cap are served capped (notes, for the Accepted message).
 func (t *translator) classRules(r *route, c *classInfo) (dropped, notes []string) {
 	p := c.proxy
+	host := 0
+	if c.caps.MaxConditionsPerMatch > 0 {
+		host = t.hostValue(r, c)
+	}
 	for i := 0; i < len(r.matches); {
 		m := &r.matches[i]
 		var biggest regexSize
@@ -95,7 +99,7 @@ func (t *translator) classRules(r *route, c *classInfo) (dropped, notes []string
 		if biggest.tooLarge(p.maxRegexInstructions) {
 			dropped = append(dropped, fmt.Sprintf("rule %d: a regex is too large: its compiled program exceeds the limit of %d instructions (GatewayClassConfig spec.proxy.maxRegexInstructions)",
 				m.prec.rule, p.maxRegexInstructions))
-		} else if msg := r.inexpressible(c.caps, c.provider, m.prec.rule); msg != "" {
+		} else if msg := r.inexpressible(c.caps, c.provider, m.prec.rule, host); msg != "" {
 			dropped = append(dropped, fmt.Sprintf("rule %d: %s", m.prec.rule, msg))
 			if t.unexpressed == nil {
 				t.unexpressed = map[ruleAt]bool{}
