@@ -37,6 +37,8 @@ func (b *builder) listenerCertificates(l *ir.Listener) ([]string, error) {
 	return ids, nil
 }
 
+func certificateID(name string) string { return certificateIDPrefix + shortHash(12, name) }
+
 // certificate splits a listener Secret's chain into ImportCertificate's leaf and chain. Its ID
 // comes from the Secret's name, so a rotation keeps the ID and changes the Fingerprint, which
 // makes the deployer re-import into the same ACM certificate (listeners keep its ARN).
@@ -57,7 +59,7 @@ func certificate(c ir.Certificate) (Certificate, error) {
 		return Certificate{}, fmt.Errorf("certificate %s: no PEM CERTIFICATE block", c.Name)
 	}
 	out := Certificate{
-		ID:      certificateIDPrefix + shortHash(12, c.Name),
+		ID:      certificateID(c.Name),
 		CertPEM: blocks[0],
 		KeyPEM:  c.KeyPEM,
 	}

@@ -1,5 +1,7 @@
 package aws
 
+import "cmp"
+
 // AWS's health-check defaults (CreateTargetGroup), per target group protocol.
 const (
 	trafficPort                = "traffic-port"
@@ -56,12 +58,10 @@ func (b *builder) healthCheck(protocol, version string) HealthCheck {
 	if o.Port != "" {
 		hc.Port = o.Port
 	}
-	if o.Path != "" && hc.Protocol != protocolTCP {
-		hc.Path = o.Path
-	}
-	// The class's matcher is HTTP status codes: it does not apply to gRPC target groups.
-	if o.Matcher != "" && hc.Protocol != protocolTCP && version != versionGRPC {
-		hc.Matcher = o.Matcher
+	// The class's path and matcher are an HTTP check's: gRPC target groups keep theirs.
+	if hc.Protocol != protocolTCP && version != versionGRPC {
+		hc.Path = cmp.Or(o.Path, hc.Path)
+		hc.Matcher = cmp.Or(o.Matcher, hc.Matcher)
 	}
 	hc.IntervalSeconds = int32OrDefault(o.IntervalSeconds, hc.IntervalSeconds)
 	hc.TimeoutSeconds = int32OrDefault(o.TimeoutSeconds, hc.TimeoutSeconds)

@@ -73,12 +73,17 @@ func (b *builder) rule(l *ir.Listener, listenerID, host string, r *ir.Route) (Ru
 		return Rule{}, err
 	}
 	return Rule{
-		ID:         "rule/" + shortHash(12, strconv.Itoa(int(l.Port)), host, r.Name),
+		ID:         ruleID(l.Port, host, r.Name),
 		Listener:   listenerID,
 		Origin:     r.Name,
 		Conditions: conds,
 		Action:     a,
 	}, nil
+}
+
+// ruleID hashes what identifies a rule in its gateway, so that other routes do not change it.
+func ruleID(port uint32, host, route string) string {
+	return "rule/" + shortHash(12, strconv.Itoa(int(port)), host, route)
 }
 
 // conditions are the ALB conditions of a route on host. A rule needs one condition at least, so

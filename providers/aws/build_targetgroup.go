@@ -41,7 +41,7 @@ type tgSpec struct {
 // and unaffected by other routes.
 func (b *builder) targetGroup(spec tgSpec) string {
 	port := backendPort(spec.backend)
-	id := targetGroupIDPrefix + shortHash(12, spec.backend.Name, spec.cluster, strconv.Itoa(int(port)), spec.protocol, spec.version)
+	id := targetGroupID(spec.backend.Name, spec.cluster, port, spec.protocol, spec.version)
 	if _, ok := b.tgs[id]; ok {
 		return id
 	}
@@ -58,6 +58,10 @@ func (b *builder) targetGroup(spec tgSpec) string {
 		Targets:         b.targets(spec.backend.Name, spec.endpoints),
 	}
 	return id
+}
+
+func targetGroupID(backend, cluster string, port int32, protocol, version string) string {
+	return targetGroupIDPrefix + shortHash(12, backend, cluster, strconv.Itoa(int(port)), protocol, version)
 }
 
 // backendPort is the Service port of the backend ("cluster/namespace/service:port"): stable while
