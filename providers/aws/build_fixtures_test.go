@@ -97,6 +97,6 @@ func wantTG(backendName, cluster string, port int32, protocol, version string, t
 	return tg
 }
 
-func tgID(tg TargetGroup) string { return tg.ID }
-
-func fixed404() Action { return Action{Fixed: &FixedResponse{StatusCode: "404", ContentType: "text/plain"}} }
+func fixed404() Action {
+	return Action{Fixed: &FixedResponse{StatusCode: "404", ContentType: "text/plain"}}
+}
