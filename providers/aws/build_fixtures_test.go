@@ -93,6 +93,7 @@ func wantTG(backendName, cluster string, port int32, protocol, version string, t
 	default:
 		tg.HealthCheck = HealthCheck{Protocol: protocolTCP, Port: trafficPort, IntervalSeconds: 30, TimeoutSeconds: 10, HealthyThreshold: 5, UnhealthyThreshold: 2}
 		tg.Attributes[attrProxyProtocolV2] = "false"
+		tg.Attributes[attrStickiness] = "false"
 	}
 	return tg
 }

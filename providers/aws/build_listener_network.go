@@ -12,8 +12,9 @@ import (
 // backend.
 func (b *builder) networkListeners(s *Stack) error {
 	type planned struct {
-		l  Listener
-		be *ir.Backend
+		l        Listener
+		be       *ir.Backend
+		affinity bool
 	}
 	var ports []planned
 	for i := range b.lb.Routing.Listeners {
@@ -21,7 +22,7 @@ func (b *builder) networkListeners(s *Stack) error {
 		if len(l.SourceRanges) > 0 {
 			b.note("listener %d: source ranges are not enforced by the network load balancer (no security group)", l.Port)
 		}
-		out, be, err := b.networkListener(l)
+		out, be, affinity, err := b.networkListener(l)
 		if err != nil {
 			return fmt.Errorf("listener %d: %w", l.Port, err)
 		}
@@ -34,48 +35,54 @@ func (b *builder) networkListeners(s *Stack) error {
 			if err := mergeTCPUDP(&ports[n-1].l, out.Protocol, ports[n-1].be, be); err != nil {
 				return fmt.Errorf("listener %d: %w", l.Port, err)
 			}
+			ports[n-1].affinity = ports[n-1].affinity || affinity
 			continue
 		}
-		ports = append(ports, planned{l: out, be: be})
+		ports = append(ports, planned{l: out, be: be, affinity: affinity})
 	}
 	for _, p := range ports {
-		tg := b.targetGroup(tgSpec{backend: p.be, endpoints: p.be.Endpoints, protocol: targetProtocol(p.l.Protocol)})
+		tg := b.targetGroup(tgSpec{backend: p.be, endpoints: p.be.Endpoints, protocol: targetProtocol(p.l.Protocol), sourceIPAffinity: p.affinity})
 		p.l.DefaultAction = Action{Forward: []WeightedTargetGroup{{TargetGroup: tg, Weight: 1}}}
 		s.Listeners = append(s.Listeners, p.l)
 	}
 	return nil
 }
 
-// networkListener maps one IR listener to an NLB listener and picks its backend (nil: none).
-func (b *builder) networkListener(l *ir.Listener) (Listener, *ir.Backend, error) {
+// networkListener maps one IR listener to an NLB listener and picks its backend (nil: none) and
+// whether the route keeps clients on one endpoint.
+func (b *builder) networkListener(l *ir.Listener) (Listener, *ir.Backend, bool, error) {
 	out := Listener{ID: listenerID(l.Port), Port: int32(l.Port)}
 	var name string
 	var backends []ir.Backend
+	var affinity bool
 	switch l.Protocol {
 	case ir.ProtocolTCP, ir.ProtocolUDP:
 		out.Protocol = string(l.Protocol)
 		if l.L4 != nil {
-			name, backends = l.L4.Name, l.L4.Backends
+			name, backends, affinity = l.L4.Name, l.L4.Backends, l.L4.ClientIPAffinity
 		}
 	case ir.ProtocolTLS:
 		if len(l.SNIRoutes) > 1 {
-			return Listener{}, nil, fmt.Errorf("%d TLS routes: a network load balancer cannot route by SNI: %w", len(l.SNIRoutes), errUnsupported)
+			return Listener{}, nil, false, fmt.Errorf("%d TLS routes: a network load balancer cannot route by SNI: %w", len(l.SNIRoutes), errUnsupported)
 		}
 		out.Protocol = protocolTCP
 		if len(l.SNIRoutes) == 1 {
 			r := l.SNIRoutes[0]
 			name, backends = r.Name, r.Backends
+			if len(r.Hostnames) > 0 {
+				b.note("listener %d: route %s: a network load balancer does not check SNI, so connections for any hostname reach it", l.Port, r.Name)
+			}
 			if r.Terminate {
 				out.Protocol = protocolTLS
 				var err error
 				if out.Certificates, err = b.listenerCertificates(l); err != nil {
-					return Listener{}, nil, err
+					return Listener{}, nil, false, err
 				}
 				out.SSLPolicy = b.sslPolicy()
 			}
 		}
 	default:
-		return Listener{}, nil, fmt.Errorf("protocol %s is served by the fleetgate proxies or an application load balancer, not by a network load balancer's listener: %w", l.Protocol, errUnsupported)
+		return Listener{}, nil, false, fmt.Errorf("protocol %s is served by the fleetgate proxies or an application load balancer, not by a network load balancer's listener: %w", l.Protocol, errUnsupported)
 	}
 	var valid []ir.Backend
 	for _, be := range backends {
@@ -84,12 +91,12 @@ func (b *builder) networkListener(l *ir.Listener) (Listener, *ir.Backend, error)
 		}
 	}
 	if len(valid) > 1 {
-		return Listener{}, nil, fmt.Errorf("route %s: %d backends, a network load balancer listener forwards to one: %w", name, len(valid), errUnsupported)
+		return Listener{}, nil, false, fmt.Errorf("route %s: %d backends, a network load balancer listener forwards to one: %w", name, len(valid), errUnsupported)
 	}
 	if len(valid) == 0 {
-		return out, nil, nil
+		return out, nil, false, nil
 	}
-	return out, &valid[0], nil
+	return out, &valid[0], affinity, nil
 }
 
 // mergeTCPUDP makes one TCP_UDP listener of the TCP and UDP listeners of one port, which ELBv2

@@ -32,6 +32,9 @@ const (
 	attrDeregistrationDelay             = "deregistration_delay.timeout_seconds"
 	attrPreserveClientIP                = "preserve_client_ip.enabled"
 	attrProxyProtocolV2                 = "proxy_protocol_v2.enabled"
+	attrStickiness                      = "stickiness.enabled"
+	attrStickinessType                  = "stickiness.type"
+	stickinessSourceIP                  = "source_ip"
 	eipAllocationPrefix                 = "eipalloc-"
 	addressTypeIPAddress                = "IPAddress"
 	minApplicationLoadBalancerSubnetAZs = 2

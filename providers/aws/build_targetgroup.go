@@ -34,6 +34,9 @@ type tgSpec struct {
 	endpoints []ir.Endpoint
 	protocol  string
 	version   string // ALB only
+	// sourceIPAffinity keeps a client on one target (NLB stickiness by source IP), as an L4
+	// route's ClientIPAffinity asks.
+	sourceIPAffinity bool
 }
 
 // targetGroup adds the target group of spec to the Stack (once per ID) and returns its ID. The ID
@@ -42,7 +45,12 @@ type tgSpec struct {
 func (b *builder) targetGroup(spec tgSpec) string {
 	port := backendPort(spec.backend)
 	id := targetGroupID(spec.backend.Name, spec.cluster, port, spec.protocol, spec.version)
-	if _, ok := b.tgs[id]; ok {
+	if tg, ok := b.tgs[id]; ok {
+		// Shared by two listeners: affinity asked by either holds for both.
+		if spec.sourceIPAffinity {
+			tg.Attributes[attrStickiness] = "true"
+			tg.Attributes[attrStickinessType] = stickinessSourceIP
+		}
 		return id
 	}
 	b.tgs[id] = TargetGroup{
@@ -53,7 +61,7 @@ func (b *builder) targetGroup(spec tgSpec) string {
 		Port:            port,
 		VPC:             b.net.VPC,
 		HealthCheck:     b.healthCheck(spec.protocol, spec.version),
-		Attributes:      b.targetGroupAttributes(spec.protocol),
+		Attributes:      b.targetGroupAttributes(spec.protocol, spec.sourceIPAffinity),
 		Cluster:         spec.cluster,
 		Targets:         b.targets(spec.backend.Name, spec.endpoints),
 	}
@@ -122,7 +130,7 @@ func (b *builder) inSubnets(ip netip.Addr) bool {
 }
 
 // targetGroupAttributes sets every attribute fleetgate manages, as loadBalancerAttributes does.
-func (b *builder) targetGroupAttributes(protocol string) map[string]string {
+func (b *builder) targetGroupAttributes(protocol string, sourceIPAffinity bool) map[string]string {
 	a := map[string]string{
 		attrDeregistrationDelay: strconv.Itoa(int(int32OrDefault(b.o.DeregistrationDelaySeconds, defaultDeregistrationDelaySeconds))),
 	}
@@ -130,6 +138,10 @@ func (b *builder) targetGroupAttributes(protocol string) map[string]string {
 		return a
 	}
 	a[attrProxyProtocolV2] = strconv.FormatBool(b.o.ProxyProtocolV2)
+	a[attrStickiness] = strconv.FormatBool(sourceIPAffinity)
+	if sourceIPAffinity {
+		a[attrStickinessType] = stickinessSourceIP
+	}
 	if b.o.PreserveClientIP != nil {
 		a[attrPreserveClientIP] = strconv.FormatBool(*b.o.PreserveClientIP)
 	}
