@@ -111,18 +111,16 @@ func conditions(host string, m ir.Match) ([]Condition, error) {
 		}
 		out = append(out, Condition{Field: fieldHeader, HeaderName: h.Name, Values: []string{h.Value}})
 	}
-	if len(m.QueryParams) > 0 {
-		c := Condition{Field: fieldQuery}
-		for _, q := range m.QueryParams {
-			if err := exactValue("query parameter "+q.Name, q.Type, q.Value); err != nil {
-				return nil, err
-			}
-			if strings.ContainsAny(q.Name, albWildcards) {
-				return nil, fmt.Errorf("query parameter name %q holds an ALB wildcard (* or ?): %w", q.Name, errUnsupported)
-			}
-			c.Query = append(c.Query, KeyValue{Key: q.Name, Value: q.Value})
+	// One condition per query parameter: values within one condition are alternatives (OR),
+	// conditions are all required (AND), as the route's matches are.
+	for _, q := range m.QueryParams {
+		if err := exactValue("query parameter "+q.Name, q.Type, q.Value); err != nil {
+			return nil, err
 		}
-		out = append(out, c)
+		if strings.ContainsAny(q.Name, albWildcards) {
+			return nil, fmt.Errorf("query parameter name %q holds an ALB wildcard (* or ?): %w", q.Name, errUnsupported)
+		}
+		out = append(out, Condition{Field: fieldQuery, Query: []KeyValue{{Key: q.Name, Value: q.Value}}})
 	}
 	if len(out) == 0 {
 		out = append(out, Condition{Field: fieldPathPattern, Values: []string{"/*"}})

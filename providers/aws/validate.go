@@ -16,6 +16,7 @@ const (
 	maxRulesPerLoadBalancer     = 100 // ALB quotas: "Rules per Application Load Balancer (excluding default rules): 100"
 	maxCertificatesPerListener  = 25  // ALB/NLB quotas: "Certificates per load balancer (excluding default certificates): 25"
 	maxConditionValues          = 5   // ALB quotas: "Condition values per rule: 5"
+	maxConditionValuesPerCond   = 3   // Listener rules: "up to three match evaluations per condition"
 	maxConditionWildcards       = 5   // ALB quotas: "Condition wildcards per rule: 5"
 	maxConditionValueLen        = 128 // CreateRule, RuleCondition: "A condition value can be up to 128 characters"
 	maxHeaderNameLen            = 40  // HttpHeaderConditionConfig.HttpHeaderName: "up to 40 characters"
@@ -448,9 +449,9 @@ func (v *validator) rules() {
 }
 
 // conditions checks CreateRule.Conditions: at least one; "zero or one of each of: host-header,
-// http-request-method, path-pattern"; at most 5 condition values and 5 wildcards per rule (a
-// query-string pair counts as one value); each value at most 128 characters of the field's
-// alphabet.
+// http-request-method, path-pattern"; at most 3 values per condition, 5 per rule and 5 wildcards
+// per rule (a query-string pair counts as one value); each value at most 128 characters of the
+// field's alphabet.
 func (v *validator) conditions(where string, cs []Condition) {
 	if len(cs) == 0 {
 		v.fail("%s: a rule needs a condition", where)
@@ -471,6 +472,9 @@ func (v *validator) conditions(where string, cs []Condition) {
 		case fieldQuery:
 		default:
 			v.fail("%s: condition field %q", where, c.Field)
+		}
+		if n := len(c.Values) + len(c.Query); n > maxConditionValuesPerCond {
+			v.fail("%s: %s condition with %d values, ALB allows %d per condition", where, c.Field, n, maxConditionValuesPerCond)
 		}
 		if c.Field == fieldQuery {
 			values += len(c.Query)

@@ -172,6 +172,12 @@ func TestValidateStack(t *testing.T) {
 			s.Rules[0].Conditions = append(s.Rules[0].Conditions, Condition{Field: fieldMethod, Values: []string{"GET"}},
 				Condition{Field: fieldQuery, Query: []KeyValue{{"a", "1"}, {"b", "2"}}})
 		}, wantErr: "6 condition values"},
+		{name: "four query pairs in one condition", base: validALB, mutate: func(s *Stack) {
+			s.Rules[0].Conditions = []Condition{{Field: fieldQuery, Query: []KeyValue{{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "4"}}}}
+		}, wantErr: "query-string condition with 4 values"},
+		{name: "four values in one condition", base: validALB, mutate: func(s *Stack) {
+			s.Rules[0].Conditions[1].Values = []string{"/a", "/b", "/c", "/d"}
+		}, wantErr: "path-pattern condition with 4 values"},
 		{name: "six wildcards", base: validALB, mutate: func(s *Stack) {
 			s.Rules[0].Conditions[0].Values = []string{"*.*.*.*.*.example.com"}
 		}, wantErr: "6 condition wildcards"},
