@@ -80,7 +80,7 @@ var (
 // validateStack checks every value of s against the AWS API reference and default quotas, so that
 // what AWS would refuse is an error naming the resource before any call. It reports every problem.
 func validateStack(s *Stack) error {
-	v := &validator{s: s, tgs: map[string]*TargetGroup{}, listeners: map[string]*Listener{}, certs: map[string]bool{}}
+	v := &validator{s: s, tgs: map[string]*TargetGroup{}, listeners: map[string]*Listener{}, certs: map[string]bool{}, names: map[string]bool{}, ports: map[int32]bool{}}
 	v.tags()
 	v.loadBalancer()
 	if s.SecurityGroup != nil {
@@ -104,6 +104,8 @@ type validator struct {
 	tgs       map[string]*TargetGroup
 	listeners map[string]*Listener
 	certs     map[string]bool
+	names     map[string]bool // target group names
+	ports     map[int32]bool  // listener ports
 	errs      []error
 }
 
@@ -193,7 +195,11 @@ func (v *validator) securityGroup(sg *SecurityGroup) {
 }
 
 func (v *validator) targetGroup(tg *TargetGroup) {
-	v.tgs[tg.ID] = tg
+	// CreateTargetGroup: DuplicateTargetGroupName; IDs are the deployer's key.
+	if v.tgs[tg.ID] != nil || v.names[tg.Name] {
+		v.fail("target group %s (%s): duplicate ID or name", tg.ID, tg.Name)
+	}
+	v.tgs[tg.ID], v.names[tg.Name] = tg, true
 	if !elbNameRE.MatchString(tg.Name) {
 		v.fail("target group %s: name %q: 1-32 letters, digits or '-', not starting or ending with '-'", tg.ID, tg.Name)
 	}
@@ -304,7 +310,11 @@ func (v *validator) certificate(c *Certificate) {
 }
 
 func (v *validator) listener(l *Listener) {
-	v.listeners[l.ID] = l
+	// CreateListener: DuplicateListener, one listener per port.
+	if v.listeners[l.ID] != nil || v.ports[l.Port] {
+		v.fail("listener %s: duplicate ID or port %d", l.ID, l.Port)
+	}
+	v.listeners[l.ID], v.ports[l.Port] = l, true
 	lbType := v.s.LoadBalancer.Type
 	if len(v.listeners) == maxListenersPerLoadBalancer+1 {
 		v.fail("more than %d listeners", maxListenersPerLoadBalancer)

@@ -125,6 +125,16 @@ func TestValidateStack(t *testing.T) {
 			s.TargetGroups[0].HealthCheck.Matcher = "12"
 			s.Listeners[0].Protocol, s.Listeners[0].Certificates, s.Listeners[0].SSLPolicy = protocolHTTP, nil, ""
 		}, wantErr: "needs an HTTPS listener"},
+		{name: "duplicate TG name", base: validALB, mutate: func(s *Stack) {
+			tg := s.TargetGroups[0]
+			tg.ID = "tg/2"
+			s.TargetGroups = append(s.TargetGroups, tg)
+		}, wantErr: "duplicate ID or name"},
+		{name: "duplicate listener port", base: validNLB, mutate: func(s *Stack) {
+			l := s.Listeners[0]
+			l.ID = "listener/x"
+			s.Listeners = append(s.Listeners, l)
+		}, wantErr: "duplicate ID or port 53"},
 		{name: "TG port", base: validALB, mutate: func(s *Stack) { s.TargetGroups[0].Port = 70000 }, wantErr: "port 70000"},
 		{name: "TG VPC", base: validALB, mutate: func(s *Stack) { s.TargetGroups[0].VPC = "" }, wantErr: "VPC"},
 		{name: "target IP", base: validALB, mutate: func(s *Stack) { s.TargetGroups[0].Targets[0].IP = "pod-1" }, wantErr: "target \"pod-1\""},
