@@ -68,6 +68,9 @@ func (b *builder) rule(l *ir.Listener, listenerID, host string, r *ir.Route) (Ru
 	if err := checkExpressible(r); err != nil {
 		return Rule{}, err
 	}
+	if caseMatters(r.Match) {
+		b.note("route %s: ALB compares header and query parameter values ignoring case", r.Name)
+	}
 	a, err := b.routeAction(r)
 	if err != nil {
 		return Rule{}, err
@@ -126,6 +129,20 @@ func conditions(host string, m ir.Match) ([]Condition, error) {
 		out = append(out, Condition{Field: fieldPathPattern, Values: []string{"/*"}})
 	}
 	return out, nil
+}
+
+// caseMatters tells whether a header or query value has letters, whose case ALB ignores
+// (HttpHeaderConditionConfig, QueryStringConditionConfig: "The comparison strings are case
+// insensitive") while Gateway API compares them exactly.
+func caseMatters(m ir.Match) bool {
+	for _, kms := range [][]ir.KeyMatch{m.Headers, m.QueryParams} {
+		for _, km := range kms {
+			if strings.ToLower(km.Value) != strings.ToUpper(km.Value) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // pathValues are the path-pattern values of a path match: Exact is the path; Prefix "/p" is "/p"

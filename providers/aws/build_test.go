@@ -59,6 +59,7 @@ func TestBuildApplication(t *testing.T) {
 	httpWant.SecurityGroup.Ingress = []IngressRule{{Protocol: "tcp", Port: 80, CIDR: "0.0.0.0/0"}}
 	httpWant.TargetGroups = sortTGs(webTG, fooHub, fooEast)
 	httpWant.Listeners = []Listener{{ID: "listener/80", Port: 80, Protocol: protocolHTTP, DefaultAction: fixed404()}}
+	httpWant.Notes = []string{"route HTTPRoute/infra/foo/0/0: ALB compares header and query parameter values ignoring case"}
 	httpWant.Rules = []Rule{
 		{ID: ruleID(80, "foo.example.com", "HTTPRoute/infra/foo/0/0"), Listener: "listener/80", Origin: "HTTPRoute/infra/foo/0/0",
 			Conditions: []Condition{
