@@ -1,7 +1,10 @@
 package aws
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
@@ -27,8 +30,8 @@ func (b *builder) networkListeners(s *Stack) error {
 			return fmt.Errorf("listener %d: %w", l.Port, err)
 		}
 		if be == nil {
-			b.note("listener %d: no backend, and a network load balancer cannot answer without one: listener left out", l.Port)
-			continue
+			// Like a Service without endpoints: the port is open and no connection gets through.
+			be = emptyBackend(out.Port, out.Protocol)
 		}
 		// IR listeners are sorted by port: a second one on a port directly follows the first.
 		if n := len(ports); n > 0 && ports[n-1].l.Port == out.Port {
@@ -40,6 +43,15 @@ func (b *builder) networkListeners(s *Stack) error {
 		}
 		ports = append(ports, planned{l: out, be: be, affinity: affinity})
 	}
+	// A port of the model that no IR listener carries (its listener has no route yet) is open too.
+	for _, mp := range b.lb.Ports {
+		if slices.ContainsFunc(ports, func(p planned) bool { return p.l.Port == mp.Port }) {
+			continue
+		}
+		proto := string(mp.Transport)
+		ports = append(ports, planned{l: Listener{ID: listenerID(uint32(mp.Port)), Port: mp.Port, Protocol: proto}, be: emptyBackend(mp.Port, proto)})
+	}
+	slices.SortFunc(ports, func(a, b planned) int { return cmp.Compare(a.l.ID, b.l.ID) })
 	for _, p := range ports {
 		tg := b.targetGroup(tgSpec{backend: p.be, endpoints: p.be.Endpoints, protocol: targetProtocol(p.l.Protocol), sourceIPAffinity: p.affinity})
 		p.l.DefaultAction = Action{Forward: []WeightedTargetGroup{{TargetGroup: tg, Weight: 1}}}
@@ -97,6 +109,11 @@ func (b *builder) networkListener(l *ir.Listener) (Listener, *ir.Backend, bool, 
 		return out, nil, false, nil
 	}
 	return out, &valid[0], affinity, nil
+}
+
+// emptyBackend stands for "no backend" on a listener: its target group has no targets.
+func emptyBackend(port int32, protocol string) *ir.Backend {
+	return &ir.Backend{Name: fmt.Sprintf("no-backend-%s:%d", strings.ToLower(protocol), port)}
 }
 
 // mergeTCPUDP makes one TCP_UDP listener of the TCP and UDP listeners of one port, which ELBv2

@@ -42,6 +42,8 @@ func TestBuildNetwork(t *testing.T) {
 	dnsTG.Attributes[attrStickiness], dnsTG.Attributes[attrStickinessType] = "true", stickinessSourceIP
 	ptTG := nlbTG(wantTG("hub/infra/pt:443", "", 443, protocolTCP, "", Target{IP: "10.0.0.21", Port: 8443}))
 	appTG := nlbTG(wantTG("hub/infra/app:8080", "", 8080, protocolTCP, "", Target{IP: "10.0.0.22", Port: 8080}))
+	// A listener without a backend is open like a Service without endpoints: an empty target group.
+	noneTG := nlbTG(wantTG("no-backend-udp:5000", "", 5000, protocolUDP, ""))
 	forward := func(tg TargetGroup) Action {
 		return Action{Forward: []WeightedTargetGroup{{TargetGroup: tg.ID, Weight: 1}}}
 	}
@@ -54,9 +56,10 @@ func TestBuildNetwork(t *testing.T) {
 			SubnetMappings: []SubnetMapping{{SubnetID: "subnet-a", AllocationID: "eipalloc-2"}, {SubnetID: "subnet-b", AllocationID: "eipalloc-1"}},
 			Attributes:     map[string]string{attrDeletionProtection: "false", attrAccessLogsEnabled: "false", attrCrossZone: "true"},
 		},
-		TargetGroups: sortTGs(dnsTG, ptTG, appTG),
+		TargetGroups: sortTGs(dnsTG, ptTG, appTG, noneTG),
 		Listeners: []Listener{
 			{ID: "listener/443", Port: 443, Protocol: protocolTCP, DefaultAction: forward(ptTG)},
+			{ID: "listener/5000", Port: 5000, Protocol: protocolUDP, DefaultAction: forward(noneTG)},
 			{ID: "listener/53", Port: 53, Protocol: protocolTCPUDP, DefaultAction: forward(dnsTG)},
 			{ID: "listener/8443", Port: 8443, Protocol: protocolTLS, Certificates: []string{cert.ID}, SSLPolicy: defaultSSLPolicy, DefaultAction: forward(appTG)},
 		},
@@ -64,7 +67,6 @@ func TestBuildNetwork(t *testing.T) {
 		Notes: []string{
 			"listener 53: source ranges are not enforced by the network load balancer (no security group)",
 			"listener 443: route TLSRoute/infra/pt/0: a network load balancer does not check SNI, so connections for any hostname reach it",
-			"listener 5000: no backend, and a network load balancer cannot answer without one: listener left out",
 		},
 		DryRun: true,
 	}
