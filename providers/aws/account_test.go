@@ -107,7 +107,9 @@ func TestAccountsSecretErrors(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := testAccounts(accountOptions{Secrets: tc.secrets}).clients(t.Context(), o)
+			a := testAccounts(accountOptions{})
+			a.opts.Secrets = tc.secrets
+			c, err := a.clients(t.Context(), o)
 			if err == nil || err.Error() != tc.wantErr {
 				t.Fatalf("clients = %v, %v; want error %q", c, err, tc.wantErr)
 			}

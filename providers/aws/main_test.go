@@ -36,8 +36,18 @@ func motoOptions(t *testing.T, endpoint, extra string) v1alpha1.AWSOptions {
 	return o
 }
 
-// testAccounts are accounts with fast retries, a fresh metrics registry and o's other settings.
+// testKeys are static keys of a Secret test/aws for the cases without credentials of their own:
+// moto takes any keys, and the operator's own chain would look for an instance role.
+const testKeys = `,"credentials":{"secretRef":{"namespace":"test","name":"aws"}}`
+
+// testAccounts are accounts with fast retries, a fresh metrics registry and o's other settings;
+// without a Secrets reader of its own, Secrets hold test keys.
 func testAccounts(o accountOptions) *accounts {
+	if o.Secrets == nil {
+		o.Secrets = func(context.Context, string, string) (map[string][]byte, error) {
+			return map[string][]byte{"access-key-id": []byte("AKIDTEST"), "secret-access-key": []byte("test")}, nil
+		}
+	}
 	if o.MaxBackoff == 0 {
 		o.MaxBackoff = 5 * time.Millisecond
 	}
