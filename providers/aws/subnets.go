@@ -156,7 +156,7 @@ func chooseSubnets(subnets []ec2types.Subnet, r subnetRequest) (Network, error) 
 		// Subnets named by the class are all used or the class is wrong: AWS would refuse them.
 		return Network{}, fmt.Errorf("subnets of the GatewayClassConfig cannot serve %s: %s", r.describe(), strings.Join(rejected, "; "))
 	case len(n.Subnets) < minZones:
-		msg := fmt.Sprintf("no subnets for %s: needs %d availability zones, found %d", r.describe(), minZones, len(n.Subnets))
+		msg := fmt.Sprintf("no subnets for %s: needs %d availability zone%s, found %d", r.describe(), minZones, plural(minZones), len(n.Subnets))
 		if len(n.Subnets) > 0 {
 			msg += fmt.Sprintf(" (%s in %s)", n.Subnets[0].ID, n.Subnets[0].AvailabilityZone)
 		}
@@ -168,6 +168,13 @@ func chooseSubnets(subnets []ec2types.Subnet, r subnetRequest) (Network, error) 
 		return Network{}, errors.New(msg)
 	}
 	return n, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // rejections lists "subnet: reason" by subnet ID, at most maxRejectedNamed of them.
@@ -228,25 +235,29 @@ func (r subnetRequest) rejection(s ec2types.Subnet) string {
 	return ""
 }
 
-// clusterMismatch: a subnet tagged for clusters serves only those (with value owned or shared);
-// an untagged one serves any.
+// clusterMismatch: a subnet tagged for clusters serves only those, with value owned or shared; an
+// untagged one serves any.
 func (r subnetRequest) clusterMismatch(tags map[string]string) string {
-	var tagged []string
-	for k, v := range tags {
+	var others, badValue []string
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		name, ok := strings.CutPrefix(k, tagClusterPrefix)
-		if !ok {
-			continue
-		}
-		if slices.Contains(r.clusters, name) && (v == "owned" || v == "shared") {
+		switch v := tags[k]; {
+		case !ok:
+		case !slices.Contains(r.clusters, name):
+			others = append(others, name)
+		case v == "owned" || v == "shared":
 			return ""
+		default:
+			badValue = append(badValue, fmt.Sprintf("%s is %q, needs owned or shared", k, v))
 		}
-		tagged = append(tagged, name)
 	}
-	if len(tagged) == 0 {
-		return ""
+	switch {
+	case len(badValue) > 0:
+		return strings.Join(badValue, ", ")
+	case len(others) > 0:
+		return fmt.Sprintf("tagged for cluster %s, not %s", strings.Join(others, ", "), strings.Join(r.clusters, " or "))
 	}
-	slices.Sort(tagged)
-	return fmt.Sprintf("tagged for cluster %s (owned or shared), not for %s", strings.Join(tagged, ", "), strings.Join(r.clusters, ", "))
+	return ""
 }
 
 func hasIPv6(s ec2types.Subnet) bool {
