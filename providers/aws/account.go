@@ -32,7 +32,8 @@ const (
 
 // accountOptions configure how the provider reaches AWS accounts (the operator's flags).
 type accountOptions struct {
-	// Secrets reads a Secret's data (SecretRef credentials); nil refuses such credentials.
+	// Secrets reads a Secret's data (SecretRef credentials) on every clients call, so that a
+	// rotation is seen at once: it should read from an informer cache. Nil refuses such credentials.
 	Secrets func(ctx context.Context, namespace, name string) (map[string][]byte, error)
 	// QPS and Burst size the token bucket shared by every call to one account and region.
 	// Default 10 and 20.

@@ -226,3 +226,26 @@ type stsCall struct {
 	action, signer string
 	body           []string
 }
+
+// TestAccountsRoleDenied: a role that cannot be assumed fails the call with STS's error code, which
+// is what the Gateway's condition shows.
+func TestAccountsRoleDenied(t *testing.T) {
+	srv := mototest.Require(t, moto)
+	t.Parallel()
+	ctx := motoContext(t)
+	shim := faultShim(t, srv.URL, "AssumeRole", 100, 403, `<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code>`+
+		`<Message>User is not authorized to perform: sts:AssumeRole</Message></Error></ErrorResponse>`)
+	a := testAccounts(accountOptions{})
+	o := motoOptions(t, shim, `,"credentials":{"secretRef":{"namespace":"test","name":"aws"},"assumeRole":{"roleARN":"arn:aws:iam::111122223333:role/lb"}}`)
+	c, err := a.clients(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.EC2.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{})
+	if code := errorCode(err); code != "AccessDenied" {
+		t.Fatalf("DescribeVpcs with a denied role: %v (code %q), want AccessDenied", err, code)
+	}
+	if n := counterValue(t, a.metrics.calls.WithLabelValues("STS", "AssumeRole", "AccessDenied")); n != 1 {
+		t.Errorf("fleetgate_aws_api_calls_total{STS,AssumeRole,AccessDenied} = %v, want 1", n)
+	}
+}
