@@ -104,48 +104,11 @@ func chooseSubnets(subnets []ec2types.Subnet, r subnetRequest) (Network, error) 
 			cands = append(cands, candidate{subnet: ec2types.Subnet{SubnetId: awssdk.String(id)}, reason: "not found"})
 		}
 	}
-	vpc := r.vpc
-	if vpc == "" {
-		vpcs := map[string][]string{}
-		for _, c := range cands {
-			if c.reason == "" {
-				v := awssdk.ToString(c.subnet.VpcId)
-				vpcs[v] = append(vpcs[v], awssdk.ToString(c.subnet.SubnetId))
-			}
-		}
-		if len(vpcs) > 1 {
-			var each []string
-			for _, v := range slices.Sorted(maps.Keys(vpcs)) {
-				each = append(each, v+" ("+strings.Join(slices.Sorted(slices.Values(vpcs[v])), ", ")+")")
-			}
-			return Network{}, fmt.Errorf("subnets for %s are in several VPCs: %s; set vpc in the GatewayClassConfig", r.describe(), strings.Join(each, "; "))
-		}
-		for v := range vpcs {
-			vpc = v
-		}
+	vpc, err := r.commonVPC(cands)
+	if err != nil {
+		return Network{}, err
 	}
-	// Most free addresses first, so that the first of each zone is the one to take.
-	slices.SortFunc(cands, func(a, b candidate) int {
-		return cmp.Or(
-			cmp.Compare(awssdk.ToInt32(b.subnet.AvailableIpAddressCount), awssdk.ToInt32(a.subnet.AvailableIpAddressCount)),
-			cmp.Compare(awssdk.ToString(a.subnet.SubnetId), awssdk.ToString(b.subnet.SubnetId)))
-	})
-	chosen := map[string]string{} // zone → subnet
-	n := Network{VPC: vpc}
-	for i := range cands {
-		c := &cands[i]
-		if c.reason != "" {
-			continue
-		}
-		zone := awssdk.ToString(c.subnet.AvailabilityZone)
-		if first, ok := chosen[zone]; ok {
-			c.reason = fmt.Sprintf("second in %s (%s taken there)", zone, first)
-			continue
-		}
-		chosen[zone] = awssdk.ToString(c.subnet.SubnetId)
-		n.Subnets = append(n.Subnets, Subnet{ID: chosen[zone], AvailabilityZone: zone, CIDR: awssdk.ToString(c.subnet.CidrBlock)})
-	}
-	slices.SortFunc(n.Subnets, func(a, b Subnet) int { return cmp.Compare(a.ID, b.ID) })
+	n := Network{VPC: vpc, Subnets: onePerZone(cands)}
 	rejected := rejections(cands)
 	minZones := 1
 	if r.lbType == TypeApplication {
@@ -156,7 +119,7 @@ func chooseSubnets(subnets []ec2types.Subnet, r subnetRequest) (Network, error) 
 		// Subnets named by the class are all used or the class is wrong: AWS would refuse them.
 		return Network{}, fmt.Errorf("subnets of the GatewayClassConfig cannot serve %s: %s", r.describe(), strings.Join(rejected, "; "))
 	case len(n.Subnets) < minZones:
-		msg := fmt.Sprintf("no subnets for %s: needs %d availability zone%s, found %d", r.describe(), minZones, plural(minZones), len(n.Subnets))
+		msg := fmt.Sprintf("too few subnets for %s: needs %d availability zone%s, found %d", r.describe(), minZones, plural(minZones), len(n.Subnets))
 		if len(n.Subnets) > 0 {
 			msg += fmt.Sprintf(" (%s in %s)", n.Subnets[0].ID, n.Subnets[0].AvailabilityZone)
 		}
@@ -168,6 +131,58 @@ func chooseSubnets(subnets []ec2types.Subnet, r subnetRequest) (Network, error) 
 		return Network{}, errors.New(msg)
 	}
 	return n, nil
+}
+
+// commonVPC is the class's VPC, or else the one VPC of the usable candidates.
+func (r subnetRequest) commonVPC(cands []candidate) (string, error) {
+	if r.vpc != "" {
+		return r.vpc, nil
+	}
+	vpcs := map[string][]string{}
+	for _, c := range cands {
+		if c.reason == "" {
+			v := awssdk.ToString(c.subnet.VpcId)
+			vpcs[v] = append(vpcs[v], awssdk.ToString(c.subnet.SubnetId))
+		}
+	}
+	if len(vpcs) > 1 {
+		var each []string
+		for _, v := range slices.Sorted(maps.Keys(vpcs)) {
+			each = append(each, v+" ("+strings.Join(slices.Sorted(slices.Values(vpcs[v])), ", ")+")")
+		}
+		return "", fmt.Errorf("subnets for %s are in several VPCs: %s; set vpc in the GatewayClassConfig", r.describe(), strings.Join(each, "; "))
+	}
+	for v := range vpcs {
+		return v, nil
+	}
+	return "", nil
+}
+
+// onePerZone takes the usable candidate with most free addresses (ties by ID) in each zone and
+// rejects the others there; the result is sorted by ID.
+func onePerZone(cands []candidate) []Subnet {
+	slices.SortFunc(cands, func(a, b candidate) int {
+		return cmp.Or(
+			cmp.Compare(awssdk.ToInt32(b.subnet.AvailableIpAddressCount), awssdk.ToInt32(a.subnet.AvailableIpAddressCount)),
+			cmp.Compare(awssdk.ToString(a.subnet.SubnetId), awssdk.ToString(b.subnet.SubnetId)))
+	})
+	taken := map[string]string{} // zone → subnet
+	var out []Subnet
+	for i := range cands {
+		c := &cands[i]
+		if c.reason != "" {
+			continue
+		}
+		zone := awssdk.ToString(c.subnet.AvailabilityZone)
+		if first, ok := taken[zone]; ok {
+			c.reason = fmt.Sprintf("second in %s (%s taken there)", zone, first)
+			continue
+		}
+		taken[zone] = awssdk.ToString(c.subnet.SubnetId)
+		out = append(out, Subnet{ID: taken[zone], AvailabilityZone: zone, CIDR: awssdk.ToString(c.subnet.CidrBlock)})
+	}
+	slices.SortFunc(out, func(a, b Subnet) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }
 
 func plural(n int) string {

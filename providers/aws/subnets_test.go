@@ -92,7 +92,7 @@ func TestNetwork(t *testing.T) {
 		},
 		clusters: []string{"east"},
 		wantErr: []string{
-			"no subnets for an internet-facing application load balancer: needs 2 availability zones, found 1 ({0} in us-east-1a); rejected: ",
+			"too few subnets for an internet-facing application load balancer: needs 2 availability zones, found 1 ({0} in us-east-1a); rejected: ",
 			"{1}: no kubernetes.io/role/elb tag", `{2}: kubernetes.io/role/elb is "0", needs "1" or empty`,
 			"{3}: 3 free IPs, needs 8", "{4}: second in us-east-1a ({0} taken there)",
 			"{5}: tagged for cluster other, not east", "{6}: /28, an application load balancer needs at least a /27",
@@ -103,7 +103,7 @@ func TestNetwork(t *testing.T) {
 		subnets: []subnetSpec{
 			{zone: "a", cidr: "10.0.0.0/28", tags: elb(), used: 4},
 		},
-		wantErr: []string{"no subnets for an internet-facing network load balancer: needs 1 availability zone, found 0; rejected: {0}: 7 free IPs, needs 8"},
+		wantErr: []string{"too few subnets for an internet-facing network load balancer: needs 1 availability zone, found 0; rejected: {0}: 7 free IPs, needs 8"},
 	}, {
 		name:   "a network load balancer takes a /28",
 		lbType: TypeNetwork,
@@ -453,7 +453,7 @@ func TestChooseSubnets(t *testing.T) {
 		name:    "nothing tagged: the tag to set",
 		subnets: nil,
 		req:     subnetRequest{lbType: TypeNetwork, scheme: schemeInternal},
-		wantErr: []string{"no subnets for an internal network load balancer: needs 1 availability zone, found 0; tag subnets with kubernetes.io/role/internal-elb"},
+		wantErr: []string{"too few subnets for an internal network load balancer: needs 1 availability zone, found 0; tag subnets with kubernetes.io/role/internal-elb"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
