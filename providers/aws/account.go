@@ -2,8 +2,6 @@ package aws
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
@@ -156,7 +154,7 @@ func accountKey(o v1alpha1.AWSOptions) string {
 		if r := c.AssumeRole; r != nil {
 			source += " as " + r.RoleARN + " session " + r.SessionName
 			if r.ExternalID != "" {
-				source += " external ID " + shortHash(r.ExternalID)
+				source += " external ID " + shortHash(16, r.ExternalID)
 			}
 		}
 	}
@@ -189,12 +187,7 @@ func (a *accounts) readSecret(ctx context.Context, ref v1alpha1.ObjectRef) (awss
 }
 
 func credentialsVersion(c awssdk.Credentials) string {
-	return shortHash(c.AccessKeyID + "\x00" + c.SecretAccessKey + "\x00" + c.SessionToken)
-}
-
-func shortHash(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:8])
+	return shortHash(16, c.AccessKeyID, c.SecretAccessKey, c.SessionToken)
 }
 
 // newClients makes the clients of one account: every service (STS too) at o.Endpoint when set,

@@ -17,8 +17,10 @@ const AddressTypeEIPAllocation = "fleetgate.dev/eip-allocation"
 
 // Defaults AWS documents and fleetgate writes explicitly, so that drift from them is corrected.
 const (
-	defaultIdleTimeoutSeconds           = 60
-	defaultDeregistrationDelaySeconds   = 300
+	defaultIdleTimeoutSeconds         = 60
+	defaultDeregistrationDelaySeconds = 300
+	// defaultSSLPolicy offers TLS 1.3 and 1.2 with forward secrecy only, AWS's own recommendation;
+	// AWS's API default (ELBSecurityPolicy-2016-08) still accepts TLS 1.0.
 	defaultSSLPolicy                    = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 	ipAddressTypeIPv4                   = "ipv4"
 	ipAddressTypeDualstack              = "dualstack"

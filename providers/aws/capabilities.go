@@ -27,23 +27,24 @@ func capabilitiesOf(o v1alpha1.AWSOptions) providers.Capabilities {
 // listener: this catches a route that can never fit; validateStack checks the exact count.
 //
 // MaxHostnamesPerListener is unset: a hostname is a host-header condition, bounded by the rules.
-// Only certificates are limited, 25 per ALB besides the default one, which is what
-// providers.Capabilities.MaxCertificatesPerListener (25) is for; and a rule takes at most 5
-// condition values, providers.Capabilities.MaxConditionsPerMatch (5), counting a hostname 1,
-// an Exact path 1, a PathPrefix 2 ("/p" and "/p/*"; "/" none), a method 1 and each header and
-// query parameter 1. Both fields come with the capability-limit work; set them here then.
+// Only certificates are limited: 25 per ALB listener besides the default one
+// (MaxCertificatesPerListener). A rule takes at most 5 condition values (MaxConditionsPerMatch,
+// which counts them as ALB does: a hostname 1, an Exact path 1, a PathPrefix 2 ("/p" and "/p/*";
+// "/" none), a method 1 and each header and query parameter 1).
 func applicationCapabilities() providers.Capabilities {
 	return providers.Capabilities{
-		Protocols:           []string{"HTTP", "HTTPS"},
-		RouteKinds:          []string{"HTTPRoute", "GRPCRoute"},
-		PathMatches:         []string{"Exact", "PathPrefix"},
-		HeaderMatches:       []string{"Exact"},
-		QueryMatches:        []string{"Exact"},
-		MethodMatch:         true,
-		Filters:             []string{"RequestRedirect"},
-		Weights:             true,
-		MaxBackendsPerRule:  5,
-		MaxRulesPerListener: 100,
+		Protocols:                  []string{"HTTP", "HTTPS"},
+		RouteKinds:                 []string{"HTTPRoute", "GRPCRoute"},
+		PathMatches:                []string{"Exact", "PathPrefix"},
+		HeaderMatches:              []string{"Exact"},
+		QueryMatches:               []string{"Exact"},
+		MethodMatch:                true,
+		Filters:                    []string{"RequestRedirect"},
+		Weights:                    true,
+		MaxBackendsPerRule:         5,
+		MaxRulesPerListener:        100,
+		MaxConditionsPerMatch:      5,
+		MaxCertificatesPerListener: 25,
 	}
 }
 

@@ -27,7 +27,7 @@ func TestCapabilitiesOf(t *testing.T) {
 			Filters:             []string{"RequestRedirect"},
 			Weights:             true,
 			MaxBackendsPerRule:  5,
-			MaxRulesPerListener: 100,
+			MaxRulesPerListener: 100, MaxConditionsPerMatch: 5, MaxCertificatesPerListener: 25,
 		},
 	}, {
 		name: "network",

@@ -16,16 +16,8 @@ import (
 
 // Defaults of AWSOptions that are ours rather than AWS's.
 const (
-	schemeInternetFacing = "internet-facing"
-	schemeInternal       = "internal"
-	ipv4                 = "ipv4"
-	dualstack            = "dualstack"
-	// defaultSSLPolicy offers TLS 1.3 and 1.2 with forward secrecy only, AWS's own recommendation;
-	// AWS's API default (ELBSecurityPolicy-2016-08) still accepts TLS 1.0.
-	defaultSSLPolicy           = "ELBSecurityPolicy-TLS13-1-2-2021-06"
-	defaultDeregistrationDelay = 300
-	defaultIdleTimeout         = 60
-	defaultSessionName         = "fleetgate"
+	schemeInternal     = "internal"
+	defaultSessionName = "fleetgate"
 )
 
 // decodeOptions reads a class's spec.aws (params, JSON) strictly, fills what it leaves unset from
@@ -56,14 +48,14 @@ func decodeOptions(params json.RawMessage, defaults v1alpha1.AWSOptions) (v1alph
 	}
 	o.LoadBalancerType = cmp.Or(o.LoadBalancerType, v1alpha1.AWSApplication)
 	o.Scheme = cmp.Or(o.Scheme, schemeInternetFacing)
-	o.IPAddressType = cmp.Or(o.IPAddressType, ipv4)
+	o.IPAddressType = cmp.Or(o.IPAddressType, ipAddressTypeIPv4)
 	o.SSLPolicy = cmp.Or(o.SSLPolicy, defaultSSLPolicy)
 	if o.DeregistrationDelaySeconds == nil {
-		o.DeregistrationDelaySeconds = ptr.To[int32](defaultDeregistrationDelay)
+		o.DeregistrationDelaySeconds = ptr.To[int32](defaultDeregistrationDelaySeconds)
 	}
 	// Only an ALB has the attribute: defaulting it on an NLB would make validate refuse the class.
 	if o.IdleTimeoutSeconds == nil && o.LoadBalancerType == v1alpha1.AWSApplication {
-		o.IdleTimeoutSeconds = ptr.To[int32](defaultIdleTimeout)
+		o.IdleTimeoutSeconds = ptr.To[int32](defaultIdleTimeoutSeconds)
 	}
 	if msgs := validateOptions(&o); len(msgs) > 0 {
 		return v1alpha1.AWSOptions{}, fmt.Errorf("invalid AWS options: %s", strings.Join(msgs, "; "))

@@ -50,7 +50,7 @@ func validateOptions(o *v1alpha1.AWSOptions) []string {
 		p.add("loadBalancerType", "%q is neither application nor network", o.LoadBalancerType)
 	}
 	p.oneOf("scheme", o.Scheme, schemeInternetFacing, schemeInternal)
-	p.oneOf("ipAddressType", o.IPAddressType, ipv4, dualstack)
+	p.oneOf("ipAddressType", o.IPAddressType, ipAddressTypeIPv4, ipAddressTypeDualstack)
 	switch {
 	case o.Region == "":
 		p.add("region", "required: set it here or give the operator a default region")

@@ -45,7 +45,7 @@ func (c *clients) network(ctx context.Context, o v1alpha1.AWSOptions, lbType str
 	if n, ok := c.networks.get(key); ok {
 		return n, nil
 	}
-	req := subnetRequest{lbType: lbType, scheme: o.Scheme, dualstack: o.IPAddressType == dualstack, vpc: o.VPC, clusters: clusters}
+	req := subnetRequest{lbType: lbType, scheme: o.Scheme, dualstack: o.IPAddressType == ipAddressTypeDualstack, vpc: o.VPC, clusters: clusters}
 	in := &ec2.DescribeSubnetsInput{}
 	switch {
 	case len(o.Subnets) > 0:
