@@ -111,7 +111,6 @@ type state struct {
 	tgARN     map[string]string // target group ID → ARN
 	tgKeep    map[string]bool   // target group ARNs of the Stack
 	tgTargets map[string][]Target
-	lb        *liveLB // the live load balancer kept; nil when created
 	lbARN     string
 	lbCreated bool   // created in this run: it has no listeners yet
 	lbGone    string // the ARN of a load balancer deleted to be replaced

@@ -44,7 +44,7 @@ func (d *deployer) syncLoadBalancer(ctx context.Context, st *state, x *executor)
 	if live == nil {
 		return d.createLoadBalancer(ctx, st, x, want, tags)
 	}
-	st.lb, st.lbARN = live, aws.ToString(live.lb.LoadBalancerArn)
+	st.lbARN = aws.ToString(live.lb.LoadBalancerArn)
 	st.deployed = deployedOf(live.lb)
 	attrs := changedAttributes(live.attrs, want.Attributes)
 	if attrs[attrDeletionProtection] == "false" {

@@ -67,7 +67,7 @@ func (d *deployer) syncListenerRules(ctx context.Context, st *state, x *executor
 		wanted[p] = true
 	}
 	for _, r := range stale {
-		if wanted[r.priority] {
+		if wanted[r.priority] { // deleted now to free the priority, it would go in cleanup anyway
 			if err := d.deleteRule(ctx, x, r); err != nil {
 				return err
 			}
@@ -116,9 +116,10 @@ func (d *deployer) syncListenerRules(ctx context.Context, st *state, x *executor
 	return nil
 }
 
-// moveRules sets the priorities of kept rules to prio, in rounds: each round moves, in one
-// SetRulePriorities call, every rule whose target is free; when none is (a cycle), one rule
-// goes to a free priority first.
+// moveRules sets the priorities of kept rules to prio, in rounds of one SetRulePriorities call:
+// ELBv2 (and moto) check every pair of a call against the priorities before it, so a round moves
+// only rules whose target is free already (a chain takes a round per link); a cycle goes
+// through a free priority.
 func (d *deployer) moveRules(ctx context.Context, x *executor, l Listener, live map[string]*liveRule, prio map[string]int32, occupied map[int32]bool) error {
 	pending := map[string]int32{}
 	for id, r := range live {
@@ -127,39 +128,35 @@ func (d *deployer) moveRules(ctx context.Context, x *executor, l Listener, live 
 		}
 	}
 	for len(pending) > 0 {
-		var pairs []elbtypes.RulePriorityPair
-		var moved []string
-		ids := slices.Sorted(maps.Keys(pending))
-		for _, id := range ids {
-			if !occupied[pending[id]] {
-				pairs = append(pairs, elbtypes.RulePriorityPair{RuleArn: live[id].r.RuleArn, Priority: aws.Int32(pending[id])})
-				moved = append(moved, id)
+		round := map[string]int32{}
+		for id, p := range pending {
+			if !occupied[p] {
+				round[id] = p
+				delete(pending, id)
 			}
 		}
-		if len(pairs) == 0 {
+		if len(round) == 0 {
 			free := freePriority(occupied)
 			if free == 0 {
 				return fmt.Errorf("listener %s: no free rule priority to move rules through", l.ID)
 			}
-			id := ids[0]
-			pairs = []elbtypes.RulePriorityPair{{RuleArn: live[id].r.RuleArn, Priority: aws.Int32(free)}}
-			moved = []string{id}
-			delete(occupied, live[id].priority)
-			occupied[free] = true
-			live[id].priority = free
-		} else {
-			for _, id := range moved {
-				delete(occupied, live[id].priority)
-				occupied[pending[id]] = true
-				live[id].priority = pending[id]
-				delete(pending, id)
-			}
+			round[slices.Sorted(maps.Keys(pending))[0]] = free
 		}
-		if err := x.do(Call{"SetRulePriorities", l.ID, priorityDetail(moved, pairs)}, func() error {
+		ids := slices.Sorted(maps.Keys(round))
+		pairs := make([]elbtypes.RulePriorityPair, len(ids))
+		for i, id := range ids {
+			pairs[i] = elbtypes.RulePriorityPair{RuleArn: live[id].r.RuleArn, Priority: aws.Int32(round[id])}
+		}
+		if err := x.do(Call{"SetRulePriorities", l.ID, priorityDetail(ids, pairs)}, func() error {
 			_, err := d.elb.SetRulePriorities(ctx, &elb.SetRulePrioritiesInput{RulePriorities: pairs})
 			return err
 		}); err != nil {
 			return err
+		}
+		for _, id := range ids {
+			delete(occupied, live[id].priority)
+			occupied[round[id]] = true
+			live[id].priority = round[id]
 		}
 	}
 	return nil
