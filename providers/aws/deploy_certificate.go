@@ -36,16 +36,19 @@ func (d *deployer) syncCertificates(ctx context.Context, st *state, x *executor)
 			continue
 		}
 		st.certARN[c.ID] = live.arn
-		if live.tags[TagFingerprint] != c.Fingerprint {
+		have := live.tags
+		if have[TagFingerprint] != c.Fingerprint {
 			if err := x.do(Call{"ImportCertificate", c.ID, "re-import in place, fingerprint " + c.Fingerprint}, func() error {
 				_, err := d.acm.ImportCertificate(ctx, d.importInput(c, &live.arn, nil))
 				return err
 			}); err != nil {
 				return err
 			}
+			// AWS keeps the tags across a re-import, moto drops them: write them all again.
+			have = nil
 		}
 		// The fingerprint tag is written after the re-import: a crash in between re-imports again.
-		if err := d.syncCertTags(ctx, x, c.ID, live.arn, live.tags, tags); err != nil {
+		if err := d.syncCertTags(ctx, x, c.ID, live.arn, have, tags); err != nil {
 			return err
 		}
 	}
@@ -69,7 +72,6 @@ func (d *deployer) syncCertTags(ctx context.Context, x *executor, id, arn string
 	if len(set) == 0 && len(remove) == 0 {
 		return nil
 	}
-	// ACM takes both in one go only through two calls; the cache learns the result of each.
 	if len(set) > 0 {
 		if err := x.do(Call{"AddTagsToCertificate", id, tagDetail(set, nil)}, func() error {
 			_, err := d.acm.AddTagsToCertificate(ctx, &acm.AddTagsToCertificateInput{CertificateArn: &arn, Tags: acmTags(set)})

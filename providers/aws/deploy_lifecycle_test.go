@@ -1,0 +1,302 @@
+package aws
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/acm"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDeployRemovals(t *testing.T) {
+	e := newEnv(t)
+	s := e.albStack(selfSigned(t, "www.example.com", 1))
+	e.deploy(s)
+	p := e.prefix
+
+	// rule/a is the only user of tg/b: remove both, and the HTTP listener.
+	s.Rules = s.Rules[1:]
+	s.TargetGroups = s.TargetGroups[:1]
+	s.Listeners = s.Listeners[1:]
+	s.SecurityGroup.Ingress = s.SecurityGroup.Ingress[:1]
+	e.rec.take()
+	e.deploy(s)
+	want := []string{"RevokeSecurityGroupIngress", "DeleteRule", "DeleteListener", "DeleteTargetGroup"}
+	if diff := cmp.Diff(want, mutating(e.rec.take())); diff != "" {
+		t.Errorf("mutating calls (-want +got):\n%s", diff)
+	}
+	v := e.view(s.LoadBalancer.Name)
+	if _, ok := v.TargetGroups[p+"-b"]; ok {
+		t.Errorf("target group %s-b still exists", p)
+	}
+	if _, ok := v.Listeners[80]; ok || len(v.Listeners) != 1 {
+		t.Errorf("listeners %v, want only 443", v.Listeners)
+	}
+	wantRules := []string{
+		"443/2 method=GET,HEAD query=version:2 → redirect HTTP_302 #{protocol}://v2.example.com:#{port}",
+		`443/3 host=c.example.com → fixed 503 "down"`,
+	}
+	if diff := cmp.Diff(wantRules, v.Rules); diff != "" {
+		t.Errorf("rules (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"tcp/443 0.0.0.0/0"}, v.Ingress); diff != "" {
+		t.Errorf("ingress (-want +got):\n%s", diff)
+	}
+}
+
+func TestDeployCertificateRotation(t *testing.T) {
+	e := newEnv(t)
+	old := selfSigned(t, "www.example.com", 1)
+	s := e.albStack(old)
+	e.deploy(s)
+	arns := e.certificates()
+	if len(arns) != 1 {
+		t.Fatalf("%d certificates, want 1", len(arns))
+	}
+
+	rotated := selfSigned(t, "www.example.com", 2)
+	s.Certificates = []Certificate{rotated}
+	e.rec.take()
+	e.deploy(s)
+	if diff := cmp.Diff([]string{"ImportCertificate", "AddTagsToCertificate"}, mutating(e.rec.take())); diff != "" {
+		t.Errorf("mutating calls (-want +got):\n%s", diff)
+	}
+	if got := e.certificates(); !slices.Equal(got, arns) {
+		t.Errorf("certificates after rotation %v, want the same ARN %v (re-imported in place)", got, arns)
+	}
+	out, err := e.acm.DescribeCertificate(e.ctx, &acm.DescribeCertificateInput{CertificateArn: &arns[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if serial := strings.TrimLeft(aws.ToString(out.Certificate.Serial), "0:"); serial != "2" {
+		t.Errorf("serial of the imported certificate %q, want 02 (the rotated one)", serial)
+	}
+	e.deploy(s)
+	if ops := mutating(e.rec.take()); len(ops) != 0 {
+		t.Errorf("Deploy after the rotation made %v", ops)
+	}
+
+	// a second, SNI certificate is added to the listener, then removed and deleted
+	extra := selfSigned(t, "api.example.com", 3)
+	s.Certificates = append(s.Certificates, extra)
+	s.Listeners[1].Certificates = append(s.Listeners[1].Certificates, extra.ID)
+	e.deploy(s)
+	if diff := cmp.Diff([]string{"ImportCertificate", "AddListenerCertificates"}, mutating(e.rec.take())); diff != "" {
+		t.Errorf("adding an SNI certificate (-want +got):\n%s", diff)
+	}
+	if got := e.view(s.LoadBalancer.Name).Listeners[443].Certs; !slices.Equal(got, []string{"api.example.com", "www.example.com"}) {
+		t.Errorf("listener certificates %v", got)
+	}
+	s.Certificates = s.Certificates[:1]
+	s.Listeners[1].Certificates = s.Listeners[1].Certificates[:1]
+	e.deploy(s)
+	if diff := cmp.Diff([]string{"RemoveListenerCertificates", "DeleteCertificate"}, mutating(e.rec.take())); diff != "" {
+		t.Errorf("removing the SNI certificate (-want +got):\n%s", diff)
+	}
+	if got := e.certificates(); !slices.Equal(got, arns) {
+		t.Errorf("certificates %v, want %v", got, arns)
+	}
+}
+
+// certificates are the ARNs of the test's fleet's certificates.
+func (e *env) certificates() []string {
+	e.t.Helper()
+	out, err := e.acm.ListCertificates(e.ctx, &acm.ListCertificatesInput{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var arns []string
+	for _, c := range out.CertificateSummaryList {
+		tags, err := e.acm.ListTagsForCertificate(e.ctx, &acm.ListTagsForCertificateInput{CertificateArn: c.CertificateArn})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, t := range tags.Tags {
+			if aws.ToString(t.Key) == TagFleet && aws.ToString(t.Value) == e.fleet {
+				arns = append(arns, aws.ToString(c.CertificateArn))
+			}
+		}
+	}
+	return arns
+}
+
+// leftovers counts what carries the fleet's tags, by kind, reading every kind with the raw
+// clients.
+func (e *env) leftovers(fleet string) map[string]int {
+	e.t.Helper()
+	d := e.other(fleet)
+	obs, err := d.observe(e.ctx, "", false)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n := map[string]int{"lb": len(obs.lbs), "tg": len(obs.tgs), "sg": len(obs.sgs), "cert": len(obs.certs)}
+	// listeners and rules die with their load balancer; check none is left on any LB of the VPC
+	lbs, err := e.elb.DescribeLoadBalancers(e.ctx, &elb.DescribeLoadBalancersInput{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, lb := range lbs.LoadBalancers {
+		if aws.ToString(lb.VpcId) != e.vpc {
+			continue
+		}
+		ls, err := e.elb.DescribeListeners(e.ctx, &elb.DescribeListenersInput{LoadBalancerArn: lb.LoadBalancerArn})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		n["listener"] += len(ls.Listeners)
+	}
+	for k, v := range n {
+		if v == 0 {
+			delete(n, k)
+		}
+	}
+	return n
+}
+
+func TestDelete(t *testing.T) {
+	e := newEnv(t)
+	s := e.albStack(selfSigned(t, "www.example.com", 1))
+	e.deploy(s)
+	if got := e.leftovers(e.fleet); got["lb"] != 1 || got["tg"] != 2 || got["sg"] != 1 || got["cert"] != 1 || got["listener"] != 2 {
+		t.Fatalf("after Deploy: %v", got)
+	}
+	e.rec.take()
+	if err := e.d.Delete(e.ctx, s.GatewayID); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	want := []string{"DeleteLoadBalancer", "DeleteTargetGroup", "DeleteTargetGroup", "DeleteCertificate", "DeleteSecurityGroup"}
+	if diff := cmp.Diff(want, mutating(e.rec.take())); diff != "" {
+		t.Errorf("Delete calls (-want +got):\n%s", diff)
+	}
+	if got := e.leftovers(e.fleet); len(got) != 0 {
+		t.Errorf("left after Delete: %v", got)
+	}
+	if err := e.d.Delete(e.ctx, s.GatewayID); err != nil {
+		t.Errorf("second Delete: %v", err)
+	}
+	if ops := mutating(e.rec.take()); len(ops) != 0 {
+		t.Errorf("second Delete made %v", ops)
+	}
+}
+
+// TestFleets: two fleets in one account, each with a gateway of the same key: neither lists,
+// changes or deletes the other's.
+func TestFleets(t *testing.T) {
+	e := newEnv(t)
+	other := e.other(e.fleet + "-b")
+	a := e.albStack(selfSigned(t, "www.example.com", 1))
+	b := e.albStack(selfSigned(t, "www.example.com", 2))
+	b.LoadBalancer.Name, b.SecurityGroup.Name = e.prefix+"-alb-b", e.prefix+"-sg-b"
+	for i := range b.TargetGroups {
+		b.TargetGroups[i].Name += "-b"
+	}
+	e.deploy(a)
+	if _, err := other.Deploy(e.ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	e.rec.take()
+	e.deploy(a)
+	if ops := mutating(e.rec.take()); len(ops) != 0 {
+		t.Errorf("fleet a's Deploy touched something after fleet b deployed: %v", ops)
+	}
+	for _, d := range []*deployer{e.d, other} {
+		owned, err := d.List(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Owned{{Gateway: a.Gateway, GatewayID: a.GatewayID, Clusters: []string{"c1", "c2"}}}
+		if diff := cmp.Diff(want, owned); diff != "" {
+			t.Errorf("List of %s (-want +got):\n%s", d.fleet, diff)
+		}
+	}
+	if err := e.d.Delete(e.ctx, a.GatewayID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.leftovers(e.fleet); len(got) != 1 || got["listener"] != 2 {
+		t.Errorf("fleet a left %v, want only fleet b's 2 listeners on b's LB", got)
+	}
+	if got := e.leftovers(other.fleet); got["lb"] != 1 || got["tg"] != 2 || got["sg"] != 1 || got["cert"] != 1 {
+		t.Errorf("fleet b has %v after fleet a's Delete, want all of it", got)
+	}
+	if err := other.Delete(e.ctx, b.GatewayID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.leftovers(other.fleet); len(got) != 0 {
+		t.Errorf("fleet b left %v", got)
+	}
+}
+
+func TestDeletionProtection(t *testing.T) {
+	e := newEnv(t)
+	s := e.albStack(selfSigned(t, "www.example.com", 1))
+	s.LoadBalancer.Attributes["deletion_protection.enabled"] = "true"
+	dep := e.deploy(s)
+
+	// a replacement is refused, and nothing is called
+	s.LoadBalancer.Scheme = "internal"
+	e.rec.take()
+	_, err := e.d.Deploy(e.ctx, s)
+	var refused *ReplacementRefusedError
+	if !errors.As(err, &refused) || !slices.Equal(refused.Changes, []string{"scheme internet-facing→internal"}) {
+		t.Errorf("Deploy of a new scheme under protection: %v, want *ReplacementRefusedError naming the scheme", err)
+	}
+	if ops := mutating(e.rec.take()); len(ops) != 0 {
+		t.Errorf("refused Deploy made %v", ops)
+	}
+	s.LoadBalancer.Scheme = "internet-facing"
+
+	// protection is never turned off by fleetgate
+	s.LoadBalancer.Attributes["deletion_protection.enabled"] = "false"
+	e.deploy(s)
+	if ops := mutating(e.rec.take()); len(ops) != 0 {
+		t.Errorf("Deploy asking protection off made %v, want none", ops)
+	}
+
+	// Delete keeps the LB and what it uses, deletes the rest, and says why
+	stale := e.albStack(selfSigned(t, "www.example.com", 1)).TargetGroups[1]
+	stale.ID, stale.Name = "tg/stale", e.prefix+"-stale"
+	s.TargetGroups = append(s.TargetGroups, stale)
+	e.deploy(s)
+	e.rec.take()
+	err = e.d.Delete(e.ctx, s.GatewayID)
+	var protected *DeletionProtectedError
+	if !errors.As(err, &protected) || protected.LoadBalancer != s.LoadBalancer.Name {
+		t.Errorf("Delete: %v, want *DeletionProtectedError for %s", err, s.LoadBalancer.Name)
+	}
+	if diff := cmp.Diff([]string{"DeleteTargetGroup"}, mutating(e.rec.take())); diff != "" {
+		t.Errorf("Delete under protection (-want +got):\n%s", diff)
+	}
+	if got := e.leftovers(e.fleet); got["lb"] != 1 || got["tg"] != 2 || got["sg"] != 1 || got["cert"] != 1 || got["listener"] != 2 {
+		t.Errorf("after Delete under protection: %v, want the LB and all it uses", got)
+	}
+	if again := e.deploy(s); again.ARN != dep.ARN {
+		t.Errorf("load balancer changed: %s, was %s", again.ARN, dep.ARN)
+	}
+}
+
+// TestDeployReplacement: without protection, a scheme change deletes and re-creates the load
+// balancer, with its listeners and rules.
+func TestDeployReplacement(t *testing.T) {
+	e := newEnv(t)
+	s := e.albStack(selfSigned(t, "www.example.com", 1))
+	old := e.deploy(s)
+	s.LoadBalancer.Scheme = "internal"
+	e.rec.take()
+	dep := e.deploy(s)
+	if dep.ARN == old.ARN {
+		t.Errorf("load balancer not replaced")
+	}
+	want := []string{"DeleteLoadBalancer", "CreateLoadBalancer", "ModifyLoadBalancerAttributes", "CreateListener", "CreateListener", "CreateRule", "CreateRule", "CreateRule"}
+	if diff := cmp.Diff(want, mutating(e.rec.take())); diff != "" {
+		t.Errorf("replacement calls (-want +got):\n%s", diff)
+	}
+	wantView := e.albView()
+	wantView.LB.Scheme = "internal"
+	if diff := cmp.Diff(wantView, e.view(s.LoadBalancer.Name)); diff != "" {
+		t.Errorf("after replacement (-want +got):\n%s", diff)
+	}
+}
