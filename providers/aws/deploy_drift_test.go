@@ -1,0 +1,144 @@
+package aws
+
+import (
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+	"github.com/google/go-cmp/cmp"
+)
+
+// arns finds the test gateway's resources by Stack ID.
+type arns struct {
+	lb, sg    string
+	tg        map[string]string
+	listeners map[string]string
+	rules     map[string]string
+}
+
+func (e *env) arns(s *Stack) arns {
+	e.t.Helper()
+	obs, err := e.d.observe(e.ctx, s.GatewayID, false)
+	if err != nil || len(obs.lbs) != 1 {
+		e.t.Fatalf("observe: %v (%d load balancers)", err, len(obs.lbs))
+	}
+	a := arns{lb: aws.ToString(obs.lbs[0].lb.LoadBalancerArn), tg: map[string]string{}, listeners: map[string]string{}, rules: map[string]string{}}
+	for _, sg := range obs.sgs {
+		a.sg = aws.ToString(sg.sg.GroupId)
+	}
+	for _, tg := range obs.tgs {
+		a.tg[tg.tags[TagResource]] = aws.ToString(tg.tg.TargetGroupArn)
+	}
+	ls, err := e.d.observeListeners(e.ctx, a.lb)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, l := range ls {
+		a.listeners[l.tags[TagResource]] = aws.ToString(l.l.ListenerArn)
+		for _, r := range l.rules {
+			a.rules[r.tags[TagResource]] = aws.ToString(r.r.RuleArn)
+		}
+	}
+	return a
+}
+
+// TestDeployDrift: what is changed by hand is put back on the next Deploy, with exactly the
+// call that does it, and the Deploy after makes none.
+func TestDeployDrift(t *testing.T) {
+	e := newEnv(t)
+	s := e.albStack(selfSigned(t, "www.example.com", 1))
+	e.deploy(s)
+	want := e.albView()
+	tests := []struct {
+		name  string
+		drift func(a arns) error
+		want  []string
+	}{
+		{"rule edited", func(a arns) error {
+			_, err := e.elb.ModifyRule(e.ctx, &elb.ModifyRuleInput{RuleArn: aws.String(a.rules["rule/c"]),
+				Conditions: []elbtypes.RuleCondition{{Field: aws.String("host-header"), HostHeaderConfig: &elbtypes.HostHeaderConditionConfig{Values: []string{"evil.example.com"}}}}})
+			return err
+		}, []string{"ModifyRule"}},
+		{"rule action edited", func(a arns) error {
+			_, err := e.elb.ModifyRule(e.ctx, &elb.ModifyRuleInput{RuleArn: aws.String(a.rules["rule/a"]),
+				Actions: []elbtypes.Action{{Type: elbtypes.ActionTypeEnumForward, TargetGroupArn: aws.String(a.tg["tg/b"])}}})
+			return err
+		}, []string{"ModifyRule"}},
+		{"rule deleted", func(a arns) error {
+			_, err := e.elb.DeleteRule(e.ctx, &elb.DeleteRuleInput{RuleArn: aws.String(a.rules["rule/b"])})
+			return err
+		}, []string{"CreateRule"}},
+		{"listener default action", func(a arns) error {
+			_, err := e.elb.ModifyListener(e.ctx, &elb.ModifyListenerInput{ListenerArn: aws.String(a.listeners["listener/443"]),
+				DefaultActions: []elbtypes.Action{{Type: elbtypes.ActionTypeEnumForward, TargetGroupArn: aws.String(a.tg["tg/a"])}}})
+			return err
+		}, []string{"ModifyListener"}},
+		{"listener deleted", func(a arns) error {
+			_, err := e.elb.DeleteListener(e.ctx, &elb.DeleteListenerInput{ListenerArn: aws.String(a.listeners["listener/80"])})
+			return err
+		}, []string{"CreateListener"}},
+		{"attribute flipped", func(a arns) error {
+			_, err := e.elb.ModifyLoadBalancerAttributes(e.ctx, &elb.ModifyLoadBalancerAttributesInput{LoadBalancerArn: &a.lb,
+				Attributes: []elbtypes.LoadBalancerAttribute{{Key: aws.String("idle_timeout.timeout_seconds"), Value: aws.String("60")}}})
+			return err
+		}, []string{"ModifyLoadBalancerAttributes"}},
+		{"target group attribute", func(a arns) error {
+			_, err := e.elb.ModifyTargetGroupAttributes(e.ctx, &elb.ModifyTargetGroupAttributesInput{TargetGroupArn: aws.String(a.tg["tg/a"]),
+				Attributes: []elbtypes.TargetGroupAttribute{{Key: aws.String("deregistration_delay.timeout_seconds"), Value: aws.String("5")}}})
+			return err
+		}, []string{"ModifyTargetGroupAttributes"}},
+		{"health check", func(a arns) error {
+			_, err := e.elb.ModifyTargetGroup(e.ctx, &elb.ModifyTargetGroupInput{TargetGroupArn: aws.String(a.tg["tg/b"]), HealthCheckPath: aws.String("/other")})
+			return err
+		}, []string{"ModifyTargetGroup"}},
+		{"target deregistered", func(a arns) error {
+			_, err := e.elb.DeregisterTargets(e.ctx, &elb.DeregisterTargetsInput{TargetGroupArn: aws.String(a.tg["tg/a"]),
+				Targets: []elbtypes.TargetDescription{{Id: aws.String("10.0.1.10"), Port: aws.Int32(8080)}}})
+			return err
+		}, []string{"RegisterTargets"}},
+		{"target added", func(a arns) error {
+			_, err := e.elb.RegisterTargets(e.ctx, &elb.RegisterTargetsInput{TargetGroupArn: aws.String(a.tg["tg/b"]),
+				Targets: []elbtypes.TargetDescription{{Id: aws.String("10.0.2.99"), Port: aws.Int32(9090)}}})
+			return err
+		}, []string{"DeregisterTargets"}},
+		{"tag removed", func(a arns) error {
+			_, err := e.elb.RemoveTags(e.ctx, &elb.RemoveTagsInput{ResourceArns: []string{a.lb}, TagKeys: []string{"team"}})
+			return err
+		}, []string{"AddTags"}},
+		{"tag added by hand", func(a arns) error {
+			_, err := e.elb.AddTags(e.ctx, &elb.AddTagsInput{ResourceArns: []string{a.tg["tg/a"]}, Tags: []elbtypes.Tag{{Key: aws.String("owner"), Value: aws.String("me")}}})
+			return err
+		}, []string{"RemoveTags"}},
+		{"ingress revoked", func(a arns) error {
+			_, err := e.ec2.RevokeSecurityGroupIngress(e.ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: &a.sg, IpPermissions: []ec2types.IpPermission{
+				{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(443), ToPort: aws.Int32(443), IpRanges: []ec2types.IpRange{{CidrIp: aws.String("0.0.0.0/0")}}}}})
+			return err
+		}, []string{"AuthorizeSecurityGroupIngress"}},
+		{"ingress added", func(a arns) error {
+			_, err := e.ec2.AuthorizeSecurityGroupIngress(e.ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: &a.sg, IpPermissions: []ec2types.IpPermission{
+				{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(22), ToPort: aws.Int32(22), IpRanges: []ec2types.IpRange{{CidrIp: aws.String("0.0.0.0/0")}}}}})
+			return err
+		}, []string{"RevokeSecurityGroupIngress"}},
+	}
+	for _, tt := range tests {
+		if err := tt.drift(e.arns(s)); err != nil {
+			t.Fatalf("%s: drifting: %v", tt.name, err)
+		}
+		e.rec.take()
+		e.deploy(s)
+		if diff := cmp.Diff(tt.want, mutating(e.rec.take())); diff != "" {
+			t.Errorf("%s: calls (-want +got):\n%s", tt.name, diff)
+		}
+		if diff := cmp.Diff(want, e.view(s.LoadBalancer.Name)); diff != "" {
+			t.Errorf("%s: not put back (-want +got):\n%s", tt.name, diff)
+		}
+		e.rec.take()
+		e.deploy(s)
+		if ops := mutating(e.rec.take()); len(ops) != 0 {
+			t.Errorf("%s: the Deploy after made %v", tt.name, ops)
+		}
+	}
+}
