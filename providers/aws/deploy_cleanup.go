@@ -23,7 +23,9 @@ const (
 
 // cleanup deletes, after the Stack is in place, what carries the gateway's tags but is not in
 // it, in reverse dependency order: rules, listeners, other load balancers, target groups,
-// certificates (after the listeners that used them), security groups.
+// certificates (after the listeners that used them), security groups. Listeners of the
+// gateway's load balancer that are not in the Stack go whatever their tags: the load balancer
+// is fleetgate's, and a port it does not declare must not serve.
 func (d *deployer) cleanup(ctx context.Context, st *state, x *executor) error {
 	for _, r := range st.staleRules {
 		if err := d.deleteRule(ctx, x, r); err != nil {

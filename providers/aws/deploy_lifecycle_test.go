@@ -300,3 +300,33 @@ func TestDeployReplacement(t *testing.T) {
 		t.Errorf("after replacement (-want +got):\n%s", diff)
 	}
 }
+
+// TestDeleteBusy: a target group refused as in use right after its load balancer went is
+// retried; refused for good, Delete returns the error and the next Delete finishes.
+func TestDeleteBusy(t *testing.T) {
+	e := newEnv(t)
+	s := e.albStack(selfSigned(t, "www.example.com", 1))
+	e.deploy(s)
+	busy := newDeployer(&busyELB{elbAPI: e.elb, busy: 1}, e.ec2, e.acm, e.fleet, e.d.log)
+	if err := busy.Delete(e.ctx, s.GatewayID); err != nil {
+		t.Fatalf("Delete with one ResourceInUse: %v", err)
+	}
+	if got := e.leftovers(e.fleet); len(got) != 0 {
+		t.Errorf("left: %v", got)
+	}
+
+	e.deploy(s)
+	stuck := newDeployer(&busyELB{elbAPI: e.elb, busy: 1000}, e.ec2, e.acm, e.fleet, e.d.log)
+	if err := stuck.Delete(e.ctx, s.GatewayID); !hasCode(err, "ResourceInUse") {
+		t.Fatalf("Delete with target groups in use for good: %v, want ResourceInUse", err)
+	}
+	if got := e.leftovers(e.fleet); got["lb"] != 0 || got["tg"] != 2 || got["cert"] != 0 || got["sg"] != 0 {
+		t.Errorf("after the failed Delete: %v, want only the 2 target groups", got)
+	}
+	if err := e.d.Delete(e.ctx, s.GatewayID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.leftovers(e.fleet); len(got) != 0 {
+		t.Errorf("left after the second Delete: %v", got)
+	}
+}

@@ -82,9 +82,7 @@ func (e *env) view(name string) view {
 		must(err)
 		for _, sg := range sgs.SecurityGroups {
 			v.LB.SecurityGroups = append(v.LB.SecurityGroups, aws.ToString(sg.GroupName))
-			for _, r := range ingressOfView(sg.IpPermissions) {
-				v.Ingress = append(v.Ingress, r)
-			}
+			v.Ingress = append(v.Ingress, ingressOfView(sg.IpPermissions)...)
 		}
 		sort.Strings(v.Ingress)
 	}

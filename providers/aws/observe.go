@@ -3,11 +3,13 @@ package aws
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/acm"
+	acmtypes "github.com/aws/aws-sdk-go-v2/service/acm/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
@@ -299,6 +301,21 @@ func (d *deployer) elbTags(ctx context.Context, arns []string) (map[string]map[s
 	for start := 0; start < len(arns); start += describeTagsBatch {
 		batch := arns[start:min(start+describeTagsBatch, len(arns))]
 		out, err := d.elb.DescribeTags(ctx, &elb.DescribeTagsInput{ResourceArns: batch})
+		if isNotFound(err) && len(batch) > 1 {
+			// One resource of the batch went since it was listed (another gateway's cleanup):
+			// the others are asked one by one.
+			for _, arn := range batch {
+				one, err := d.elbTags(ctx, []string{arn})
+				if err != nil {
+					return nil, err
+				}
+				maps.Copy(tags, one)
+			}
+			continue
+		}
+		if isNotFound(err) {
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("describing tags: %w", err)
 		}
@@ -343,7 +360,8 @@ func (d *deployer) findSecurityGroups(ctx context.Context, gatewayID string) ([]
 // only when the deployer changes them, which updates the cache.
 func (d *deployer) findCertificates(ctx context.Context, match func(map[string]string) bool) ([]liveCert, error) {
 	var certs []liveCert
-	in := &acm.ListCertificatesInput{}
+	// Without Includes, ACM lists only RSA-1024 and RSA-2048 certificates.
+	in := &acm.ListCertificatesInput{Includes: &acmtypes.Filters{KeyTypes: acmtypes.KeyAlgorithm("").Values()}}
 	for {
 		out, err := d.acm.ListCertificates(ctx, in)
 		if err != nil {
@@ -380,6 +398,9 @@ func (c *tagCache) get(ctx context.Context, api acmAPI, arn string) (map[string]
 		return t, nil
 	}
 	out, err := api.ListTagsForCertificate(ctx, &acm.ListTagsForCertificateInput{CertificateArn: &arn})
+	if isNotFound(err) {
+		return nil, nil // deleted since it was listed: no tags, not ours
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing tags of %s: %w", arn, err)
 	}
