@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/acm"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -328,5 +330,61 @@ func TestDeleteBusy(t *testing.T) {
 	}
 	if got := e.leftovers(e.fleet); len(got) != 0 {
 		t.Errorf("left after the second Delete: %v", got)
+	}
+}
+
+// goneELB answers DescribeTags of several ARNs with LoadBalancerNotFound, as AWS does when one
+// of them was deleted since it was listed.
+type goneELB struct{ elbAPI }
+
+func (g goneELB) DescribeTags(ctx context.Context, in *elb.DescribeTagsInput, opts ...func(*elb.Options)) (*elb.DescribeTagsOutput, error) {
+	if len(in.ResourceArns) > 1 {
+		return nil, &smithy.GenericAPIError{Code: "LoadBalancerNotFound"}
+	}
+	return g.elbAPI.DescribeTags(ctx, in, opts...)
+}
+
+func TestObserveResourceGone(t *testing.T) {
+	e := newEnv(t)
+	s := e.albStack(selfSigned(t, "www.example.com", 1))
+	e.deploy(s)
+	d := newDeployer(goneELB{e.elb}, e.ec2, e.acm, e.fleet, e.d.log)
+	obs, err := d.observe(e.ctx, s.GatewayID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obs.lbs) != 1 || len(obs.tgs) != 2 {
+		t.Errorf("observed %d load balancers and %d target groups, want 1 and 2", len(obs.lbs), len(obs.tgs))
+	}
+}
+
+// TestDeployTargetGroupReplaced: a port change needs a new target group; it is created under its
+// new name first, the rule moves to it, then the old one goes.
+func TestDeployTargetGroupReplaced(t *testing.T) {
+	e := newEnv(t)
+	s := e.albStack(selfSigned(t, "www.example.com", 1))
+	e.deploy(s)
+	s.TargetGroups[1].Port, s.TargetGroups[1].Name = 9091, e.prefix+"-b2"
+	s.TargetGroups[1].Targets = []Target{{IP: "10.0.1.20", Port: 9091}}
+	e.rec.take()
+	e.deploy(s)
+	want := []string{"CreateTargetGroup", "ModifyRule", "RegisterTargets", "DeleteTargetGroup"}
+	if diff := cmp.Diff(want, mutating(e.rec.take())); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	v := e.view(s.LoadBalancer.Name)
+	if _, ok := v.TargetGroups[e.prefix+"-b"]; ok {
+		t.Error("the old target group is still there")
+	}
+	if tg := v.TargetGroups[e.prefix+"-b2"]; tg.Port != 9091 || !slices.Equal(tg.Targets, []string{"10.0.1.20:9091"}) {
+		t.Errorf("new target group %+v", tg)
+	}
+	if want := "443/1 host=a.example.com path=/api/* x-env=prod → forward " + e.prefix + "-a=80," + e.prefix + "-b2=20"; v.Rules[0] != want {
+		t.Errorf("rule %q, want %q", v.Rules[0], want)
+	}
+	// the same name for a replacement cannot work on AWS: say so instead of failing on a duplicate
+	s.TargetGroups[1].Port = 9092
+	if _, err := e.d.Deploy(e.ctx, s); err == nil || !strings.Contains(err.Error(), "same name") {
+		t.Errorf("replacement under the same name: %v, want an error saying so", err)
 	}
 }
