@@ -82,6 +82,9 @@ func (d *deployer) run(ctx context.Context, s *Stack, x *executor) (Deployed, er
 		return Deployed{}, err
 	}
 	st := &state{stack: s, obs: obs, tgARN: map[string]string{}, certARN: map[string]string{}, listenerARN: map[string]string{}}
+	if err := st.refuseReplacement(); err != nil {
+		return Deployed{}, err // before any call: nothing of the Stack is half applied
+	}
 	steps := []func(context.Context, *state, *executor) error{
 		d.syncSecurityGroup,
 		d.syncCertificates,

@@ -238,8 +238,9 @@ func TestDeletionProtection(t *testing.T) {
 	s.LoadBalancer.Attributes["deletion_protection.enabled"] = "true"
 	dep := e.deploy(s)
 
-	// a replacement is refused, and nothing is called
+	// a replacement is refused before any call, even for the parts that could change
 	s.LoadBalancer.Scheme = "internal"
+	s.Rules[0].Action.Forward[0].Weight = 1
 	e.rec.take()
 	_, err := e.d.Deploy(e.ctx, s)
 	var refused *ReplacementRefusedError
@@ -250,6 +251,7 @@ func TestDeletionProtection(t *testing.T) {
 		t.Errorf("refused Deploy made %v", ops)
 	}
 	s.LoadBalancer.Scheme = "internet-facing"
+	s.Rules[0].Action.Forward[0].Weight = 80
 
 	// protection is never turned off by fleetgate
 	s.LoadBalancer.Attributes["deletion_protection.enabled"] = "false"

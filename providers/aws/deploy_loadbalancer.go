@@ -20,16 +20,13 @@ const (
 
 // syncLoadBalancer creates the load balancer or reconciles its attributes, security groups,
 // subnets and tags. Type, scheme and IP address type need a replacement (delete, then create:
-// the name is the same), refused with *ReplacementRefusedError while deletion protection is on.
+// the name is the same), which run refuses beforehand while deletion protection is on.
 func (d *deployer) syncLoadBalancer(ctx context.Context, st *state, x *executor) error {
 	want := st.stack.LoadBalancer
 	tags := d.tagsFor(st.stack, lbResourceID, map[string]string{TagClusters: strings.Join(st.stack.Clusters, ",")})
 	live := st.liveLoadBalancer()
 	if live != nil {
 		if changes := replacementChanges(want, live.lb); len(changes) > 0 {
-			if live.attrs[attrDeletionProtection] == "true" {
-				return &ReplacementRefusedError{LoadBalancer: lbName(live), Changes: changes}
-			}
 			arn := aws.ToString(live.lb.LoadBalancerArn)
 			if err := x.do(Call{"DeleteLoadBalancer", lbResourceID, "replace: " + strings.Join(changes, ", ")}, func() error {
 				_, err := d.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerArn: &arn})
@@ -73,6 +70,19 @@ func (d *deployer) syncLoadBalancer(ctx context.Context, st *state, x *executor)
 		}
 	}
 	return d.syncELBTags(ctx, x, lbResourceID, st.lbARN, live.tags, tags)
+}
+
+// refuseReplacement returns *ReplacementRefusedError when the Stack needs the live load balancer
+// replaced and its deletion protection is on.
+func (st *state) refuseReplacement() error {
+	live := st.liveLoadBalancer()
+	if live == nil || live.attrs[attrDeletionProtection] != "true" {
+		return nil
+	}
+	if changes := replacementChanges(st.stack.LoadBalancer, live.lb); len(changes) > 0 {
+		return &ReplacementRefusedError{LoadBalancer: lbName(live), Changes: changes}
+	}
+	return nil
 }
 
 // liveLoadBalancer picks the observed load balancer to keep: the one with the Stack's name, else
