@@ -117,6 +117,14 @@ func TestDeployDrift(t *testing.T) {
 				{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(443), ToPort: aws.Int32(443), IpRanges: []ec2types.IpRange{{CidrIp: aws.String("0.0.0.0/0")}}}}})
 			return err
 		}, []string{"AuthorizeSecurityGroupIngress"}},
+		{"security group swapped", func(a arns) error {
+			sg, err := e.ec2.CreateSecurityGroup(e.ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String(e.prefix + "-hand"), Description: aws.String("by hand"), VpcId: &e.vpc})
+			if err != nil {
+				return err
+			}
+			_, err = e.elb.SetSecurityGroups(e.ctx, &elb.SetSecurityGroupsInput{LoadBalancerArn: &a.lb, SecurityGroups: []string{aws.ToString(sg.GroupId)}})
+			return err
+		}, []string{"SetSecurityGroups"}},
 		{"ingress added", func(a arns) error {
 			_, err := e.ec2.AuthorizeSecurityGroupIngress(e.ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: &a.sg, IpPermissions: []ec2types.IpPermission{
 				{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(22), ToPort: aws.Int32(22), IpRanges: []ec2types.IpRange{{CidrIp: aws.String("0.0.0.0/0")}}}}})
@@ -140,5 +148,29 @@ func TestDeployDrift(t *testing.T) {
 		if ops := mutating(e.rec.take()); len(ops) != 0 {
 			t.Errorf("%s: the Deploy after made %v", tt.name, ops)
 		}
+	}
+}
+
+// TestDeploySubnets: a subnet added to the Stack is set on the load balancer in place.
+func TestDeploySubnets(t *testing.T) {
+	e := newEnv(t)
+	s := e.albStack(selfSigned(t, "www.example.com", 1))
+	e.deploy(s)
+	sn, err := e.ec2.CreateSubnet(e.ctx, &ec2.CreateSubnetInput{VpcId: &e.vpc, AvailabilityZone: aws.String("us-east-1c"), CidrBlock: aws.String("10.0.3.0/24")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.LoadBalancer.Subnets = append(s.LoadBalancer.Subnets, aws.ToString(sn.Subnet.SubnetId))
+	e.rec.take()
+	e.deploy(s)
+	if diff := cmp.Diff([]string{"SetSubnets"}, mutating(e.rec.take())); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if got := e.view(s.LoadBalancer.Name).LB.Subnets; got != 3 {
+		t.Errorf("load balancer in %d subnets, want 3", got)
+	}
+	e.deploy(s)
+	if ops := mutating(e.rec.take()); len(ops) != 0 {
+		t.Errorf("Deploy after made %v", ops)
 	}
 }

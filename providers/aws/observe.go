@@ -187,7 +187,7 @@ func (d *deployer) targetGroupDetails(ctx context.Context, arn string) (map[stri
 	var targets []Target
 	for _, t := range h.TargetHealthDescriptions {
 		if t.Target == nil || (t.TargetHealth != nil && t.TargetHealth.State == elbtypes.TargetHealthStateEnumDraining) {
-			continue // a draining target is on its way out: registering it again would cancel that
+			continue // already on its way out: counted, it would be deregistered again on every run
 		}
 		targets = append(targets, Target{IP: aws.ToString(t.Target.Id), Port: aws.ToInt32(t.Target.Port), AvailabilityZone: aws.ToString(t.Target.AvailabilityZone)})
 	}
