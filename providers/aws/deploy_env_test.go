@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"math/big"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -27,10 +26,6 @@ import (
 
 	"github.com/fleetgate/fleetgate/providers/aws/mototest"
 )
-
-var moto *mototest.Server
-
-func TestMain(m *testing.M) { os.Exit(mototest.Main(m, &moto)) }
 
 // recorder sees every call the real SDK clients make (an initialize middleware), with its input,
 // so tests count mutating calls and read what was sent where moto drops it.
