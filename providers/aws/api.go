@@ -5,44 +5,44 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/acm"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 )
 
 // elbAPI is the part of the ELBv2 client the deployer calls; *elasticloadbalancingv2.Client
 // satisfies it.
 type elbAPI interface {
-	DescribeLoadBalancers(ctx context.Context, in *elb.DescribeLoadBalancersInput, opts ...func(*elb.Options)) (*elb.DescribeLoadBalancersOutput, error)
-	DescribeLoadBalancerAttributes(ctx context.Context, in *elb.DescribeLoadBalancerAttributesInput, opts ...func(*elb.Options)) (*elb.DescribeLoadBalancerAttributesOutput, error)
-	DescribeTags(ctx context.Context, in *elb.DescribeTagsInput, opts ...func(*elb.Options)) (*elb.DescribeTagsOutput, error)
-	DescribeTargetGroups(ctx context.Context, in *elb.DescribeTargetGroupsInput, opts ...func(*elb.Options)) (*elb.DescribeTargetGroupsOutput, error)
-	DescribeTargetGroupAttributes(ctx context.Context, in *elb.DescribeTargetGroupAttributesInput, opts ...func(*elb.Options)) (*elb.DescribeTargetGroupAttributesOutput, error)
-	DescribeTargetHealth(ctx context.Context, in *elb.DescribeTargetHealthInput, opts ...func(*elb.Options)) (*elb.DescribeTargetHealthOutput, error)
-	DescribeListeners(ctx context.Context, in *elb.DescribeListenersInput, opts ...func(*elb.Options)) (*elb.DescribeListenersOutput, error)
-	DescribeListenerCertificates(ctx context.Context, in *elb.DescribeListenerCertificatesInput, opts ...func(*elb.Options)) (*elb.DescribeListenerCertificatesOutput, error)
-	DescribeRules(ctx context.Context, in *elb.DescribeRulesInput, opts ...func(*elb.Options)) (*elb.DescribeRulesOutput, error)
+	DescribeLoadBalancers(ctx context.Context, in *elbv2.DescribeLoadBalancersInput, opts ...func(*elbv2.Options)) (*elbv2.DescribeLoadBalancersOutput, error)
+	DescribeLoadBalancerAttributes(ctx context.Context, in *elbv2.DescribeLoadBalancerAttributesInput, opts ...func(*elbv2.Options)) (*elbv2.DescribeLoadBalancerAttributesOutput, error)
+	DescribeTags(ctx context.Context, in *elbv2.DescribeTagsInput, opts ...func(*elbv2.Options)) (*elbv2.DescribeTagsOutput, error)
+	DescribeTargetGroups(ctx context.Context, in *elbv2.DescribeTargetGroupsInput, opts ...func(*elbv2.Options)) (*elbv2.DescribeTargetGroupsOutput, error)
+	DescribeTargetGroupAttributes(ctx context.Context, in *elbv2.DescribeTargetGroupAttributesInput, opts ...func(*elbv2.Options)) (*elbv2.DescribeTargetGroupAttributesOutput, error)
+	DescribeTargetHealth(ctx context.Context, in *elbv2.DescribeTargetHealthInput, opts ...func(*elbv2.Options)) (*elbv2.DescribeTargetHealthOutput, error)
+	DescribeListeners(ctx context.Context, in *elbv2.DescribeListenersInput, opts ...func(*elbv2.Options)) (*elbv2.DescribeListenersOutput, error)
+	DescribeListenerCertificates(ctx context.Context, in *elbv2.DescribeListenerCertificatesInput, opts ...func(*elbv2.Options)) (*elbv2.DescribeListenerCertificatesOutput, error)
+	DescribeRules(ctx context.Context, in *elbv2.DescribeRulesInput, opts ...func(*elbv2.Options)) (*elbv2.DescribeRulesOutput, error)
 
-	CreateLoadBalancer(ctx context.Context, in *elb.CreateLoadBalancerInput, opts ...func(*elb.Options)) (*elb.CreateLoadBalancerOutput, error)
-	DeleteLoadBalancer(ctx context.Context, in *elb.DeleteLoadBalancerInput, opts ...func(*elb.Options)) (*elb.DeleteLoadBalancerOutput, error)
-	ModifyLoadBalancerAttributes(ctx context.Context, in *elb.ModifyLoadBalancerAttributesInput, opts ...func(*elb.Options)) (*elb.ModifyLoadBalancerAttributesOutput, error)
-	SetSecurityGroups(ctx context.Context, in *elb.SetSecurityGroupsInput, opts ...func(*elb.Options)) (*elb.SetSecurityGroupsOutput, error)
-	SetSubnets(ctx context.Context, in *elb.SetSubnetsInput, opts ...func(*elb.Options)) (*elb.SetSubnetsOutput, error)
-	CreateTargetGroup(ctx context.Context, in *elb.CreateTargetGroupInput, opts ...func(*elb.Options)) (*elb.CreateTargetGroupOutput, error)
-	DeleteTargetGroup(ctx context.Context, in *elb.DeleteTargetGroupInput, opts ...func(*elb.Options)) (*elb.DeleteTargetGroupOutput, error)
-	ModifyTargetGroup(ctx context.Context, in *elb.ModifyTargetGroupInput, opts ...func(*elb.Options)) (*elb.ModifyTargetGroupOutput, error)
-	ModifyTargetGroupAttributes(ctx context.Context, in *elb.ModifyTargetGroupAttributesInput, opts ...func(*elb.Options)) (*elb.ModifyTargetGroupAttributesOutput, error)
-	RegisterTargets(ctx context.Context, in *elb.RegisterTargetsInput, opts ...func(*elb.Options)) (*elb.RegisterTargetsOutput, error)
-	DeregisterTargets(ctx context.Context, in *elb.DeregisterTargetsInput, opts ...func(*elb.Options)) (*elb.DeregisterTargetsOutput, error)
-	CreateListener(ctx context.Context, in *elb.CreateListenerInput, opts ...func(*elb.Options)) (*elb.CreateListenerOutput, error)
-	ModifyListener(ctx context.Context, in *elb.ModifyListenerInput, opts ...func(*elb.Options)) (*elb.ModifyListenerOutput, error)
-	DeleteListener(ctx context.Context, in *elb.DeleteListenerInput, opts ...func(*elb.Options)) (*elb.DeleteListenerOutput, error)
-	AddListenerCertificates(ctx context.Context, in *elb.AddListenerCertificatesInput, opts ...func(*elb.Options)) (*elb.AddListenerCertificatesOutput, error)
-	RemoveListenerCertificates(ctx context.Context, in *elb.RemoveListenerCertificatesInput, opts ...func(*elb.Options)) (*elb.RemoveListenerCertificatesOutput, error)
-	CreateRule(ctx context.Context, in *elb.CreateRuleInput, opts ...func(*elb.Options)) (*elb.CreateRuleOutput, error)
-	ModifyRule(ctx context.Context, in *elb.ModifyRuleInput, opts ...func(*elb.Options)) (*elb.ModifyRuleOutput, error)
-	DeleteRule(ctx context.Context, in *elb.DeleteRuleInput, opts ...func(*elb.Options)) (*elb.DeleteRuleOutput, error)
-	SetRulePriorities(ctx context.Context, in *elb.SetRulePrioritiesInput, opts ...func(*elb.Options)) (*elb.SetRulePrioritiesOutput, error)
-	AddTags(ctx context.Context, in *elb.AddTagsInput, opts ...func(*elb.Options)) (*elb.AddTagsOutput, error)
-	RemoveTags(ctx context.Context, in *elb.RemoveTagsInput, opts ...func(*elb.Options)) (*elb.RemoveTagsOutput, error)
+	CreateLoadBalancer(ctx context.Context, in *elbv2.CreateLoadBalancerInput, opts ...func(*elbv2.Options)) (*elbv2.CreateLoadBalancerOutput, error)
+	DeleteLoadBalancer(ctx context.Context, in *elbv2.DeleteLoadBalancerInput, opts ...func(*elbv2.Options)) (*elbv2.DeleteLoadBalancerOutput, error)
+	ModifyLoadBalancerAttributes(ctx context.Context, in *elbv2.ModifyLoadBalancerAttributesInput, opts ...func(*elbv2.Options)) (*elbv2.ModifyLoadBalancerAttributesOutput, error)
+	SetSecurityGroups(ctx context.Context, in *elbv2.SetSecurityGroupsInput, opts ...func(*elbv2.Options)) (*elbv2.SetSecurityGroupsOutput, error)
+	SetSubnets(ctx context.Context, in *elbv2.SetSubnetsInput, opts ...func(*elbv2.Options)) (*elbv2.SetSubnetsOutput, error)
+	CreateTargetGroup(ctx context.Context, in *elbv2.CreateTargetGroupInput, opts ...func(*elbv2.Options)) (*elbv2.CreateTargetGroupOutput, error)
+	DeleteTargetGroup(ctx context.Context, in *elbv2.DeleteTargetGroupInput, opts ...func(*elbv2.Options)) (*elbv2.DeleteTargetGroupOutput, error)
+	ModifyTargetGroup(ctx context.Context, in *elbv2.ModifyTargetGroupInput, opts ...func(*elbv2.Options)) (*elbv2.ModifyTargetGroupOutput, error)
+	ModifyTargetGroupAttributes(ctx context.Context, in *elbv2.ModifyTargetGroupAttributesInput, opts ...func(*elbv2.Options)) (*elbv2.ModifyTargetGroupAttributesOutput, error)
+	RegisterTargets(ctx context.Context, in *elbv2.RegisterTargetsInput, opts ...func(*elbv2.Options)) (*elbv2.RegisterTargetsOutput, error)
+	DeregisterTargets(ctx context.Context, in *elbv2.DeregisterTargetsInput, opts ...func(*elbv2.Options)) (*elbv2.DeregisterTargetsOutput, error)
+	CreateListener(ctx context.Context, in *elbv2.CreateListenerInput, opts ...func(*elbv2.Options)) (*elbv2.CreateListenerOutput, error)
+	ModifyListener(ctx context.Context, in *elbv2.ModifyListenerInput, opts ...func(*elbv2.Options)) (*elbv2.ModifyListenerOutput, error)
+	DeleteListener(ctx context.Context, in *elbv2.DeleteListenerInput, opts ...func(*elbv2.Options)) (*elbv2.DeleteListenerOutput, error)
+	AddListenerCertificates(ctx context.Context, in *elbv2.AddListenerCertificatesInput, opts ...func(*elbv2.Options)) (*elbv2.AddListenerCertificatesOutput, error)
+	RemoveListenerCertificates(ctx context.Context, in *elbv2.RemoveListenerCertificatesInput, opts ...func(*elbv2.Options)) (*elbv2.RemoveListenerCertificatesOutput, error)
+	CreateRule(ctx context.Context, in *elbv2.CreateRuleInput, opts ...func(*elbv2.Options)) (*elbv2.CreateRuleOutput, error)
+	ModifyRule(ctx context.Context, in *elbv2.ModifyRuleInput, opts ...func(*elbv2.Options)) (*elbv2.ModifyRuleOutput, error)
+	DeleteRule(ctx context.Context, in *elbv2.DeleteRuleInput, opts ...func(*elbv2.Options)) (*elbv2.DeleteRuleOutput, error)
+	SetRulePriorities(ctx context.Context, in *elbv2.SetRulePrioritiesInput, opts ...func(*elbv2.Options)) (*elbv2.SetRulePrioritiesOutput, error)
+	AddTags(ctx context.Context, in *elbv2.AddTagsInput, opts ...func(*elbv2.Options)) (*elbv2.AddTagsOutput, error)
+	RemoveTags(ctx context.Context, in *elbv2.RemoveTagsInput, opts ...func(*elbv2.Options)) (*elbv2.RemoveTagsOutput, error)
 }
 
 // ec2API is the part of the EC2 client the deployer calls: the ALB's security group, its tags,
@@ -72,7 +72,7 @@ type acmAPI interface {
 
 // The real clients satisfy the interfaces.
 var (
-	_ elbAPI = (*elb.Client)(nil)
+	_ elbAPI = (*elbv2.Client)(nil)
 	_ ec2API = (*ec2.Client)(nil)
 	_ acmAPI = (*acm.Client)(nil)
 )

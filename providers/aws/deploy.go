@@ -2,13 +2,10 @@ package aws
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
-	"github.com/aws/smithy-go"
 	"github.com/go-logr/logr"
 )
 
@@ -40,27 +37,6 @@ type Deployed struct {
 	Addresses []string
 	// Calls are the mutating calls made, or for a DryRun Stack the ones that would be.
 	Calls []Call
-}
-
-// ReplacementRefusedError: the Stack needs the load balancer replaced (type, scheme or IP address
-// type changed) but deletion protection is on. fleetgate never turns protection off.
-type ReplacementRefusedError struct {
-	LoadBalancer string
-	Changes      []string // e.g. "scheme internet-facing→internal"
-}
-
-func (e *ReplacementRefusedError) Error() string {
-	return fmt.Sprintf("load balancer %s must be replaced (%s) but has deletion protection on; turn it off in AWS to let fleetgate replace it",
-		e.LoadBalancer, strings.Join(e.Changes, ", "))
-}
-
-// DeletionProtectedError: Delete left a load balancer because its deletion protection is on.
-type DeletionProtectedError struct {
-	LoadBalancer string
-}
-
-func (e *DeletionProtectedError) Error() string {
-	return fmt.Sprintf("load balancer %s has deletion protection on: it and what it uses are kept; turn protection off in AWS to let fleetgate delete it", e.LoadBalancer)
 }
 
 // Deploy makes the AWS resources of s.GatewayID what s says, in dependency order, and deletes
@@ -158,25 +134,5 @@ func (x *executor) do(c Call, f func() error) error {
 
 // placeholder stands for the ARN of a resource a dry run would create.
 func placeholder(id string) string { return "(new " + id + ")" }
-
-// hasCode reports whether err is an AWS API error with one of codes.
-func hasCode(err error, codes ...string) bool {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	for _, c := range codes {
-		if ae.ErrorCode() == c {
-			return true
-		}
-	}
-	return false
-}
-
-// isNotFound: the error means the resource is already gone.
-func isNotFound(err error) bool {
-	return hasCode(err, "LoadBalancerNotFound", "TargetGroupNotFound", "ListenerNotFound", "RuleNotFound",
-		"InvalidGroup.NotFound", "ResourceNotFoundException", "CertificateNotFound")
-}
 
 func lbName(l *liveLB) string { return aws.ToString(l.lb.LoadBalancerName) }

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/acm"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 )
 
 // Deletes that AWS refuses for a short while after what used the resource went (a target group
@@ -35,7 +35,7 @@ func (d *deployer) cleanup(ctx context.Context, st *state, x *executor) error {
 	for _, l := range st.listeners {
 		if arn := aws.ToString(l.l.ListenerArn); !st.listenerKeep[arn] {
 			if err := x.do(Call{"DeleteListener", resourceName(l.tags, arn), ""}, func() error {
-				_, err := d.elb.DeleteListener(ctx, &elb.DeleteListenerInput{ListenerArn: &arn})
+				_, err := d.elb.DeleteListener(ctx, &elbv2.DeleteListenerInput{ListenerArn: &arn})
 				if isNotFound(err) {
 					return nil
 				}
@@ -73,7 +73,7 @@ func (d *deployer) deleteUnused(ctx context.Context, x *executor, obs *observed,
 		if arn := aws.ToString(tg.tg.TargetGroupArn); !keepTG[arn] {
 			errs = append(errs, x.do(Call{"DeleteTargetGroup", resourceName(tg.tags, arn), aws.ToString(tg.tg.TargetGroupName)}, func() error {
 				return retryDelete(ctx, "ResourceInUse", func() error {
-					_, err := d.elb.DeleteTargetGroup(ctx, &elb.DeleteTargetGroupInput{TargetGroupArn: &arn})
+					_, err := d.elb.DeleteTargetGroup(ctx, &elbv2.DeleteTargetGroupInput{TargetGroupArn: &arn})
 					return err
 				})
 			}))
@@ -108,7 +108,7 @@ func (d *deployer) deleteUnused(ctx context.Context, x *executor, obs *observed,
 
 func (d *deployer) deleteLoadBalancer(ctx context.Context, x *executor, arn string) error {
 	return x.do(Call{"DeleteLoadBalancer", lbResourceID, arn}, func() error {
-		_, err := d.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerArn: &arn})
+		_, err := d.elb.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: &arn})
 		if isNotFound(err) {
 			return nil
 		}

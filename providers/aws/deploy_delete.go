@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 )
 
@@ -30,7 +30,7 @@ func (d *deployer) Delete(ctx context.Context, gatewayID string) error {
 	var errs []error
 	for _, lb := range obs.lbs {
 		arn := aws.ToString(lb.lb.LoadBalancerArn)
-		out, err := d.elb.DescribeLoadBalancerAttributes(ctx, &elb.DescribeLoadBalancerAttributesInput{LoadBalancerArn: &arn})
+		out, err := d.elb.DescribeLoadBalancerAttributes(ctx, &elbv2.DescribeLoadBalancerAttributesInput{LoadBalancerArn: &arn})
 		if isNotFound(err) {
 			continue
 		}

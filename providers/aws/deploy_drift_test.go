@@ -6,7 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	"github.com/google/go-cmp/cmp"
 )
@@ -58,58 +58,58 @@ func TestDeployDrift(t *testing.T) {
 		want  []string
 	}{
 		{"rule edited", func(a arns) error {
-			_, err := e.elb.ModifyRule(e.ctx, &elb.ModifyRuleInput{RuleArn: aws.String(a.rules["rule/c"]),
+			_, err := e.elb.ModifyRule(e.ctx, &elbv2.ModifyRuleInput{RuleArn: aws.String(a.rules["rule/c"]),
 				Conditions: []elbtypes.RuleCondition{{Field: aws.String("host-header"), HostHeaderConfig: &elbtypes.HostHeaderConditionConfig{Values: []string{"evil.example.com"}}}}})
 			return err
 		}, []string{"ModifyRule"}},
 		{"rule action edited", func(a arns) error {
-			_, err := e.elb.ModifyRule(e.ctx, &elb.ModifyRuleInput{RuleArn: aws.String(a.rules["rule/a"]),
+			_, err := e.elb.ModifyRule(e.ctx, &elbv2.ModifyRuleInput{RuleArn: aws.String(a.rules["rule/a"]),
 				Actions: []elbtypes.Action{{Type: elbtypes.ActionTypeEnumForward, TargetGroupArn: aws.String(a.tg["tg/b"])}}})
 			return err
 		}, []string{"ModifyRule"}},
 		{"rule deleted", func(a arns) error {
-			_, err := e.elb.DeleteRule(e.ctx, &elb.DeleteRuleInput{RuleArn: aws.String(a.rules["rule/b"])})
+			_, err := e.elb.DeleteRule(e.ctx, &elbv2.DeleteRuleInput{RuleArn: aws.String(a.rules["rule/b"])})
 			return err
 		}, []string{"CreateRule"}},
 		{"listener default action", func(a arns) error {
-			_, err := e.elb.ModifyListener(e.ctx, &elb.ModifyListenerInput{ListenerArn: aws.String(a.listeners["listener/443"]),
+			_, err := e.elb.ModifyListener(e.ctx, &elbv2.ModifyListenerInput{ListenerArn: aws.String(a.listeners["listener/443"]),
 				DefaultActions: []elbtypes.Action{{Type: elbtypes.ActionTypeEnumForward, TargetGroupArn: aws.String(a.tg["tg/a"])}}})
 			return err
 		}, []string{"ModifyListener"}},
 		{"listener deleted", func(a arns) error {
-			_, err := e.elb.DeleteListener(e.ctx, &elb.DeleteListenerInput{ListenerArn: aws.String(a.listeners["listener/80"])})
+			_, err := e.elb.DeleteListener(e.ctx, &elbv2.DeleteListenerInput{ListenerArn: aws.String(a.listeners["listener/80"])})
 			return err
 		}, []string{"CreateListener"}},
 		{"attribute flipped", func(a arns) error {
-			_, err := e.elb.ModifyLoadBalancerAttributes(e.ctx, &elb.ModifyLoadBalancerAttributesInput{LoadBalancerArn: &a.lb,
+			_, err := e.elb.ModifyLoadBalancerAttributes(e.ctx, &elbv2.ModifyLoadBalancerAttributesInput{LoadBalancerArn: &a.lb,
 				Attributes: []elbtypes.LoadBalancerAttribute{{Key: aws.String("idle_timeout.timeout_seconds"), Value: aws.String("60")}}})
 			return err
 		}, []string{"ModifyLoadBalancerAttributes"}},
 		{"target group attribute", func(a arns) error {
-			_, err := e.elb.ModifyTargetGroupAttributes(e.ctx, &elb.ModifyTargetGroupAttributesInput{TargetGroupArn: aws.String(a.tg["tg/a"]),
+			_, err := e.elb.ModifyTargetGroupAttributes(e.ctx, &elbv2.ModifyTargetGroupAttributesInput{TargetGroupArn: aws.String(a.tg["tg/a"]),
 				Attributes: []elbtypes.TargetGroupAttribute{{Key: aws.String("deregistration_delay.timeout_seconds"), Value: aws.String("5")}}})
 			return err
 		}, []string{"ModifyTargetGroupAttributes"}},
 		{"health check", func(a arns) error {
-			_, err := e.elb.ModifyTargetGroup(e.ctx, &elb.ModifyTargetGroupInput{TargetGroupArn: aws.String(a.tg["tg/b"]), HealthCheckPath: aws.String("/other")})
+			_, err := e.elb.ModifyTargetGroup(e.ctx, &elbv2.ModifyTargetGroupInput{TargetGroupArn: aws.String(a.tg["tg/b"]), HealthCheckPath: aws.String("/other")})
 			return err
 		}, []string{"ModifyTargetGroup"}},
 		{"target deregistered", func(a arns) error {
-			_, err := e.elb.DeregisterTargets(e.ctx, &elb.DeregisterTargetsInput{TargetGroupArn: aws.String(a.tg["tg/a"]),
+			_, err := e.elb.DeregisterTargets(e.ctx, &elbv2.DeregisterTargetsInput{TargetGroupArn: aws.String(a.tg["tg/a"]),
 				Targets: []elbtypes.TargetDescription{{Id: aws.String("10.0.1.10"), Port: aws.Int32(8080)}}})
 			return err
 		}, []string{"RegisterTargets"}},
 		{"target added", func(a arns) error {
-			_, err := e.elb.RegisterTargets(e.ctx, &elb.RegisterTargetsInput{TargetGroupArn: aws.String(a.tg["tg/b"]),
+			_, err := e.elb.RegisterTargets(e.ctx, &elbv2.RegisterTargetsInput{TargetGroupArn: aws.String(a.tg["tg/b"]),
 				Targets: []elbtypes.TargetDescription{{Id: aws.String("10.0.2.99"), Port: aws.Int32(9090)}}})
 			return err
 		}, []string{"DeregisterTargets"}},
 		{"tag removed", func(a arns) error {
-			_, err := e.elb.RemoveTags(e.ctx, &elb.RemoveTagsInput{ResourceArns: []string{a.lb}, TagKeys: []string{"team"}})
+			_, err := e.elb.RemoveTags(e.ctx, &elbv2.RemoveTagsInput{ResourceArns: []string{a.lb}, TagKeys: []string{"team"}})
 			return err
 		}, []string{"AddTags"}},
 		{"tag added by hand", func(a arns) error {
-			_, err := e.elb.AddTags(e.ctx, &elb.AddTagsInput{ResourceArns: []string{a.tg["tg/a"]}, Tags: []elbtypes.Tag{{Key: aws.String("owner"), Value: aws.String("me")}}})
+			_, err := e.elb.AddTags(e.ctx, &elbv2.AddTagsInput{ResourceArns: []string{a.tg["tg/a"]}, Tags: []elbtypes.Tag{{Key: aws.String("owner"), Value: aws.String("me")}}})
 			return err
 		}, []string{"RemoveTags"}},
 		{"ingress revoked", func(a arns) error {
@@ -122,7 +122,7 @@ func TestDeployDrift(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = e.elb.SetSecurityGroups(e.ctx, &elb.SetSecurityGroupsInput{LoadBalancerArn: &a.lb, SecurityGroups: []string{aws.ToString(sg.GroupId)}})
+			_, err = e.elb.SetSecurityGroups(e.ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: &a.lb, SecurityGroups: []string{aws.ToString(sg.GroupId)}})
 			return err
 		}, []string{"SetSecurityGroups"}},
 		{"ingress added", func(a arns) error {

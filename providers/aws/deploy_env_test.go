@@ -20,39 +20,39 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/acm"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/go-logr/logr/testr"
 
 	"github.com/fleetgate/fleetgate/providers/aws/mototest"
 )
 
-// recorder sees every call the real SDK clients make (an initialize middleware), with its input,
+// callRecorder sees every call the real SDK clients make (an initialize middleware), with its input,
 // so tests count mutating calls and read what was sent where moto drops it.
-type recorder struct {
+type callRecorder struct {
 	mu    sync.Mutex
-	calls []recorded
+	calls []sdkCall
 }
 
-type recorded struct {
+type sdkCall struct {
 	Operation string
 	Input     any
 }
 
-func (r *recorder) attach(cfg *aws.Config) {
+func (r *callRecorder) attach(cfg *aws.Config) {
 	cfg.APIOptions = append(cfg.APIOptions, func(s *middleware.Stack) error {
 		return s.Initialize.Add(middleware.InitializeMiddlewareFunc("fleetgate-record",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				r.mu.Lock()
-				r.calls = append(r.calls, recorded{Operation: awsmiddleware.GetOperationName(ctx), Input: in.Parameters})
+				r.calls = append(r.calls, sdkCall{Operation: awsmiddleware.GetOperationName(ctx), Input: in.Parameters})
 				r.mu.Unlock()
 				return next.HandleInitialize(ctx, in)
 			}), middleware.After)
 	})
 }
 
-// take returns the calls recorded since the last take and forgets them.
-func (r *recorder) take() []recorded {
+// take returns the calls sdkCall since the last take and forgets them.
+func (r *callRecorder) take() []sdkCall {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.calls
@@ -61,7 +61,7 @@ func (r *recorder) take() []recorded {
 }
 
 // mutating are the operations of calls that change something.
-func mutating(calls []recorded) []string {
+func mutating(calls []sdkCall) []string {
 	var ops []string
 	for _, c := range calls {
 		if !strings.HasPrefix(c.Operation, "Describe") && !strings.HasPrefix(c.Operation, "List") {
@@ -83,8 +83,8 @@ func operations(calls []Call) []string {
 type env struct {
 	t       *testing.T
 	ctx     context.Context
-	rec     *recorder
-	elb     *elb.Client
+	rec     *callRecorder
+	elb     *elbv2.Client
 	ec2     *ec2.Client
 	acm     *acm.Client
 	d       *deployer
@@ -103,9 +103,9 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, rec: &recorder{}}
+	e := &env{t: t, ctx: ctx, rec: &callRecorder{}}
 	e.rec.attach(&cfg)
-	e.elb, e.ec2, e.acm = elb.NewFromConfig(cfg), ec2.NewFromConfig(cfg), acm.NewFromConfig(cfg)
+	e.elb, e.ec2, e.acm = elbv2.NewFromConfig(cfg), ec2.NewFromConfig(cfg), acm.NewFromConfig(cfg)
 	sum := sha256.Sum256([]byte(t.Name()))
 	e.prefix = "t" + hex.EncodeToString(sum[:])[:8]
 	e.fleet = "fleet-" + e.prefix
@@ -176,7 +176,7 @@ func selfSigned(t *testing.T, host string, serial int64) Certificate {
 
 func (e *env) lbARN(name string) string {
 	e.t.Helper()
-	out, err := e.elb.DescribeLoadBalancers(e.ctx, &elb.DescribeLoadBalancersInput{Names: []string{name}})
+	out, err := e.elb.DescribeLoadBalancers(e.ctx, &elbv2.DescribeLoadBalancersInput{Names: []string{name}})
 	if err != nil {
 		e.t.Fatal(err)
 	}

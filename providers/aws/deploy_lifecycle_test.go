@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/acm"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 )
@@ -137,7 +137,7 @@ func (e *env) leftovers(fleet string) map[string]int {
 	}
 	n := map[string]int{"lb": len(obs.lbs), "tg": len(obs.tgs), "sg": len(obs.sgs), "cert": len(obs.certs)}
 	// listeners and rules die with their load balancer; check none is left on any LB of the VPC
-	lbs, err := e.elb.DescribeLoadBalancers(e.ctx, &elb.DescribeLoadBalancersInput{})
+	lbs, err := e.elb.DescribeLoadBalancers(e.ctx, &elbv2.DescribeLoadBalancersInput{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func (e *env) leftovers(fleet string) map[string]int {
 		if aws.ToString(lb.VpcId) != e.vpc {
 			continue
 		}
-		ls, err := e.elb.DescribeListeners(e.ctx, &elb.DescribeListenersInput{LoadBalancerArn: lb.LoadBalancerArn})
+		ls, err := e.elb.DescribeListeners(e.ctx, &elbv2.DescribeListenersInput{LoadBalancerArn: lb.LoadBalancerArn})
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -339,7 +339,7 @@ func TestDeleteBusy(t *testing.T) {
 // of them was deleted since it was listed.
 type goneELB struct{ elbAPI }
 
-func (g goneELB) DescribeTags(ctx context.Context, in *elb.DescribeTagsInput, opts ...func(*elb.Options)) (*elb.DescribeTagsOutput, error) {
+func (g goneELB) DescribeTags(ctx context.Context, in *elbv2.DescribeTagsInput, opts ...func(*elbv2.Options)) (*elbv2.DescribeTagsOutput, error) {
 	if len(in.ResourceArns) > 1 {
 		return nil, &smithy.GenericAPIError{Code: "LoadBalancerNotFound"}
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 )
 
@@ -80,7 +80,7 @@ func (st *state) liveListener(l Listener) *liveListener {
 }
 
 func (d *deployer) createListener(ctx context.Context, st *state, x *executor, l Listener, certs []string, actions []elbtypes.Action, tags map[string]string) (string, error) {
-	in := &elb.CreateListenerInput{
+	in := &elbv2.CreateListenerInput{
 		LoadBalancerArn: &st.lbARN, Port: &l.Port, Protocol: elbtypes.ProtocolEnum(l.Protocol),
 		DefaultActions: actions, SslPolicy: optString(l.SSLPolicy), Tags: elbTags(tags),
 	}
@@ -119,7 +119,7 @@ func (d *deployer) updateListener(ctx context.Context, st *state, x *executor, l
 	if len(diffs) == 0 {
 		return nil
 	}
-	in := &elb.ModifyListenerInput{
+	in := &elbv2.ModifyListenerInput{
 		ListenerArn: live.l.ListenerArn, Port: &l.Port, Protocol: elbtypes.ProtocolEnum(l.Protocol),
 		DefaultActions: actions, SslPolicy: optString(l.SSLPolicy),
 	}
@@ -147,7 +147,7 @@ func (d *deployer) syncListenerCertificates(ctx context.Context, x *executor, id
 	}
 	if len(add) > 0 {
 		if err := x.do(Call{"AddListenerCertificates", id, certList(add)}, func() error {
-			_, err := d.elb.AddListenerCertificates(ctx, &elb.AddListenerCertificatesInput{ListenerArn: &arn, Certificates: add})
+			_, err := d.elb.AddListenerCertificates(ctx, &elbv2.AddListenerCertificatesInput{ListenerArn: &arn, Certificates: add})
 			return err
 		}); err != nil {
 			return err
@@ -155,7 +155,7 @@ func (d *deployer) syncListenerCertificates(ctx context.Context, x *executor, id
 	}
 	if len(remove) > 0 {
 		return x.do(Call{"RemoveListenerCertificates", id, certList(remove)}, func() error {
-			_, err := d.elb.RemoveListenerCertificates(ctx, &elb.RemoveListenerCertificatesInput{ListenerArn: &arn, Certificates: remove})
+			_, err := d.elb.RemoveListenerCertificates(ctx, &elbv2.RemoveListenerCertificatesInput{ListenerArn: &arn, Certificates: remove})
 			return err
 		})
 	}

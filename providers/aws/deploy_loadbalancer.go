@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 )
 
@@ -29,7 +29,7 @@ func (d *deployer) syncLoadBalancer(ctx context.Context, st *state, x *executor)
 		if changes := replacementChanges(want, live.lb); len(changes) > 0 {
 			arn := aws.ToString(live.lb.LoadBalancerArn)
 			if err := x.do(Call{"DeleteLoadBalancer", lbResourceID, "replace: " + strings.Join(changes, ", ")}, func() error {
-				_, err := d.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerArn: &arn})
+				_, err := d.elb.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: &arn})
 				return err
 			}); err != nil {
 				return err
@@ -54,7 +54,7 @@ func (d *deployer) syncLoadBalancer(ctx context.Context, st *state, x *executor)
 	}
 	if want.Type == TypeApplication && st.sgID != "" && !sameSet(live.lb.SecurityGroups, []string{st.sgID}) {
 		if err := x.do(Call{"SetSecurityGroups", lbResourceID, st.sgID}, func() error {
-			_, err := d.elb.SetSecurityGroups(ctx, &elb.SetSecurityGroupsInput{LoadBalancerArn: &st.lbARN, SecurityGroups: []string{st.sgID}})
+			_, err := d.elb.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: &st.lbARN, SecurityGroups: []string{st.sgID}})
 			return err
 		}); err != nil {
 			return err
@@ -100,7 +100,7 @@ func (st *state) liveLoadBalancer() *liveLB {
 }
 
 func (d *deployer) createLoadBalancer(ctx context.Context, st *state, x *executor, want LoadBalancer, tags map[string]string) error {
-	in := &elb.CreateLoadBalancerInput{
+	in := &elbv2.CreateLoadBalancerInput{
 		Name: &want.Name, Type: elbtypes.LoadBalancerTypeEnum(want.Type), Scheme: elbtypes.LoadBalancerSchemeEnum(want.Scheme),
 		IpAddressType: elbtypes.IpAddressType(want.IPAddressType), Tags: elbTags(tags),
 	}
@@ -135,7 +135,7 @@ func (d *deployer) setLoadBalancerAttributes(ctx context.Context, x *executor, a
 		for _, k := range slices.Sorted(maps.Keys(attrs)) {
 			kvs = append(kvs, elbtypes.LoadBalancerAttribute{Key: aws.String(k), Value: aws.String(attrs[k])})
 		}
-		_, err := d.elb.ModifyLoadBalancerAttributes(ctx, &elb.ModifyLoadBalancerAttributesInput{LoadBalancerArn: &arn, Attributes: kvs})
+		_, err := d.elb.ModifyLoadBalancerAttributes(ctx, &elbv2.ModifyLoadBalancerAttributesInput{LoadBalancerArn: &arn, Attributes: kvs})
 		return err
 	})
 }
@@ -157,7 +157,7 @@ func replacementChanges(want LoadBalancer, live elbtypes.LoadBalancer) []string 
 }
 
 // subnetsUpdate is the SetSubnets input when the live subnets differ from want's, else nil.
-func subnetsUpdate(want LoadBalancer, live elbtypes.LoadBalancer) *elb.SetSubnetsInput {
+func subnetsUpdate(want LoadBalancer, live elbtypes.LoadBalancer) *elbv2.SetSubnetsInput {
 	have := make([]string, 0, len(live.AvailabilityZones))
 	for _, az := range live.AvailabilityZones {
 		have = append(have, aws.ToString(az.SubnetId))
@@ -166,9 +166,9 @@ func subnetsUpdate(want LoadBalancer, live elbtypes.LoadBalancer) *elb.SetSubnet
 		return nil
 	}
 	if len(want.SubnetMappings) > 0 {
-		return &elb.SetSubnetsInput{SubnetMappings: sdkSubnetMappings(want.SubnetMappings)}
+		return &elbv2.SetSubnetsInput{SubnetMappings: sdkSubnetMappings(want.SubnetMappings)}
 	}
-	return &elb.SetSubnetsInput{Subnets: want.Subnets}
+	return &elbv2.SetSubnetsInput{Subnets: want.Subnets}
 }
 
 func subnetIDs(lb LoadBalancer) []string {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fleetgate/fleetgate/providers"
@@ -36,7 +36,7 @@ func (e *env) nlbStack(cert Certificate, mappings []SubnetMapping) *Stack {
 
 // TestDeployNLB: TCP, UDP and TLS listeners to IP target groups, static addresses through subnet
 // mappings. moto drops the mappings' allocation IDs from its answers, so the test reads them
-// from the recorded request, and the addresses from EC2.
+// from the sdkCall request, and the addresses from EC2.
 func TestDeployNLB(t *testing.T) {
 	e := newEnv(t)
 	alloc1, ip1 := e.eip()
@@ -45,9 +45,9 @@ func TestDeployNLB(t *testing.T) {
 	s := e.nlbStack(selfSigned(t, "tls.example.com", 1), mappings)
 	dep := e.deploy(s)
 
-	var create *elb.CreateLoadBalancerInput
+	var create *elbv2.CreateLoadBalancerInput
 	for _, c := range e.rec.take() {
-		if in, ok := c.Input.(*elb.CreateLoadBalancerInput); ok {
+		if in, ok := c.Input.(*elbv2.CreateLoadBalancerInput); ok {
 			create = in
 		}
 	}

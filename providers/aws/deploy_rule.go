@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 )
 
@@ -91,7 +91,7 @@ func (d *deployer) syncListenerRules(ctx context.Context, st *state, x *executor
 		detail := conditionsText(r.Conditions) + " → " + actionText(r.Action)
 		lr := live[r.ID]
 		if lr == nil {
-			in := &elb.CreateRuleInput{ListenerArn: &listenerARN, Priority: aws.Int32(prio[r.ID]), Conditions: sdkConditions(r.Conditions), Actions: actions, Tags: elbTags(tags)}
+			in := &elbv2.CreateRuleInput{ListenerArn: &listenerARN, Priority: aws.Int32(prio[r.ID]), Conditions: sdkConditions(r.Conditions), Actions: actions, Tags: elbTags(tags)}
 			if err := x.do(Call{"CreateRule", resource, fmt.Sprintf("%s (priority %d)", detail, prio[r.ID])}, func() error {
 				_, err := d.elb.CreateRule(ctx, in)
 				return err
@@ -101,7 +101,7 @@ func (d *deployer) syncListenerRules(ctx context.Context, st *state, x *executor
 			continue
 		}
 		if liveConditionsText(lr.r.Conditions) != conditionsText(r.Conditions) || liveActionText(lr.r.Actions, tgIDs) != actionText(r.Action) {
-			in := &elb.ModifyRuleInput{RuleArn: lr.r.RuleArn, Conditions: sdkConditions(r.Conditions), Actions: actions}
+			in := &elbv2.ModifyRuleInput{RuleArn: lr.r.RuleArn, Conditions: sdkConditions(r.Conditions), Actions: actions}
 			if err := x.do(Call{"ModifyRule", resource, detail}, func() error {
 				_, err := d.elb.ModifyRule(ctx, in)
 				return err
@@ -148,7 +148,7 @@ func (d *deployer) moveRules(ctx context.Context, x *executor, l Listener, live 
 			pairs[i] = elbtypes.RulePriorityPair{RuleArn: live[id].r.RuleArn, Priority: aws.Int32(round[id])}
 		}
 		if err := x.do(Call{"SetRulePriorities", l.ID, priorityDetail(ids, pairs)}, func() error {
-			_, err := d.elb.SetRulePriorities(ctx, &elb.SetRulePrioritiesInput{RulePriorities: pairs})
+			_, err := d.elb.SetRulePriorities(ctx, &elbv2.SetRulePrioritiesInput{RulePriorities: pairs})
 			return err
 		}); err != nil {
 			return err
@@ -182,7 +182,7 @@ func priorityDetail(ids []string, pairs []elbtypes.RulePriorityPair) string {
 
 func (d *deployer) deleteRule(ctx context.Context, x *executor, r *liveRule) error {
 	return x.do(Call{"DeleteRule", ruleName(r), "priority " + strconv.Itoa(int(r.priority))}, func() error {
-		_, err := d.elb.DeleteRule(ctx, &elb.DeleteRuleInput{RuleArn: r.r.RuleArn})
+		_, err := d.elb.DeleteRule(ctx, &elbv2.DeleteRuleInput{RuleArn: r.r.RuleArn})
 		if isNotFound(err) {
 			return nil
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	acmtypes "github.com/aws/aws-sdk-go-v2/service/acm/types"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
 	"github.com/fleetgate/fleetgate/providers"
@@ -67,7 +67,7 @@ func (d *deployer) syncELBTags(ctx context.Context, x *executor, resource, arn s
 	set, remove := tagDiff(have, want)
 	if len(set) > 0 {
 		if err := x.do(Call{"AddTags", resource, tagDetail(set, nil)}, func() error {
-			_, err := d.elb.AddTags(ctx, &elb.AddTagsInput{ResourceArns: []string{arn}, Tags: elbTags(set)})
+			_, err := d.elb.AddTags(ctx, &elbv2.AddTagsInput{ResourceArns: []string{arn}, Tags: elbTags(set)})
 			return err
 		}); err != nil {
 			return err
@@ -75,7 +75,7 @@ func (d *deployer) syncELBTags(ctx context.Context, x *executor, resource, arn s
 	}
 	if len(remove) > 0 {
 		return x.do(Call{"RemoveTags", resource, tagDetail(nil, remove)}, func() error {
-			_, err := d.elb.RemoveTags(ctx, &elb.RemoveTagsInput{ResourceArns: []string{arn}, TagKeys: remove})
+			_, err := d.elb.RemoveTags(ctx, &elbv2.RemoveTagsInput{ResourceArns: []string{arn}, TagKeys: remove})
 			return err
 		})
 	}

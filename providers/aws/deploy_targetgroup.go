@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 )
 
@@ -70,7 +70,7 @@ func (st *state) liveTargetGroup(tg TargetGroup) (*liveTG, error) {
 }
 
 func (d *deployer) createTargetGroup(ctx context.Context, st *state, x *executor, tg TargetGroup, tags map[string]string) error {
-	in := &elb.CreateTargetGroupInput{
+	in := &elbv2.CreateTargetGroupInput{
 		Name: &tg.Name, Protocol: elbtypes.ProtocolEnum(tg.Protocol), Port: &tg.Port, VpcId: &tg.VPC,
 		TargetType: elbtypes.TargetTypeEnumIp, Tags: elbTags(tags),
 	}
@@ -114,16 +114,16 @@ func (d *deployer) setTargetGroupAttributes(ctx context.Context, x *executor, id
 		for _, k := range slices.Sorted(maps.Keys(attrs)) {
 			kvs = append(kvs, elbtypes.TargetGroupAttribute{Key: aws.String(k), Value: aws.String(attrs[k])})
 		}
-		_, err := d.elb.ModifyTargetGroupAttributes(ctx, &elb.ModifyTargetGroupAttributesInput{TargetGroupArn: &arn, Attributes: kvs})
+		_, err := d.elb.ModifyTargetGroupAttributes(ctx, &elbv2.ModifyTargetGroupAttributesInput{TargetGroupArn: &arn, Attributes: kvs})
 		return err
 	})
 }
 
 // healthCheckUpdate is the ModifyTargetGroup input that puts tg's health check on live, nil
 // when they agree. Unset (zero) fields of the Stack are AWS's to choose and not compared.
-func healthCheckUpdate(tg TargetGroup, live elbtypes.TargetGroup) *elb.ModifyTargetGroupInput {
+func healthCheckUpdate(tg TargetGroup, live elbtypes.TargetGroup) *elbv2.ModifyTargetGroupInput {
 	hc := tg.HealthCheck
-	in := &elb.ModifyTargetGroupInput{}
+	in := &elbv2.ModifyTargetGroupInput{}
 	changed := false
 	if hc.Protocol != "" && string(live.HealthCheckProtocol) != hc.Protocol {
 		in.HealthCheckProtocol, changed = elbtypes.ProtocolEnum(hc.Protocol), true

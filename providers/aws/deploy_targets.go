@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 )
 
@@ -36,7 +36,7 @@ func (d *deployer) syncTargets(ctx context.Context, st *state, x *executor) erro
 		}
 		if len(add) > 0 {
 			if err := x.do(Call{"RegisterTargets", tg.ID, targetList(add)}, func() error {
-				_, err := d.elb.RegisterTargets(ctx, &elb.RegisterTargetsInput{TargetGroupArn: &arn, Targets: add})
+				_, err := d.elb.RegisterTargets(ctx, &elbv2.RegisterTargetsInput{TargetGroupArn: &arn, Targets: add})
 				return err
 			}); err != nil {
 				return err
@@ -44,7 +44,7 @@ func (d *deployer) syncTargets(ctx context.Context, st *state, x *executor) erro
 		}
 		if len(remove) > 0 {
 			if err := x.do(Call{"DeregisterTargets", tg.ID, targetList(remove)}, func() error {
-				_, err := d.elb.DeregisterTargets(ctx, &elb.DeregisterTargetsInput{TargetGroupArn: &arn, Targets: remove})
+				_, err := d.elb.DeregisterTargets(ctx, &elbv2.DeregisterTargetsInput{TargetGroupArn: &arn, Targets: remove})
 				return err
 			}); err != nil {
 				return err

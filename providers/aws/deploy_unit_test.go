@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	"github.com/aws/smithy-go"
 	"github.com/go-logr/logr"
@@ -31,25 +31,6 @@ func TestTagDiff(t *testing.T) {
 		}
 		if diff := cmp.Diff(tt.remove, remove); diff != "" {
 			t.Errorf("%s: remove (-want +got):\n%s", tt.name, diff)
-		}
-	}
-}
-
-func TestAssignPriorities(t *testing.T) {
-	tests := []struct {
-		name     string
-		order    []string
-		existing map[string]int32
-		want     map[string]int32
-	}{
-		{"fresh", []string{"a", "b"}, nil, map[string]int32{"a": 1, "b": 2}},
-		{"kept", []string{"a", "b"}, map[string]int32{"a": 10, "b": 20}, map[string]int32{"a": 10, "b": 20}},
-		{"inserted in a gap", []string{"a", "n", "b"}, map[string]int32{"a": 10, "b": 20}, map[string]int32{"a": 10, "n": 11, "b": 20}},
-		{"out of order moves the later", []string{"b", "a"}, map[string]int32{"a": 10, "b": 20}, map[string]int32{"b": 20, "a": 21}},
-	}
-	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, assignPriorities(tt.order, tt.existing)); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
 	}
 }
@@ -188,7 +169,7 @@ type busyELB struct {
 	calls int
 }
 
-func (b *busyELB) DeleteTargetGroup(ctx context.Context, in *elb.DeleteTargetGroupInput, opts ...func(*elb.Options)) (*elb.DeleteTargetGroupOutput, error) {
+func (b *busyELB) DeleteTargetGroup(ctx context.Context, in *elbv2.DeleteTargetGroupInput, opts ...func(*elbv2.Options)) (*elbv2.DeleteTargetGroupOutput, error) {
 	b.calls++
 	if b.calls <= b.busy {
 		return nil, &smithy.GenericAPIError{Code: "ResourceInUse", Message: "in use"}
@@ -213,7 +194,7 @@ func TestRetryDelete(t *testing.T) {
 	for _, tt := range tests {
 		b := &busyELB{busy: tt.busy}
 		err := retryDelete(context.Background(), "ResourceInUse", func() error {
-			_, err := b.DeleteTargetGroup(context.Background(), &elb.DeleteTargetGroupInput{})
+			_, err := b.DeleteTargetGroup(context.Background(), &elbv2.DeleteTargetGroupInput{})
 			return err
 		})
 		if (err != nil) != tt.wantErr || b.calls != tt.calls {

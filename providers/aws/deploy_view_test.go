@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/acm"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 )
 
@@ -61,16 +61,16 @@ func (e *env) view(name string) view {
 			e.t.Fatal(err)
 		}
 	}
-	lbs, err := e.elb.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{Names: []string{name}})
+	lbs, err := e.elb.DescribeLoadBalancers(ctx, &elbv2.DescribeLoadBalancersInput{Names: []string{name}})
 	must(err)
 	if len(lbs.LoadBalancers) != 1 {
 		e.t.Fatalf("%d load balancers named %s", len(lbs.LoadBalancers), name)
 	}
 	lb := lbs.LoadBalancers[0]
 	v := view{TargetGroups: map[string]tgView{}, Listeners: map[int32]listenerView{}}
-	attrs, err := e.elb.DescribeLoadBalancerAttributes(ctx, &elb.DescribeLoadBalancerAttributesInput{LoadBalancerArn: lb.LoadBalancerArn})
+	attrs, err := e.elb.DescribeLoadBalancerAttributes(ctx, &elbv2.DescribeLoadBalancerAttributesInput{LoadBalancerArn: lb.LoadBalancerArn})
 	must(err)
-	tags, err := e.elb.DescribeTags(ctx, &elb.DescribeTagsInput{ResourceArns: []string{aws.ToString(lb.LoadBalancerArn)}})
+	tags, err := e.elb.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: []string{aws.ToString(lb.LoadBalancerArn)}})
 	must(err)
 	v.LB = lbView{Name: name, Type: string(lb.Type), Scheme: string(lb.Scheme), Subnets: len(lb.AvailabilityZones),
 		Attrs: pickAttrs(lbAttributes(attrs.Attributes)), Tags: map[string]string{}}
@@ -86,7 +86,7 @@ func (e *env) view(name string) view {
 		}
 		sort.Strings(v.Ingress)
 	}
-	tgs, err := e.elb.DescribeTargetGroups(ctx, &elb.DescribeTargetGroupsInput{})
+	tgs, err := e.elb.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{})
 	must(err)
 	tgName := map[string]string{}
 	for _, tg := range tgs.TargetGroups {
@@ -98,7 +98,7 @@ func (e *env) view(name string) view {
 		if tg.Matcher != nil {
 			tv.Matcher = aws.ToString(tg.Matcher.HttpCode)
 		}
-		a, err := e.elb.DescribeTargetGroupAttributes(ctx, &elb.DescribeTargetGroupAttributesInput{TargetGroupArn: tg.TargetGroupArn})
+		a, err := e.elb.DescribeTargetGroupAttributes(ctx, &elbv2.DescribeTargetGroupAttributesInput{TargetGroupArn: tg.TargetGroupArn})
 		must(err)
 		tv.Attrs = map[string]string{}
 		for _, kv := range a.Attributes {
@@ -106,7 +106,7 @@ func (e *env) view(name string) view {
 				tv.Attrs[aws.ToString(kv.Key)] = aws.ToString(kv.Value)
 			}
 		}
-		h, err := e.elb.DescribeTargetHealth(ctx, &elb.DescribeTargetHealthInput{TargetGroupArn: tg.TargetGroupArn})
+		h, err := e.elb.DescribeTargetHealth(ctx, &elbv2.DescribeTargetHealthInput{TargetGroupArn: tg.TargetGroupArn})
 		must(err)
 		for _, t := range h.TargetHealthDescriptions {
 			tv.Targets = append(tv.Targets, fmt.Sprintf("%s:%d", aws.ToString(t.Target.Id), aws.ToInt32(t.Target.Port)))
@@ -114,13 +114,13 @@ func (e *env) view(name string) view {
 		sort.Strings(tv.Targets)
 		v.TargetGroups[aws.ToString(tg.TargetGroupName)] = tv
 	}
-	ls, err := e.elb.DescribeListeners(ctx, &elb.DescribeListenersInput{LoadBalancerArn: lb.LoadBalancerArn})
+	ls, err := e.elb.DescribeListeners(ctx, &elbv2.DescribeListenersInput{LoadBalancerArn: lb.LoadBalancerArn})
 	must(err)
 	for _, l := range ls.Listeners {
 		lv := listenerView{Protocol: string(l.Protocol), Default: viewAction(l.DefaultActions, tgName)}
 		if len(l.Certificates) > 0 { // moto reports an SSL policy on plain listeners too
 			lv.SSLPolicy = aws.ToString(l.SslPolicy)
-			certs, err := e.elb.DescribeListenerCertificates(ctx, &elb.DescribeListenerCertificatesInput{ListenerArn: l.ListenerArn})
+			certs, err := e.elb.DescribeListenerCertificates(ctx, &elbv2.DescribeListenerCertificatesInput{ListenerArn: l.ListenerArn})
 			must(err)
 			for _, c := range certs.Certificates {
 				dc, err := e.acm.DescribeCertificate(ctx, &acm.DescribeCertificateInput{CertificateArn: c.CertificateArn})
@@ -130,7 +130,7 @@ func (e *env) view(name string) view {
 			sort.Strings(lv.Certs)
 		}
 		v.Listeners[aws.ToInt32(l.Port)] = lv
-		rules, err := e.elb.DescribeRules(ctx, &elb.DescribeRulesInput{ListenerArn: l.ListenerArn})
+		rules, err := e.elb.DescribeRules(ctx, &elbv2.DescribeRulesInput{ListenerArn: l.ListenerArn})
 		must(err)
 		for _, r := range rules.Rules {
 			if aws.ToBool(r.IsDefault) {

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
 	"github.com/fleetgate/fleetgate/providers"
@@ -92,7 +92,7 @@ func (d *deployer) observe(ctx context.Context, gatewayID string, deep bool) (*o
 
 func (d *deployer) findLoadBalancers(ctx context.Context, match func(map[string]string) bool, deep bool) ([]liveLB, error) {
 	var all []elbtypes.LoadBalancer
-	in := &elb.DescribeLoadBalancersInput{}
+	in := &elbv2.DescribeLoadBalancersInput{}
 	for {
 		out, err := d.elb.DescribeLoadBalancers(ctx, in)
 		if err != nil {
@@ -120,7 +120,7 @@ func (d *deployer) findLoadBalancers(ctx context.Context, match func(map[string]
 		}
 		l := liveLB{lb: lb, tags: t}
 		if deep {
-			out, err := d.elb.DescribeLoadBalancerAttributes(ctx, &elb.DescribeLoadBalancerAttributesInput{LoadBalancerArn: lb.LoadBalancerArn})
+			out, err := d.elb.DescribeLoadBalancerAttributes(ctx, &elbv2.DescribeLoadBalancerAttributesInput{LoadBalancerArn: lb.LoadBalancerArn})
 			if err != nil {
 				return nil, fmt.Errorf("describing attributes of %s: %w", aws.ToString(lb.LoadBalancerArn), err)
 			}
@@ -134,7 +134,7 @@ func (d *deployer) findLoadBalancers(ctx context.Context, match func(map[string]
 func (d *deployer) findTargetGroups(ctx context.Context, match func(map[string]string) bool, deep bool) ([]liveTG, error) {
 	var all []elbtypes.TargetGroup
 	// moto ignores PageSize and returns everything at once; AWS pages, so page anyway.
-	in := &elb.DescribeTargetGroupsInput{}
+	in := &elbv2.DescribeTargetGroupsInput{}
 	for {
 		out, err := d.elb.DescribeTargetGroups(ctx, in)
 		if err != nil {
@@ -172,7 +172,7 @@ func (d *deployer) findTargetGroups(ctx context.Context, match func(map[string]s
 }
 
 func (d *deployer) targetGroupDetails(ctx context.Context, arn string) (map[string]string, []Target, error) {
-	a, err := d.elb.DescribeTargetGroupAttributes(ctx, &elb.DescribeTargetGroupAttributesInput{TargetGroupArn: &arn})
+	a, err := d.elb.DescribeTargetGroupAttributes(ctx, &elbv2.DescribeTargetGroupAttributesInput{TargetGroupArn: &arn})
 	if err != nil {
 		return nil, nil, fmt.Errorf("describing attributes of %s: %w", arn, err)
 	}
@@ -180,7 +180,7 @@ func (d *deployer) targetGroupDetails(ctx context.Context, arn string) (map[stri
 	for _, kv := range a.Attributes {
 		attrs[aws.ToString(kv.Key)] = aws.ToString(kv.Value)
 	}
-	h, err := d.elb.DescribeTargetHealth(ctx, &elb.DescribeTargetHealthInput{TargetGroupArn: &arn})
+	h, err := d.elb.DescribeTargetHealth(ctx, &elbv2.DescribeTargetHealthInput{TargetGroupArn: &arn})
 	if err != nil {
 		return nil, nil, fmt.Errorf("describing targets of %s: %w", arn, err)
 	}
@@ -197,7 +197,7 @@ func (d *deployer) targetGroupDetails(ctx context.Context, arn string) (map[stri
 // observeListeners reads the listeners of a load balancer with their certificates and rules.
 func (d *deployer) observeListeners(ctx context.Context, lbARN string) ([]liveListener, error) {
 	var ls []elbtypes.Listener
-	in := &elb.DescribeListenersInput{LoadBalancerArn: &lbARN}
+	in := &elbv2.DescribeListenersInput{LoadBalancerArn: &lbARN}
 	for {
 		out, err := d.elb.DescribeListeners(ctx, in)
 		if err != nil {
@@ -237,7 +237,7 @@ func (d *deployer) listenerCertificates(ctx context.Context, l elbtypes.Listener
 		return nil, nil
 	}
 	certs := []string{aws.ToString(l.Certificates[0].CertificateArn)}
-	in := &elb.DescribeListenerCertificatesInput{ListenerArn: l.ListenerArn}
+	in := &elbv2.DescribeListenerCertificatesInput{ListenerArn: l.ListenerArn}
 	for {
 		out, err := d.elb.DescribeListenerCertificates(ctx, in)
 		if err != nil {
@@ -257,7 +257,7 @@ func (d *deployer) listenerCertificates(ctx context.Context, l elbtypes.Listener
 
 func (d *deployer) observeRules(ctx context.Context, listenerARN string) ([]liveRule, error) {
 	var rs []elbtypes.Rule
-	in := &elb.DescribeRulesInput{ListenerArn: &listenerARN}
+	in := &elbv2.DescribeRulesInput{ListenerArn: &listenerARN}
 	for {
 		out, err := d.elb.DescribeRules(ctx, in)
 		if err != nil {
@@ -297,7 +297,7 @@ func (d *deployer) elbTags(ctx context.Context, arns []string) (map[string]map[s
 	tags := make(map[string]map[string]string, len(arns))
 	for start := 0; start < len(arns); start += describeTagsBatch {
 		batch := arns[start:min(start+describeTagsBatch, len(arns))]
-		out, err := d.elb.DescribeTags(ctx, &elb.DescribeTagsInput{ResourceArns: batch})
+		out, err := d.elb.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: batch})
 		if isNotFound(err) && len(batch) > 1 {
 			// One resource of the batch went since it was listed (another gateway's cleanup):
 			// the others are asked one by one.
