@@ -77,9 +77,9 @@ func (e *env) albView() view {
 			443: {Protocol: "HTTPS", Certs: []string{"www.example.com"}, SSLPolicy: "ELBSecurityPolicy-TLS13-1-2-2021-06", Default: `fixed 404 "no route"`},
 		},
 		Rules: []string{
-			"443/1 host=a.example.com path=/api/* x-env=prod → forward " + p + "-a=80," + p + "-b=20",
-			"443/2 method=GET,HEAD query=version:2 → redirect HTTP_302 #{protocol}://v2.example.com:#{port}",
-			`443/3 host=c.example.com → fixed 503 "down"`,
+			"443#1 host=a.example.com path=/api/* x-env=prod → forward " + p + "-a=80," + p + "-b=20",
+			"443#2 method=GET,HEAD query=version:2 → redirect HTTP_302 #{protocol}://v2.example.com:#{port}",
+			`443#3 host=c.example.com → fixed 503 "down"`,
 		},
 	}
 }
@@ -125,17 +125,17 @@ func TestDeployChangeOneRule(t *testing.T) {
 		rule   string // the rule of the view that must show the change
 	}{
 		{"weights", func(s *Stack) { s.Rules[0].Action.Forward = []WeightedTargetGroup{{"tg/a", 50}, {"tg/b", 50}} },
-			[]string{"ModifyRule"}, "443/1 host=a.example.com path=/api/* x-env=prod → forward " + e.prefix + "-a=50," + e.prefix + "-b=50"},
+			[]string{"ModifyRule"}, "443#1 host=a.example.com path=/api/* x-env=prod → forward " + e.prefix + "-a=50," + e.prefix + "-b=50"},
 		{"host", func(s *Stack) { s.Rules[2].Conditions[0].Values = []string{"c2.example.com"} },
-			[]string{"ModifyRule"}, `443/3 host=c2.example.com → fixed 503 "down"`},
+			[]string{"ModifyRule"}, `443#3 host=c2.example.com → fixed 503 "down"`},
 		{"new rule last", func(s *Stack) {
 			s.Rules = append(s.Rules, Rule{ID: "rule/new", Listener: "listener/443",
 				Conditions: []Condition{{Field: "path-pattern", Values: []string{"/new"}}}, Action: Action{Forward: []WeightedTargetGroup{{"tg/b", 1}}}})
-		}, []string{"CreateRule"}, "443/4 path=/new → forward " + e.prefix + "-b=1"},
+		}, []string{"CreateRule"}, "443#4 path=/new → forward " + e.prefix + "-b=1"},
 		{"tag of a rule", func(s *Stack) { s.Tags["cost-center"] = "42" },
 			// every resource carries Stack.Tags
 			append([]string{"CreateTags", "AddTagsToCertificate"}, slices.Repeat([]string{"AddTags"}, 2+1+2+4)...),
-			`443/3 host=c2.example.com → fixed 503 "down"`},
+			`443#3 host=c2.example.com → fixed 503 "down"`},
 	}
 	for _, tt := range tests {
 		tt.change(s)

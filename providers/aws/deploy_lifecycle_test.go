@@ -39,8 +39,8 @@ func TestDeployRemovals(t *testing.T) {
 		t.Errorf("listeners %v, want only 443", v.Listeners)
 	}
 	wantRules := []string{
-		"443/2 method=GET,HEAD query=version:2 → redirect HTTP_302 #{protocol}://v2.example.com:#{port}",
-		`443/3 host=c.example.com → fixed 503 "down"`,
+		"443#1 method=GET,HEAD query=version:2 → redirect HTTP_302 #{protocol}://v2.example.com:#{port}",
+		`443#2 host=c.example.com → fixed 503 "down"`,
 	}
 	if diff := cmp.Diff(wantRules, v.Rules); diff != "" {
 		t.Errorf("rules (-want +got):\n%s", diff)
@@ -381,7 +381,7 @@ func TestDeployTargetGroupReplaced(t *testing.T) {
 	if tg := v.TargetGroups[e.prefix+"-b2"]; tg.Port != 9091 || !slices.Equal(tg.Targets, []string{"10.0.1.20:9091"}) {
 		t.Errorf("new target group %+v", tg)
 	}
-	if want := "443/1 host=a.example.com path=/api/* x-env=prod → forward " + e.prefix + "-a=80," + e.prefix + "-b2=20"; v.Rules[0] != want {
+	if want := "443#1 host=a.example.com path=/api/* x-env=prod → forward " + e.prefix + "-a=80," + e.prefix + "-b2=20"; v.Rules[0] != want {
 		t.Errorf("rule %q, want %q", v.Rules[0], want)
 	}
 	// the same name for a replacement cannot work on AWS: say so instead of failing on a duplicate

@@ -22,7 +22,7 @@ type view struct {
 	Ingress      []string
 	TargetGroups map[string]tgView // by name
 	Listeners    map[int32]listenerView
-	Rules        []string // "port/priority conditions → action", in priority order
+	Rules        []string // "port#rank conditions → action", sorted
 }
 
 type lbView struct {
@@ -132,23 +132,26 @@ func (e *env) view(name string) view {
 		v.Listeners[aws.ToInt32(l.Port)] = lv
 		rules, err := e.elb.DescribeRules(ctx, &elbv2.DescribeRulesInput{ListenerArn: l.ListenerArn})
 		must(err)
-		for _, r := range rules.Rules {
-			if aws.ToBool(r.IsDefault) {
-				continue
-			}
-			v.Rules = append(v.Rules, fmt.Sprintf("%d/%s %s → %s", aws.ToInt32(l.Port), aws.ToString(r.Priority), viewConditions(r.Conditions), viewAction(r.Actions, tgName)))
-		}
+		v.Rules = append(v.Rules, viewRules(aws.ToInt32(l.Port), rules.Rules, tgName)...)
 	}
-	sort.Slice(v.Rules, func(i, j int) bool { return rulePos(v.Rules[i]) < rulePos(v.Rules[j]) })
+	sort.Strings(v.Rules)
 	return v
 }
 
-func rulePos(r string) int {
-	head, _, _ := strings.Cut(r, " ")
-	port, prio, _ := strings.Cut(head, "/")
-	p, _ := strconv.Atoi(port)
-	q, _ := strconv.Atoi(prio)
-	return p*100000 + q
+// viewRules writes a listener's rules as "port#rank": the rank in priority order, not the
+// priority itself, which is assignPriorities' to choose.
+func viewRules(port int32, rules []elbtypes.Rule, tgName map[string]string) []string {
+	prio := func(r elbtypes.Rule) int {
+		p, _ := strconv.Atoi(aws.ToString(r.Priority))
+		return p
+	}
+	rules = slices.DeleteFunc(slices.Clone(rules), func(r elbtypes.Rule) bool { return aws.ToBool(r.IsDefault) })
+	slices.SortFunc(rules, func(a, b elbtypes.Rule) int { return prio(a) - prio(b) })
+	out := make([]string, len(rules))
+	for i, r := range rules {
+		out[i] = fmt.Sprintf("%d#%d %s → %s", port, i+1, viewConditions(r.Conditions), viewAction(r.Actions, tgName))
+	}
+	return out
 }
 
 func pickAttrs(m map[string]string) map[string]string {
