@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// leftovers counts what carries the fleet's tags, by kind (load balancers, target groups,
+// security groups, certificates), and the listeners left on any load balancer of the test's VPC.
 func (e *env) leftovers(fleet string) map[string]int {
 	e.t.Helper()
 	d := e.other(fleet)
@@ -67,6 +69,8 @@ func TestDelete(t *testing.T) {
 	}
 }
 
+// TestFleets: two fleets in one account, each with a gateway of the same key: neither lists,
+// changes or deletes the other's.
 func TestFleets(t *testing.T) {
 	e := newEnv(t)
 	other := e.other(e.fleet + "-b")
@@ -162,6 +166,8 @@ func TestDeletionProtection(t *testing.T) {
 	}
 }
 
+// TestDeleteBusy: a target group refused as in use right after its load balancer went is
+// retried; refused for good, Delete returns the error and the next Delete finishes.
 func TestDeleteBusy(t *testing.T) {
 	e := newEnv(t)
 	s := e.albStack(selfSigned(t, "www.example.com", 1))

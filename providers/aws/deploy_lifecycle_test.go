@@ -113,6 +113,9 @@ func (e *env) certificates() []string {
 	var arns []string
 	for _, c := range out.CertificateSummaryList {
 		tags, err := e.acm.ListTagsForCertificate(e.ctx, &acm.ListTagsForCertificateInput{CertificateArn: c.CertificateArn})
+		if isNotFound(err) {
+			continue // another test's, deleted meanwhile
+		}
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -125,10 +128,6 @@ func (e *env) certificates() []string {
 	return arns
 }
 
-// leftovers counts what carries the fleet's tags, by kind, reading every kind with the raw
-// clients.
-// TestFleets: two fleets in one account, each with a gateway of the same key: neither lists,
-// changes or deletes the other's.
 // TestDeployReplacement: without protection, a scheme change deletes and re-creates the load
 // balancer, with its listeners and rules.
 func TestDeployReplacement(t *testing.T) {
@@ -152,8 +151,6 @@ func TestDeployReplacement(t *testing.T) {
 	}
 }
 
-// TestDeleteBusy: a target group refused as in use right after its load balancer went is
-// retried; refused for good, Delete returns the error and the next Delete finishes.
 // goneELB answers DescribeTags of several ARNs with LoadBalancerNotFound, as AWS does when one
 // of them was deleted since it was listed.
 type goneELB struct{ elbAPI }
