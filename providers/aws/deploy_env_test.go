@@ -106,8 +106,8 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, ctx: ctx, rec: &callRecorder{}}
 	e.rec.attach(&cfg)
 	e.elb, e.ec2, e.acm = elbv2.NewFromConfig(cfg), ec2.NewFromConfig(cfg), acm.NewFromConfig(cfg)
-	sum := sha256.Sum256([]byte(t.Name()))
-	e.prefix = "t" + hex.EncodeToString(sum[:])[:8]
+	// random, so that a test run again on the same server (-count) meets nothing of its last run
+	e.prefix = "t" + strings.ToLower(rand.Text()[:8])
 	e.fleet = "fleet-" + e.prefix
 	e.d = newDeployer(e.elb, e.ec2, e.acm, e.fleet, testr.New(t))
 	vpc, err := e.ec2.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.0.0.0/16")})
