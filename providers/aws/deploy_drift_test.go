@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -172,5 +173,35 @@ func TestDeploySubnets(t *testing.T) {
 	e.deploy(s)
 	if ops := mutating(e.rec.take()); len(ops) != 0 {
 		t.Errorf("Deploy after made %v", ops)
+	}
+}
+
+// TestDeployHandMade: a rule added by hand to a listener (no tags of ours) is left alone; a
+// listener added by hand to the gateway's load balancer goes, since the gateway does not
+// declare its port.
+func TestDeployHandMade(t *testing.T) {
+	e := newEnv(t)
+	s := e.albStack(selfSigned(t, "www.example.com", 1))
+	e.deploy(s)
+	a := e.arns(s)
+	fixed := []elbtypes.Action{{Type: elbtypes.ActionTypeEnumFixedResponse, FixedResponseConfig: &elbtypes.FixedResponseActionConfig{StatusCode: aws.String("200")}}}
+	if _, err := e.elb.CreateRule(e.ctx, &elbv2.CreateRuleInput{ListenerArn: aws.String(a.listeners["listener/443"]), Priority: aws.Int32(40000), Actions: fixed,
+		Conditions: []elbtypes.RuleCondition{{Field: aws.String("path-pattern"), PathPatternConfig: &elbtypes.PathPatternConditionConfig{Values: []string{"/hand"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.elb.CreateListener(e.ctx, &elbv2.CreateListenerInput{LoadBalancerArn: &a.lb, Port: aws.Int32(8080), Protocol: elbtypes.ProtocolEnumHttp, DefaultActions: fixed}); err != nil {
+		t.Fatal(err)
+	}
+	e.rec.take()
+	e.deploy(s)
+	if diff := cmp.Diff([]string{"DeleteListener"}, mutating(e.rec.take())); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	v := e.view(s.LoadBalancer.Name)
+	if _, ok := v.Listeners[8080]; ok {
+		t.Error("the hand-made listener is still there")
+	}
+	if want := `443#4 path=/hand → fixed 200 ""`; !slices.Contains(v.Rules, want) {
+		t.Errorf("rules %q, want the hand-made %q kept", v.Rules, want)
 	}
 }
