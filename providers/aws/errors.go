@@ -17,7 +17,7 @@ func errorCode(err error) string {
 
 // isNotFound tells whether err says the resource does not exist. TargetGroupNotFound and
 // RuleNotFound come back from deletes too, where AWS documents only ResourceInUse: a delete that
-// finds nothing is done. (The deployer may carry its own copy; one of them goes at merge.)
+// finds nothing is done.
 func isNotFound(err error) bool {
 	switch errorCode(err) {
 	case "LoadBalancerNotFound", "TargetGroupNotFound", "ListenerNotFound", "RuleNotFound",
