@@ -74,6 +74,9 @@ const (
 	ReasonUnsupportedAddress = "UnsupportedAddress"
 	// ReasonNoResources: nothing could be created, e.g. the gateway has no valid listener.
 	ReasonNoResources = "NoResources"
+	// ReasonInvalid: the provider refuses what the model asks for (a change its load balancer
+	// cannot take, a value the cloud cannot express); the message says what.
+	ReasonInvalid = "Invalid"
 )
 
 // Ownership labels (tags, on clouds) put on every resource a provider creates. Resources are

@@ -1,0 +1,243 @@
+package aws
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/providers"
+)
+
+// Options configure the provider.
+type Options struct {
+	// Fleet is this operator's fleet ID (TagFleet): only resources of this fleet are seen.
+	Fleet string
+	// Defaults fill what a class leaves unset (the operator's --aws-* flags: region, endpoint,
+	// credentials); LoadBalancer Services of class fleetgate.dev/aws-nlb use them alone.
+	Defaults v1alpha1.AWSOptions
+	// Secrets reads the data of a Secret holding static keys.
+	Secrets func(ctx context.Context, namespace, name string) (map[string][]byte, error)
+	// Classes returns the aws section of every GatewayClassConfig of provider aws, so that List
+	// looks for orphans in every account in use, not only the default one.
+	Classes func(ctx context.Context) ([]v1alpha1.AWSOptions, error)
+	// QPS and Burst bound the calls to each account and region; MaxAttempts and MaxBackoff tune
+	// the SDK's retries on throttling and 5xx. Zero values take the defaults.
+	QPS         float64
+	Burst       int
+	MaxAttempts int
+	MaxBackoff  time.Duration
+	Registerer  prometheus.Registerer
+	Log         logr.Logger
+	// HTTPClient makes the SDK's requests; nil is the SDK's own.
+	HTTPClient awssdk.HTTPClient
+}
+
+// Provider is the AWS ELBv2 provider.
+type Provider struct {
+	o        Options
+	accounts *accounts
+}
+
+// New returns the provider.
+func New(o Options) (*Provider, error) {
+	if o.Fleet == "" {
+		return nil, errors.New("aws provider: a fleet ID is required")
+	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
+	a := newAccounts(accountOptions{Secrets: o.Secrets, QPS: o.QPS, Burst: o.Burst, MaxAttempts: o.MaxAttempts,
+		MaxBackoff: o.MaxBackoff, Registerer: o.Registerer, HTTPClient: o.HTTPClient, Log: o.Log})
+	return &Provider{o: o, accounts: a}, nil
+}
+
+// Capabilities decodes the class's aws section and says what its load balancer type expresses.
+func (p *Provider) Capabilities(params json.RawMessage) (providers.Capabilities, error) {
+	o, err := decodeOptions(params, p.o.Defaults)
+	if err != nil {
+		return providers.Capabilities{}, err
+	}
+	return capabilitiesOf(o), nil
+}
+
+// Ensure builds lb's Stack and deploys it, or only plans it in a dry run.
+func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (providers.Status, error) {
+	o, err := decodeOptions(lb.Parameters, p.o.Defaults)
+	if err != nil {
+		return providers.Status{Reason: providers.ReasonInvalid, Message: err.Error()}, nil
+	}
+	d, cl, err := p.deployer(ctx, o)
+	if err != nil {
+		return providers.Status{}, err
+	}
+	net, err := cl.network(ctx, o, string(o.LoadBalancerType), lb.Clusters)
+	if err != nil {
+		return providers.Status{}, err
+	}
+	stack, err := Build(lb, o, net, p.o.Fleet)
+	if err != nil {
+		return providers.Status{Reason: providers.ReasonInvalid, Message: err.Error()}, nil
+	}
+	if stack.DryRun {
+		calls, err := d.Plan(ctx, stack)
+		if err != nil {
+			return providers.Status{}, err
+		}
+		return providers.Status{Reason: providers.ReasonPending, Message: planSummary(calls)}, nil
+	}
+	dep, err := d.Deploy(ctx, stack)
+	if refused := (*ReplacementRefusedError)(nil); errors.As(err, &refused) {
+		return providers.Status{Reason: providers.ReasonInvalid, Message: refused.Error()}, nil
+	}
+	if err != nil {
+		return providers.Status{}, err
+	}
+	return status(dep, stack), nil
+}
+
+// status reports a deployed stack: the DNS name (and static addresses) once ELBv2 says active.
+func status(dep Deployed, s *Stack) providers.Status {
+	st := providers.Status{Direct: true, Ready: dep.Ready, Reason: providers.ReasonProgrammed}
+	if dep.DNSName != "" {
+		st.Addresses = append(st.Addresses, providers.Address{Type: providers.AddressTypeHostname, Value: dep.DNSName})
+	}
+	for _, ip := range dep.Addresses {
+		st.Addresses = append(st.Addresses, providers.Address{Type: providers.AddressTypeIPAddress, Value: ip})
+	}
+	st.Addresses = providers.SortAddresses(st.Addresses)
+	if !dep.Ready {
+		st.Reason, st.Message = providers.ReasonPending, fmt.Sprintf("load balancer %s is %s", s.LoadBalancer.Name, dep.State)
+	}
+	if len(s.Notes) > 0 {
+		st.Message = strings.TrimPrefix(st.Message+"; "+strings.Join(s.Notes, "; "), "; ")
+	}
+	return st
+}
+
+// planSummary is the condition message of a dry run: how many calls of which kind, the first few.
+func planSummary(calls []Call) string {
+	if len(calls) == 0 {
+		return "dry run: the load balancer is in sync, no call would be made"
+	}
+	const shown = 5
+	var b strings.Builder
+	fmt.Fprintf(&b, "dry run: %d calls would be made", len(calls))
+	for i, c := range calls {
+		if i == shown {
+			fmt.Fprintf(&b, "; … and %d more", len(calls)-shown)
+			break
+		}
+		b.WriteString("; " + c.String())
+	}
+	return b.String()
+}
+
+// Delete removes every resource of lb's gateway, unless members outside lb.Clusters still hold
+// the gateway: one load balancer serves them all, and their next Ensure narrows it.
+func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error {
+	o, err := decodeOptions(lb.Parameters, p.o.Defaults)
+	if err != nil {
+		// The class changed into something invalid: its resources are still where the defaults say.
+		o, err = decodeOptions(nil, p.o.Defaults)
+		if err != nil {
+			return fmt.Errorf("deleting %s: %w", lb.Gateway, err)
+		}
+	}
+	d, _, err := p.deployer(ctx, o)
+	if err != nil {
+		return fmt.Errorf("deleting %s: %w", lb.Gateway, err)
+	}
+	owned, err := d.List(ctx)
+	if err != nil {
+		return fmt.Errorf("deleting %s: %w", lb.Gateway, err)
+	}
+	for _, ow := range owned {
+		if ow.Gateway == lb.Gateway && slices.ContainsFunc(ow.Clusters, func(c string) bool { return !slices.Contains(lb.Clusters, c) }) {
+			return nil
+		}
+	}
+	err = d.Delete(ctx, providers.GatewayID(lb.Gateway))
+	if err != nil {
+		return fmt.Errorf("deleting %s: %w", lb.Gateway, err)
+	}
+	return nil
+}
+
+// List finds every gateway of this fleet with resources in any account in use.
+func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
+	classes := []v1alpha1.AWSOptions{{}}
+	if p.o.Classes != nil {
+		more, err := p.o.Classes(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing the aws classes: %w", err)
+		}
+		classes = append(classes, more...)
+	}
+	found := map[string]*providers.LoadBalancer{}
+	seen := map[string]bool{}
+	var errs []error
+	for _, c := range classes {
+		raw, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encoding class options: %w", err)
+		}
+		o, err := decodeOptions(raw, p.o.Defaults)
+		if err != nil {
+			continue // an invalid class never made anything
+		}
+		d, cl, err := p.deployer(ctx, o)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if seen[cl.Account] {
+			continue
+		}
+		seen[cl.Account] = true
+		owned, err := d.List(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, ow := range owned {
+			if _, dup := found[ow.Gateway]; dup {
+				continue
+			}
+			ns, name := splitKey(ow.Gateway)
+			found[ow.Gateway] = &providers.LoadBalancer{Gateway: ow.Gateway, Namespace: ns, Name: name,
+				Provider: string(v1alpha1.ProviderAWS), Clusters: ow.Clusters, Parameters: raw}
+		}
+	}
+	return providers.Listed(found), errors.Join(errs...)
+}
+
+// splitKey reads the namespace and name out of a gateway key: "cluster/namespace/name",
+// "namespace/name", or "cluster/service:namespace/name" for a Service.
+func splitKey(key string) (namespace, name string) {
+	parts := strings.Split(key, "/")
+	name = parts[len(parts)-1]
+	if len(parts) > 1 {
+		namespace = parts[len(parts)-2]
+		if i := strings.LastIndex(namespace, ":"); i >= 0 {
+			namespace = namespace[i+1:]
+		}
+	}
+	return namespace, name
+}
+
+func (p *Provider) deployer(ctx context.Context, o v1alpha1.AWSOptions) (*deployer, *clients, error) {
+	cl, err := p.accounts.clients(ctx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return newDeployer(cl.ELB, cl.EC2, cl.ACM, p.o.Fleet, p.o.Log), cl, nil
+}
