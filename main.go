@@ -34,6 +34,10 @@ type options struct {
 	xdsAddr, xdsPublicAddr            string
 	proxyImage, stateDir              string
 	hubIsMember, mcsController        bool
+	fleetID                           string
+	awsRegion, awsEndpoint            string
+	awsQPS                            float64
+	awsBurst                          int
 }
 
 func main() {
@@ -58,6 +62,11 @@ func main() {
 	flag.StringVar(&o.stateDir, "state-dir", filepath.Join(os.TempDir(), "fleetgate"), "local mode: where proxy credentials and logs go")
 	flag.BoolVar(&o.hubIsMember, "hub-is-member", true, "serve the Gateway API objects of the operator's own cluster as the member \"hub\"")
 	flag.BoolVar(&o.mcsController, "mcs-controller", true, "maintain ServiceImports in every member from ServiceExports (disable when another MCS implementation runs)")
+	flag.StringVar(&o.fleetID, "fleet-id", "", "tags every cloud resource, so that fleets sharing an account never touch each other's (default: the UID of the hub's kube-system namespace)")
+	flag.StringVar(&o.awsRegion, "aws-region", os.Getenv("AWS_REGION"), "AWS region of classes that name none, and of LoadBalancer Services of class "+v1alpha1.LoadBalancerClassAWSNLB)
+	flag.StringVar(&o.awsEndpoint, "aws-endpoint", "", "AWS API endpoint of classes that name none (a VPC endpoint; default AWS's)")
+	flag.Float64Var(&o.awsQPS, "aws-qps", 10, "AWS API calls per second per account and region, shared by every gateway")
+	flag.IntVar(&o.awsBurst, "aws-burst", 20, "AWS API call burst per account and region")
 	flag.Parse()
 
 	logger, err := controllers.NewLogger(o.logLevel, o.logFormat)

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers"
@@ -69,6 +70,11 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 		return controllers.Options{}, err
 	}
 	registry.Register(string(v1alpha1.ProviderInCluster), proxies)
+	cloud, err := newAWS(ctx, o, direct, metrics.Registry, logger)
+	if err != nil {
+		return controllers.Options{}, err
+	}
+	registry.Register(string(v1alpha1.ProviderAWS), cloud)
 	setup.Apply, setup.Catalog = dataplane, registry
 	// The config server runs on the leader only: it alone translates, so it alone has configs.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
