@@ -50,12 +50,7 @@ type awsEnv struct {
 // tagged public subnets, and runs the operator with the aws provider against it.
 func newAWSEnv(t *testing.T) *awsEnv {
 	t.Helper()
-	srv, err := mototest.Start()
-	if err != nil {
-		mototest.Require(t, nil)
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := mototest.ForTest(t)
 	// Classes name a Secret; the Service's load balancer takes the operator's own credentials,
 	// which the SDK's default chain finds in the environment.
 	t.Setenv("AWS_ACCESS_KEY_ID", "operator")

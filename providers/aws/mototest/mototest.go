@@ -167,3 +167,18 @@ func Require(tb testing.TB, s *Server) *Server {
 	}
 	return s
 }
+
+// ForTest starts a moto server of tb's own, stopped when tb ends. Without moto_server it skips tb,
+// except in CI ($CI set), where it fails it.
+func ForTest(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := Start()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			tb.Fatalf("mototest: %v", err)
+		}
+		tb.Skipf("mototest: %v (run `make moto`; CI fails instead of skipping)", err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
