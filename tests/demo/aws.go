@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -33,8 +34,8 @@ func startMoto() *mototest.Server {
 
 // showALB makes a VPC on moto, an ALB class on it and Gateway default/alb with a route to the echo
 // Service, waits for the Gateway to be Programmed with the ALB's DNS name, and describes the ALB's
-// listener rules from moto.
-func showALB(ctx context.Context, c client.Client, moto *mototest.Server) error {
+// listener rules from moto, then `fleetgate plan`, which finds nothing left to do.
+func showALB(ctx context.Context, c client.Client, moto *mototest.Server, operator, kubeconfig string) error {
 	step("AWS on moto (%s): creating a VPC with two subnets tagged kubernetes.io/role/elb", moto.URL)
 	vpc, err := testbed.MotoVPC(ctx, moto.URL)
 	if err != nil {
@@ -55,7 +56,17 @@ func showALB(ctx context.Context, c client.Client, moto *mototest.Server) error 
 	}
 	fmt.Printf("    Gateway default/alb Programmed=True, status.addresses[0] = %s (Hostname) after %s\n", dns, time.Since(start).Round(time.Millisecond))
 	step("the ALB's listener rules, described from moto")
-	return describeRules(ctx, moto.URL, dns)
+	if err := describeRules(ctx, moto.URL, dns); err != nil {
+		return err
+	}
+	args := []string{"plan", "--kubeconfig", kubeconfig, "--aws-region", mototest.Region, "--aws-endpoint", moto.URL}
+	step("%s %s  (what the operator would still call: nothing)", operator, strings.Join(args, " "))
+	out, err := exec.CommandContext(ctx, operator, args...).CombinedOutput()
+	fmt.Printf("    %s\n", strings.ReplaceAll(strings.TrimSuffix(string(out), "\n"), "\n", "\n    "))
+	if err != nil {
+		return fmt.Errorf("fleetgate plan: %w", err)
+	}
+	return nil
 }
 
 func waitALB(ctx context.Context, c client.Client) (string, error) {

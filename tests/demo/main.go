@@ -156,7 +156,7 @@ func run(ctx context.Context, operator string) (err error) {
 	}
 
 	if moto != nil {
-		if err := showALB(ctx, cluster.Client, moto); err != nil {
+		if err := showALB(ctx, cluster.Client, moto, operator, cluster.KubeconfigPath); err != nil {
 			return err
 		}
 	}
