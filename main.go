@@ -45,6 +45,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "dataplane" {
 		os.Exit(agent.Main(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "plan" {
+		os.Exit(planMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	var o options
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to (0 disables it)")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to")
@@ -62,11 +65,7 @@ func main() {
 	flag.StringVar(&o.stateDir, "state-dir", filepath.Join(os.TempDir(), "fleetgate"), "local mode: where proxy credentials and logs go")
 	flag.BoolVar(&o.hubIsMember, "hub-is-member", true, "serve the Gateway API objects of the operator's own cluster as the member \"hub\"")
 	flag.BoolVar(&o.mcsController, "mcs-controller", true, "maintain ServiceImports in every member from ServiceExports (disable when another MCS implementation runs)")
-	flag.StringVar(&o.fleetID, "fleet-id", "", "tags every cloud resource, so that fleets sharing an account never touch each other's (default: the UID of the hub's kube-system namespace)")
-	flag.StringVar(&o.awsRegion, "aws-region", os.Getenv("AWS_REGION"), "AWS region of classes that name none, and of LoadBalancer Services of class "+v1alpha1.LoadBalancerClassAWSNLB)
-	flag.StringVar(&o.awsEndpoint, "aws-endpoint", "", "AWS API endpoint of classes that name none (a VPC endpoint; default AWS's)")
-	flag.Float64Var(&o.awsQPS, "aws-qps", 10, "AWS API calls per second per account and region, shared by every gateway")
-	flag.IntVar(&o.awsBurst, "aws-burst", 20, "AWS API call burst per account and region")
+	addAWSFlags(flag.CommandLine, &o)
 	flag.Parse()
 
 	logger, err := controllers.NewLogger(o.logLevel, o.logFormat)

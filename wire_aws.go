@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"os"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +14,15 @@ import (
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers/aws"
 )
+
+// addAWSFlags defines the flags of the AWS provider, which the operator and `fleetgate plan` share.
+func addAWSFlags(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.fleetID, "fleet-id", "", "tags every cloud resource, so that fleets sharing an account never touch each other's (default: the UID of the hub's kube-system namespace)")
+	fs.StringVar(&o.awsRegion, "aws-region", os.Getenv("AWS_REGION"), "AWS region of classes that name none, and of LoadBalancer Services of class "+v1alpha1.LoadBalancerClassAWSNLB)
+	fs.StringVar(&o.awsEndpoint, "aws-endpoint", "", "AWS API endpoint of classes that name none (a VPC endpoint; default AWS's)")
+	fs.Float64Var(&o.awsQPS, "aws-qps", 10, "AWS API calls per second per account and region, shared by every gateway")
+	fs.IntVar(&o.awsBurst, "aws-burst", 20, "AWS API call burst per account and region")
+}
 
 // newAWS builds the provider of aws classes. Its static keys come from Secrets read directly (the
 // manager caches no Secrets of other namespaces), its accounts from the GatewayClassConfigs.

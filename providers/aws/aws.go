@@ -71,21 +71,12 @@ func (p *Provider) Capabilities(params json.RawMessage) (providers.Capabilities,
 
 // Ensure builds lb's Stack and deploys it, or only plans it in a dry run.
 func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (providers.Status, error) {
-	o, err := decodeOptions(lb.Parameters, p.o.Defaults)
-	if err != nil {
-		return providers.Status{Reason: providers.ReasonInvalid, Message: err.Error()}, nil
+	d, stack, err := p.prepare(ctx, lb)
+	if invalid := (*invalidError)(nil); errors.As(err, &invalid) {
+		return providers.Status{Reason: providers.ReasonInvalid, Message: invalid.Error()}, nil
 	}
-	d, cl, err := p.deployer(ctx, o)
 	if err != nil {
 		return providers.Status{}, err
-	}
-	net, err := cl.network(ctx, o, string(o.LoadBalancerType), lb.Clusters)
-	if err != nil {
-		return providers.Status{}, err
-	}
-	stack, err := Build(lb, o, net, p.o.Fleet)
-	if err != nil {
-		return providers.Status{Reason: providers.ReasonInvalid, Message: err.Error()}, nil
 	}
 	if stack.DryRun {
 		calls, err := d.Plan(ctx, stack)
@@ -102,6 +93,48 @@ func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (prov
 		return providers.Status{}, err
 	}
 	return status(dep, stack), nil
+}
+
+// Plan returns every call Ensure would make to bring the live account to lb's model, dry run or
+// not, making no mutating call (`fleetgate plan`). An empty plan means in sync.
+func (p *Provider) Plan(ctx context.Context, lb *providers.LoadBalancer) ([]Call, error) {
+	d, stack, err := p.prepare(ctx, lb)
+	if err != nil {
+		return nil, fmt.Errorf("planning %s: %w", lb.Gateway, err)
+	}
+	calls, err := d.Plan(ctx, stack)
+	if err != nil {
+		return nil, fmt.Errorf("planning %s: %w", lb.Gateway, err)
+	}
+	return calls, nil
+}
+
+// invalidError is a model the provider cannot build: a status for its owner, not a retry.
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string { return e.err.Error() }
+func (e *invalidError) Unwrap() error { return e.err }
+
+// prepare decodes lb's options, reaches its account and network, and builds its Stack: what
+// Ensure and Plan share.
+func (p *Provider) prepare(ctx context.Context, lb *providers.LoadBalancer) (*deployer, *Stack, error) {
+	o, err := decodeOptions(lb.Parameters, p.o.Defaults)
+	if err != nil {
+		return nil, nil, &invalidError{err}
+	}
+	d, cl, err := p.deployer(ctx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	net, err := cl.network(ctx, o, string(o.LoadBalancerType), lb.Clusters)
+	if err != nil {
+		return nil, nil, err
+	}
+	stack, err := Build(lb, o, net, p.o.Fleet)
+	if err != nil {
+		return nil, nil, &invalidError{err}
+	}
+	return d, stack, nil
 }
 
 // status reports a deployed stack: the DNS name (and static addresses) once ELBv2 says active.

@@ -1,6 +1,7 @@
 // Command demo is `make demo`: it starts a local kube-apiserver, runs the fleetgate operator against it
-// in local mode, applies the samples, and sends a request through the proxy fleetgate started. It stays up for the user until Ctrl-C,
-// and exits by itself after the showcase when stdin is not a terminal.
+// in local mode, applies the samples, and sends a request through the proxy fleetgate started. When moto
+// is installed (bin/moto), it also turns a Gateway of an AWS class into an ALB on moto. It stays up for
+// the user until Ctrl-C, and exits by itself after the showcase when stdin is not a terminal.
 package main
 
 import (
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/fleetgate/fleetgate/providers/aws/mototest"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -56,9 +58,24 @@ func run(ctx context.Context, operator string) (err error) {
 	fmt.Printf("    API server %s, kubeconfig %s\n", cluster.Config.Host, cluster.KubeconfigPath)
 	fmt.Printf("    CRDs installed: fleetgate, Gateway API v1.6.3 (experimental), MCS API, DNSEndpoint\n")
 
+	// moto runs before the operator, which is told where it is: its orphan sweep of the default
+	// account then looks at moto, not at AWS.
+	var awsArgs []string
+	moto := startMoto()
+	if moto != nil {
+		defer moto.Stop()
+		awsArgs = []string{"--aws-region", mototest.Region, "--aws-endpoint", moto.URL}
+		// The operator's own account (its orphan sweep looks there too) is moto, with its test keys:
+		// without them the SDK would look for credentials on an EC2 instance.
+		if err := errors.Join(os.Setenv("AWS_ACCESS_KEY_ID", "testing"), os.Setenv("AWS_SECRET_ACCESS_KEY", "testing")); err != nil {
+			return err
+		}
+		fmt.Printf("    moto (the AWS API fake) serves %s\n", moto.URL)
+	}
+
 	stateDir := filepath.Join(filepath.Dir(cluster.KubeconfigPath), "state")
 	step("running the operator %s in local mode (each Gateway gets a proxy process on its own 127.x address)", operator)
-	op, err := testbed.StartOperator(operator, cluster, stateDir)
+	op, err := testbed.StartOperator(operator, cluster, stateDir, awsArgs...)
 	if err != nil {
 		return err
 	}
@@ -138,6 +155,12 @@ func run(ctx context.Context, operator string) (err error) {
 		return err
 	}
 
+	if moto != nil {
+		if err := showALB(ctx, cluster.Client, moto, operator, cluster.KubeconfigPath); err != nil {
+			return err
+		}
+	}
+
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
 		step("done (stdin is not a terminal, so the demo stops here)")
 		return nil
@@ -146,6 +169,9 @@ func run(ctx context.Context, operator string) (err error) {
 	fmt.Printf("    curl -si -H 'Host: echo.example.com' %s\n", url)
 	fmt.Printf("    curl -si -H 'Host: ingress.example.com' %s\n", ingURL)
 	fmt.Printf("    export KUBECONFIG=%s; kubectl get gateways,httproutes,ingresses -A\n", cluster.KubeconfigPath)
+	if moto != nil {
+		fmt.Printf("    %s plan --kubeconfig %s --aws-region %s --aws-endpoint %s\n", operator, cluster.KubeconfigPath, mototest.Region, moto.URL)
+	}
 	<-ctx.Done()
 	step("stopping")
 	return nil

@@ -3,10 +3,15 @@ package testbed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -44,4 +49,30 @@ func CreateClass(ctx context.Context, c client.Client, name string, scope v1alph
 				ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: name}},
 		}),
 	)
+}
+
+// Published returns Service namespace/name on port 80 and an EndpointSlice with one ready endpoint
+// ip:targetPort, as the EndpointSlice controller would publish a pod (there is no kubelet here).
+func Published(namespace, name, ip string, targetPort int32) []client.Object {
+	return []client.Object{
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(targetPort)}}}},
+		&discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-1",
+				Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(targetPort)}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		},
+	}
+}
+
+// CreateAll creates objs in order.
+func CreateAll(ctx context.Context, c client.Client, objs ...client.Object) error {
+	for _, obj := range objs {
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers"
+	"github.com/fleetgate/fleetgate/controllers/translate"
+	"github.com/fleetgate/fleetgate/providers"
+	"github.com/fleetgate/fleetgate/providers/aws"
+)
+
+// planMain is `fleetgate plan`: it prints the calls the AWS provider would make to bring the live
+// account to each load balancer the hub asks for, and makes no mutating call. It exits 1 when a
+// plan could not be made.
+func planMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fleetgate plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: fleetgate plan [--gateway namespace/name] [flags]\n\n"+
+			"Reads the hub cluster once, translates it, and prints for each load balancer of provider aws\n"+
+			"the AWS calls the operator would make; makes none that mutates.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	var o options
+	addAWSFlags(fs, &o)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the hub (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+	gateway := fs.String("gateway", "", "plan only this Gateway (namespace/name)")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := planConfig(*kubeconfig)
+	if err == nil {
+		err = runPlan(ctx, cfg, o, *gateway, stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "fleetgate plan:", err)
+		return 1
+	}
+	return 0
+}
+
+func planConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := ctrl.GetConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+// runPlan translates the hub once, as the operator's next pass would, and writes one block per load
+// balancer of provider aws (only gateway's, when set).
+func runPlan(ctx context.Context, cfg *rest.Config, o options, gateway string, w io.Writer) error {
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating the hub's client: %w", err)
+	}
+	p, err := newAWS(ctx, o, c, prometheus.NewRegistry(), logr.Discard())
+	if err != nil {
+		return err
+	}
+	// Translation consults the provider's capabilities, as in the operator: a rule ALB cannot
+	// express is left out of the model here too.
+	catalog := providers.NewRegistry()
+	catalog.Register(string(v1alpha1.ProviderAWS), p)
+	res, err := controllers.TranslateOnce(ctx, c, translate.WithCatalog(catalog))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	found := false
+	for i := range res.LoadBalancers {
+		lb := &res.LoadBalancers[i]
+		if lb.Provider != string(v1alpha1.ProviderAWS) || (gateway != "" && lb.Namespace+"/"+lb.Name != gateway) {
+			continue
+		}
+		found = true
+		calls, err := p.Plan(ctx, lb)
+		writePlan(w, lb, calls, err)
+		errs = append(errs, err)
+	}
+	if !found && gateway != "" {
+		return fmt.Errorf("no load balancer of provider aws for Gateway %s (is its class accepted and of provider aws?)", gateway)
+	}
+	if !found {
+		_, err := fmt.Fprintln(w, "no load balancer of provider aws in the hub")
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// writePlan writes one load balancer's block: its calls in order, "in sync", or why no plan.
+func writePlan(w io.Writer, lb *providers.LoadBalancer, calls []aws.Call, err error) {
+	head := fmt.Sprintf("%s (class %s)", lb.Gateway, lb.Class)
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "%s: no plan: %v\n", head, err)
+	case len(calls) == 0:
+		fmt.Fprintf(w, "%s: in sync\n", head)
+	default:
+		fmt.Fprintf(w, "%s: %d calls would be made\n", head, len(calls))
+		for i, c := range calls {
+			fmt.Fprintf(w, "  %3d. %s\n", i+1, c)
+		}
+	}
+}
