@@ -36,6 +36,7 @@ type fake struct {
 	perKey    map[string]int
 	overlap   bool
 	listed    []providers.LoadBalancer
+	listErr   error // returned by List with listed, as a List that reached only some accounts
 	lists     int
 	// hook runs inside Ensure; a non-nil error fails the call.
 	hook func(ctx context.Context, lb *providers.LoadBalancer) error
@@ -91,7 +92,7 @@ func (f *fake) List(context.Context) ([]providers.LoadBalancer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lists++
-	return slices.Clone(f.listed), nil
+	return slices.Clone(f.listed), f.listErr
 }
 
 func (f *fake) snapshot() []call {
@@ -385,6 +386,17 @@ func TestSweep(t *testing.T) {
 	}
 	if n := metricValue(t, reg, "fleetgate_provider_swept_gateways_total", nil); n != 2 {
 		t.Errorf("%v gateways swept, want 2", n)
+	}
+}
+
+// TestSweepPartialList: what a failing List still found is swept; the failure is retried.
+func TestSweepPartialList(t *testing.T) {
+	f := &fake{listed: []providers.LoadBalancer{model("orphan", 0, "x")}, listErr: errors.New("account b: AccessDenied")}
+	e, _ := start(t, f, Options{})
+	e.Set([]Desired{{Model: model("a", 1, "x"), Version: 1}}, nil)
+	eventually(t, "the orphan's deletion", func() bool { return f.count("delete", "orphan") > 0 })
+	if e.Swept() {
+		t.Error("a sweep whose List failed counts as done")
 	}
 }
 

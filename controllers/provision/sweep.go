@@ -46,12 +46,14 @@ func (e *Engine) sweep(ctx context.Context) error {
 		start := time.Now()
 		listed, err := q.p.List(ctx)
 		e.m.observe(name, "list", start, err)
+		// What a failing List still found (another account or cluster failed) is found by tags
+		// all the same: sweep it rather than let one unreachable account shelter every orphan.
 		if err != nil {
 			e.m.sweeps.WithLabelValues(name, "error").Inc()
 			errs = append(errs, fmt.Errorf("listing the gateways of provider %s: %w", name, err))
-			continue
+		} else {
+			e.m.sweeps.WithLabelValues(name, "success").Inc()
 		}
-		e.m.sweeps.WithLabelValues(name, "success").Inc()
 		e.mu.Lock()
 		for _, lb := range listed {
 			// Only where translation read the objects can a gateway be known to be gone.
