@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -160,7 +159,6 @@ wait:
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
 	for l := range lines {
 		last = l // announced before the signal landed
 	}
@@ -198,7 +196,11 @@ func TestKillDuringProvisioning(t *testing.T) {
 		during[killOnce(t, env, newKillPlan(rng, i))]++
 	}
 	t.Logf("%d kills in %v, killed during: %v", kills, time.Since(start).Round(time.Millisecond), during)
-	t.Logf("what the kills left: %v", kindCounts(inventory(t, m.URL, fleet)))
+	left, dups := kindCounts(inventory(t, m.URL, fleet)), 0
+	for _, rs := range describeFleet(t, m.URL, fleet) {
+		dups += len(slices.DeleteFunc(rs, func(r string) bool { id, _, _ := strings.Cut(r, ": "); return !strings.Contains(id, "#") }))
+	}
+	t.Logf("what the kills left: %v, duplicates among it: %d", left, dups)
 
 	models := killModels(vpc, cert.CertPEM, cert.KeyPEM)
 	killed := converge(t, m.URL, fleet, models)
@@ -267,6 +269,13 @@ func converge(t *testing.T, endpoint, fleet string, models []*providers.LoadBala
 	if len(mutations) > 0 {
 		t.Errorf("fleet %s: a pass over converged gateways made mutating calls: %v", fleet, mutations)
 	}
+	return describeFleet(t, endpoint, fleet)
+}
+
+// describeFleet is the fleet's resources by gateway, each as its stable ID and description, so
+// that two fleets compare (no ARNs or names) and a duplicate shows as an ID with "#2".
+func describeFleet(t *testing.T, endpoint, fleet string) map[string][]string {
+	t.Helper()
 	out := map[string][]string{}
 	for _, r := range inventory(t, endpoint, fleet) {
 		out[r.gateway] = append(out[r.gateway], r.id+": "+r.what)
