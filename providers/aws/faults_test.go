@@ -19,11 +19,14 @@ import (
 // up, as the engine's requeue would (with backoff) until the gateway converges.
 const faultBound = 30
 
-// faultRules fail about 30% of calls. First the AWS refusals moto never makes, on the calls that
-// get them on AWS (not retried by the SDK); then throttling and 5xx on every call, together
-// 1-0.82·0.85 ≈ 30% (retried by the SDK).
+// faultRules fail about 30% of calls. First creates whose response is lost after moto made the
+// resource (a 500 the SDK retries: a duplicate unless the provider finds it); the AWS refusals
+// moto never makes, on the calls that get them on AWS (not retried by the SDK); then throttling
+// and 5xx on every call, together 1-0.82·0.85 ≈ 30% (retried by the SDK).
 func faultRules() []mototest.Rule {
 	return []mototest.Rule{
+		{Actions: []string{"CreateSecurityGroup", "ImportCertificate", "CreateTargetGroup", "CreateLoadBalancer", "CreateListener", "CreateRule"},
+			Fault: mototest.ServerError(http.StatusInternalServerError), Rate: 0.15, Applied: true},
 		{Actions: []string{"DeleteTargetGroup"}, Fault: mototest.ResourceInUse(), Rate: 0.3},
 		{Service: "ec2", Actions: []string{"DeleteSecurityGroup"}, Fault: mototest.DependencyViolation(), Rate: 0.3},
 		{Actions: []string{"DeleteLoadBalancer"}, Fault: mototest.OperationNotPermitted(), Rate: 0.3},
@@ -112,7 +115,7 @@ func TestFaults(t *testing.T) {
 	// Every throttling or 5xx fault was either retried (a retry) or the last attempt of a call (its
 	// final code): moto itself never throttles.
 	retryable, finalRetryable := 0, 0.0
-	for _, code := range []string{"Throttling", "RequestLimitExceeded", "ServiceUnavailable"} {
+	for _, code := range []string{"Throttling", "RequestLimitExceeded", "ServiceUnavailable", "InternalFailure"} {
 		retryable += injected[code]
 		finalRetryable += codes[code]
 	}
@@ -202,6 +205,52 @@ func TestDeleteAtLimit(t *testing.T) {
 			}
 			if left := inventory(t, m.URL, fleet); len(left) > 0 {
 				t.Errorf("left after Delete at the limit: %v", left)
+			}
+		})
+	}
+}
+
+// TestLostCreateResponse: when the response to a create is lost after AWS made the resource (the
+// SDK retries the 500), the gateway still converges to one of each resource, as a clean run's.
+func TestLostCreateResponse(t *testing.T) {
+	m := mototest.Require(t, moto)
+	vpc := motoVPC(t, m.URL)
+	cert := selfSigned(t, "kill-b.example.com", 1)
+	lb := killModels(vpc, cert.CertPEM, cert.KeyPEM)[1] // HTTPS ALB: every kind of resource
+	base := "lost-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	clean := converge(t, m.URL, base+"-clean", []*providers.LoadBalancer{lb})
+	for _, action := range []string{"CreateSecurityGroup", "ImportCertificate", "CreateTargetGroup", "CreateLoadBalancer", "CreateListener", "CreateRule"} {
+		t.Run(action, func(t *testing.T) {
+			shim := mototest.NewFaults(m.URL)
+			t.Cleanup(shim.Close)
+			shim.Fail(mototest.Rule{Actions: []string{action}, Fault: mototest.ServerError(http.StatusInternalServerError), First: 1, Applied: true})
+			fleet := base + "-" + strings.ToLower(action)
+			p, err := New(unlimitedOptions(shim.URL(), fleet))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n := 1; ; n++ {
+				st, err := p.Ensure(t.Context(), lb)
+				if err == nil && st.Ready {
+					t.Logf("converged in %d Ensures, %d %s calls", n, len(shim.Calls(action)), action)
+					break
+				}
+				if n == faultBound {
+					t.Fatalf("Ensure: not converged after %d attempts: %+v, %v", n, st, err)
+				}
+				t.Logf("Ensure %d: %v", n, err)
+			}
+			if shim.Count(func(r mototest.Request) bool { return r.Injected != "" }) != 1 {
+				t.Fatalf("the lost response of %s was never injected", action)
+			}
+			if d := cmp.Diff(clean, describeFleet(t, m.URL, fleet)); d != "" {
+				t.Errorf("after a lost %s response the account differs from a clean run's (-clean +got):\n%s", action, d)
+			}
+			if err := p.Delete(t.Context(), lb); err != nil {
+				t.Fatal(err)
+			}
+			if left := inventory(t, m.URL, fleet); len(left) > 0 {
+				t.Errorf("left after Delete: %v", left)
 			}
 		})
 	}
