@@ -101,9 +101,9 @@ type killPlan struct {
 	delay time.Duration
 }
 
-func newKillPlan(rng *rand.Rand, i int) killPlan {
-	// Every other child is killed while deleting; the delays cover one operation of moto's.
-	if i%2 == 0 {
+// newKillPlan aims at a deletion or a provisioning step; the delays cover one operation of moto's.
+func newKillPlan(rng *rand.Rand, deleting bool) killPlan {
+	if deleting {
 		return killPlan{mode: killDeletes, op: "delete", n: 1 + rng.IntN(4), delay: time.Duration(rng.IntN(250)) * time.Millisecond}
 	}
 	return killPlan{mode: killMixed, op: "ensure", n: 1 + rng.IntN(6), delay: time.Duration(rng.IntN(400)) * time.Millisecond}
@@ -118,7 +118,7 @@ func killOnce(t *testing.T, env []string, plan killPlan) string {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(env, envKillMode+"="+plan.mode)
+	cmd.Env = slices.Concat(env, []string{envKillMode + "=" + plan.mode})
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ func TestKillDuringProvisioning(t *testing.T) {
 	start := time.Now()
 	during := map[string]int{}
 	for i := range kills {
-		during[killOnce(t, env, newKillPlan(rng, i))]++
+		during[killOnce(t, env, newKillPlan(rng, (kills-i)%2 == 0))]++
 	}
 	t.Logf("%d kills in %v, killed during: %v", kills, time.Since(start).Round(time.Millisecond), during)
 	left, dups := kindCounts(inventory(t, m.URL, fleet)), 0
