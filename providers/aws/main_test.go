@@ -23,7 +23,12 @@ import (
 // do not run in parallel) or keep to a VPC of their own.
 var moto *mototest.Server
 
-func TestMain(m *testing.M) { os.Exit(mototest.Main(m, &moto)) }
+func TestMain(m *testing.M) {
+	if endpoint := os.Getenv(envKillChild); endpoint != "" {
+		os.Exit(runKillChild(endpoint)) // the kill test's child (kill_test.go)
+	}
+	os.Exit(mototest.Main(m, &moto))
+}
 
 // motoOptions are a class's options pointing at moto, with extra JSON fields.
 func motoOptions(t *testing.T, endpoint, extra string) v1alpha1.AWSOptions {

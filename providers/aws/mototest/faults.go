@@ -110,6 +110,9 @@ type Rule struct {
 	// probability that a call fails, drawn from the shim's seeded source (Seed).
 	First int
 	Rate  float64
+	// Applied lets moto carry the call out before the fault is answered: a response lost after
+	// AWS acted (a timeout, a proxy's 5xx), which the SDK's retry of a create may duplicate.
+	Applied bool
 }
 
 type faultRule struct {
@@ -208,11 +211,15 @@ func (f *Faults) serve(w http.ResponseWriter, r *http.Request) {
 	} else if req.Form, err = url.ParseQuery(string(body)); err == nil {
 		req.Action = req.Form.Get("Action")
 	}
-	fault, ok := f.decide(&req)
+	rule, ok := f.decide(&req)
 	if !ok {
 		f.proxy.ServeHTTP(w, r)
 		return
 	}
+	if rule.Applied {
+		f.proxy.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	fault := rule.Fault
 	w.Header().Set("X-Amzn-RequestId", requestID)
 	switch {
 	case target != "":
@@ -224,8 +231,8 @@ func (f *Faults) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// decide records req and picks the fault it gets, if any.
-func (f *Faults) decide(req *Request) (Fault, bool) {
+// decide records req and picks the rule that fails it, if any.
+func (f *Faults) decide(req *Request) (Rule, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer func() { f.calls = append(f.calls, *req) }()
@@ -242,10 +249,10 @@ func (f *Faults) decide(req *Request) (Fault, bool) {
 		}
 		if fail {
 			req.Injected = rule.Fault.Code
-			return rule.Fault, true
+			return rule.Rule, true
 		}
 	}
-	return Fault{}, false
+	return Rule{}, false
 }
 
 // signingName is the service of a SigV4 Authorization header's credential scope

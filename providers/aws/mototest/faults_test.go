@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -300,5 +301,33 @@ func TestFaultsConcurrent(t *testing.T) {
 	wg.Wait()
 	if diff := cmp.Diff([2]int{15, 60}, [2]int{failed, f.Count(nil)}); diff != "" {
 		t.Errorf("failed, recorded (-want +got):\n%s", diff)
+	}
+}
+
+// TestFaultsApplied checks that an Applied fault reaches moto first: the caller gets the error,
+// and the resource exists all the same.
+func TestFaultsApplied(t *testing.T) {
+	f, c := setup(t)
+	ctx := t.Context()
+	f.Fail(mototest.Rule{Actions: []string{"CreateSecurityGroup"}, Fault: mototest.ServerError(http.StatusInternalServerError), First: 1, Applied: true})
+	f.Fail(mototest.Rule{Actions: []string{"CreateSecurityGroup"}, Fault: mototest.ServerError(http.StatusInternalServerError), First: 1})
+	for _, name := range []string{"applied", "refused", "passed"} {
+		_, err := c.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String(name), Description: aws.String(name)})
+		if want := name == "passed"; (err == nil) != want {
+			t.Errorf("CreateSecurityGroup %s: %v", name, err)
+		}
+	}
+	out, err := c.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{
+		{Name: aws.String("group-name"), Values: []string{"applied", "refused", "passed"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, g := range out.SecurityGroups {
+		got = append(got, aws.ToString(g.GroupName))
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"applied", "passed"}, got); diff != "" {
+		t.Errorf("security groups in moto (-want +got):\n%s", diff)
 	}
 }
