@@ -47,7 +47,7 @@ func newTestProvider(t *testing.T, endpoint, fleet string) *Provider {
 }
 
 // motoVPC makes a VPC with two subnets in two zones tagged for internet-facing load balancers.
-func motoVPC(t *testing.T, endpoint string) string {
+func motoVPC(t testing.TB, endpoint string) string {
 	t.Helper()
 	n := createSubnets(context.Background(), t, endpoint, []subnetSpec{
 		{zone: "a", cidr: "10.0.1.0/24", tags: elb()},
