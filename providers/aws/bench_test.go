@@ -21,8 +21,8 @@ import (
 // the table): per op, the API calls made (mutating and reads, counted by the SDK's HTTP client)
 // and the wall time (p50/p99). Every case runs in an account holding only the benchmark's own
 // gateway, then again beside `others` load balancers, because reads that list the account grow
-// with it. The account's rate limiter is opened wide, so the time is the provider's and moto's:
-// at the default 10 QPS, back-to-back Ensures on a drained bucket cost 100 ms per call on top.
+// with it. The account's rate limiter is opened wide (testOptions), so the time is the provider's
+// and moto's: at the default 10 QPS, Ensures on a drained bucket cost 100 ms per call on top.
 func BenchmarkEnsure(b *testing.B) {
 	m := mototest.Require(b, moto)
 	vpc := motoVPC(b, m.URL)
@@ -110,7 +110,6 @@ func benchProvider(b *testing.B, endpoint string) (*Provider, *recorder) {
 	rec := &recorder{}
 	o := testOptions(endpoint, "bench-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	o.HTTPClient = rec
-	o.QPS, o.Burst = 1e6, 1e6
 	p, err := New(o)
 	if err != nil {
 		b.Fatal(err)
