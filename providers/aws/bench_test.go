@@ -37,6 +37,10 @@ func BenchmarkEnsure(b *testing.B) {
 		b.Run(fmt.Sprintf("steady-alb20/others=%d", others), func(b *testing.B) {
 			benchSteady(b, m.URL, httpModel("alb20", alb, nil, nil, paths(20)...))
 		})
+		b.Run(fmt.Sprintf("steady-alb20-https/others=%d", others), func(b *testing.B) {
+			c := selfSigned(b, "alb20s.example.com", 1)
+			benchSteady(b, m.URL, httpModel("alb20s", alb, c.CertPEM, c.KeyPEM, paths(20)...))
+		})
 		b.Run(fmt.Sprintf("route-change-alb50/others=%d", others), func(b *testing.B) {
 			benchRouteChange(b, m.URL, alb)
 		})

@@ -34,7 +34,8 @@ awk '
 cat <<'MID'
 
 Cases: **steady-nlb** an unchanged NLB gateway (one TCP listener, one target group) ensured again;
-**steady-alb20** an unchanged ALB gateway with 20 routes; **route-change-alb50** one route's path
+**steady-alb20** an unchanged ALB gateway with 20 routes; **steady-alb20-https** the same with an
+HTTPS listener too (a certificate imported into ACM, 40 rules); **route-change-alb50** one route's path
 changed on an ALB gateway with 50 routes (back and forth); **new-alb20** a new ALB gateway with 20
 routes ensured until Ready (moto makes a load balancer active on its first describe, so two Ensures).
 
