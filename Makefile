@@ -36,6 +36,9 @@ MOTO_ENV = FLEETGATE_MOTO_SERVER=$$(test -x $(MOTO_SERVER) && echo $(MOTO_SERVER
 # Test packages that start kube-apiservers.
 API_SERVER_PKGS := /tests/|/providers/incluster
 
+# Ops per case of make bench-aws.
+AWS_BENCH_N ?= 50
+
 IMG ?= fleetgate:dev
 BUNDLE_VERSION ?= 0.1.0
 
@@ -147,6 +150,11 @@ conformance: testbed ## Run the upstream Gateway API conformance suite (all gate
 .PHONY: bench-serve
 bench-serve: testbed ## Time from applying a route to its first 200 through the local-mode proxy (p50/p99).
 	KUBEBUILDER_ASSETS=$(BIN) go test -run xxx -bench TimeToServe -benchtime 1x ./tests/integration/
+
+.PHONY: bench-aws
+bench-aws: moto ## The AWS provider's call budget and Ensure p50/p99 on moto (AWS_BENCH_N ops per case) → tests/bench/results/aws-calls.md.
+	$(MOTO_ENV) go test -count=1 -run xxx -bench Ensure -benchtime $(AWS_BENCH_N)x ./providers/aws/ 2>&1 | grep -v 'proxy error' | tee $(BIN)/bench-aws.txt
+	tests/bench/aws/report.sh $(MOTO_SERVER) < $(BIN)/bench-aws.txt > tests/bench/results/aws-calls.md
 
 .PHONY: bench-convergence
 bench-convergence: testbed ## Fleet convergence: 3 members, routes added one at a time (ROUTES=3000), cold start (COLD_ROUTES=5000).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
@@ -45,6 +46,16 @@ type Options struct {
 type Provider struct {
 	o        Options
 	accounts *accounts
+
+	mu sync.Mutex
+	// deployers keeps one deployer per account (by accountKey) with the clients it was made of,
+	// so that its caches outlive an Ensure; new clients (rotated keys) get a new one.
+	deployers map[string]accountDeployer
+}
+
+type accountDeployer struct {
+	clients  *clients
+	deployer *deployer
 }
 
 // New returns the provider.
@@ -57,7 +68,7 @@ func New(o Options) (*Provider, error) {
 	}
 	a := newAccounts(accountOptions{Secrets: o.Secrets, QPS: o.QPS, Burst: o.Burst, MaxAttempts: o.MaxAttempts,
 		MaxBackoff: o.MaxBackoff, Registerer: o.Registerer, HTTPClient: o.HTTPClient, Log: o.Log})
-	return &Provider{o: o, accounts: a}, nil
+	return &Provider{o: o, accounts: a, deployers: map[string]accountDeployer{}}, nil
 }
 
 // Capabilities decodes the class's aws section and says what its load balancer type expresses.
@@ -272,5 +283,12 @@ func (p *Provider) deployer(ctx context.Context, o v1alpha1.AWSOptions) (*deploy
 	if err != nil {
 		return nil, nil, err
 	}
-	return newDeployer(cl.ELB, cl.EC2, cl.ACM, p.o.Fleet, p.o.Log), cl, nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ad, ok := p.deployers[cl.Account]; ok && ad.clients == cl {
+		return ad.deployer, cl, nil
+	}
+	d := newDeployer(cl.ELB, cl.EC2, cl.ACM, p.o.Fleet, p.o.Log)
+	p.deployers[cl.Account] = accountDeployer{clients: cl, deployer: d}
+	return d, cl, nil
 }

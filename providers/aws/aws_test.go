@@ -21,9 +21,12 @@ import (
 )
 
 // testOptions are provider options against endpoint (moto or a shim in front of it) with static
-// test keys and fast retries.
+// test keys, fast retries and a wide-open rate limiter: ratelimit_test.go tests the limiter, and
+// at its default 10 QPS back-to-back Ensures would wait 100 ms per call.
 func testOptions(endpoint, fleet string) Options {
 	return Options{
+		QPS:   1000,
+		Burst: 1000,
 		Fleet: fleet,
 		Defaults: v1alpha1.AWSOptions{Region: mototest.Region, Endpoint: endpoint,
 			Credentials: &v1alpha1.AWSCredentials{SecretRef: &v1alpha1.ObjectRef{Namespace: "test", Name: "aws"}}},
@@ -47,7 +50,7 @@ func newTestProvider(t *testing.T, endpoint, fleet string) *Provider {
 }
 
 // motoVPC makes a VPC with two subnets in two zones tagged for internet-facing load balancers.
-func motoVPC(t *testing.T, endpoint string) string {
+func motoVPC(t testing.TB, endpoint string) string {
 	t.Helper()
 	n := createSubnets(context.Background(), t, endpoint, []subnetSpec{
 		{zone: "a", cidr: "10.0.1.0/24", tags: elb()},

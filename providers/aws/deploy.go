@@ -10,7 +10,8 @@ import (
 )
 
 // deployer reconciles the AWS resources of gateways with their Stacks, in one account and region
-// and for one fleet. It is safe for concurrent use by different gateways.
+// and for one fleet. It is safe for concurrent use by different gateways, and lives as long as
+// the account's clients: its caches of tags serve every gateway of the account.
 type deployer struct {
 	elb      elbAPI
 	ec2      ec2API
@@ -18,11 +19,12 @@ type deployer struct {
 	fleet    string
 	log      logr.Logger
 	certTags *tagCache
+	seen     *seenTags
 }
 
 func newDeployer(elb elbAPI, ec2 ec2API, acm acmAPI, fleet string, log logr.Logger) *deployer {
 	return &deployer{elb: elb, ec2: ec2, acm: acm, fleet: fleet, log: log,
-		certTags: &tagCache{tags: map[string]map[string]string{}}}
+		certTags: &tagCache{tags: map[string]map[string]string{}}, seen: newSeenTags()}
 }
 
 // Deployed is the load balancer as it stands after a Deploy.

@@ -150,7 +150,7 @@ func (e *env) eip() (allocation, ip string) {
 }
 
 // selfSigned makes a certificate for host as ACM imports it.
-func selfSigned(t *testing.T, host string, serial int64) Certificate {
+func selfSigned(t testing.TB, host string, serial int64) Certificate {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {

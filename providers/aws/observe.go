@@ -73,12 +73,30 @@ func (d *deployer) owner(gatewayID string) func(map[string]string) bool {
 // ("" for the whole fleet); deep also reads attributes and registered targets.
 func (d *deployer) observe(ctx context.Context, gatewayID string, deep bool) (*observed, error) {
 	match := d.owner(gatewayID)
-	var o observed
-	var err error
-	if o.lbs, err = d.findLoadBalancers(ctx, match, deep); err != nil {
+	lbs, err := d.listLoadBalancers(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if o.tgs, err = d.findTargetGroups(ctx, match, deep); err != nil {
+	tgs, err := d.listTargetGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	arns := make([]string, 0, len(lbs)+len(tgs))
+	for _, lb := range lbs {
+		arns = append(arns, aws.ToString(lb.LoadBalancerArn))
+	}
+	for _, tg := range tgs {
+		arns = append(arns, aws.ToString(tg.TargetGroupArn))
+	}
+	tags, err := d.ownerTags(ctx, arns, match)
+	if err != nil {
+		return nil, err
+	}
+	var o observed
+	if o.lbs, err = d.loadBalancersOf(ctx, lbs, tags, match, deep); err != nil {
+		return nil, err
+	}
+	if o.tgs, err = d.targetGroupsOf(ctx, tgs, tags, match, deep); err != nil {
 		return nil, err
 	}
 	if o.sgs, err = d.findSecurityGroups(ctx, gatewayID); err != nil {
@@ -90,7 +108,27 @@ func (d *deployer) observe(ctx context.Context, gatewayID string, deep bool) (*o
 	return &o, nil
 }
 
-func (d *deployer) findLoadBalancers(ctx context.Context, match func(map[string]string) bool, deep bool) ([]liveLB, error) {
+// ownerTags returns the tags of the listed load balancers and target groups (arns) that may be
+// match's: those seen before as someone else's are not asked again (ownership tags do not
+// change), so a steady observe asks only of its own and of new resources, not of the whole
+// account. Load balancers and target groups share DescribeTags batches.
+func (d *deployer) ownerTags(ctx context.Context, arns []string, match func(map[string]string) bool) (map[string]map[string]string, error) {
+	var ask []string
+	for _, arn := range arns {
+		if t, ok := d.seen.get(arn); ok && !match(t) {
+			continue
+		}
+		ask = append(ask, arn)
+	}
+	tags, err := d.elbTags(ctx, ask)
+	if err != nil {
+		return nil, err
+	}
+	d.seen.update(arns, tags)
+	return tags, nil
+}
+
+func (d *deployer) listLoadBalancers(ctx context.Context) ([]elbtypes.LoadBalancer, error) {
 	var all []elbtypes.LoadBalancer
 	in := &elbv2.DescribeLoadBalancersInput{}
 	for {
@@ -100,22 +138,17 @@ func (d *deployer) findLoadBalancers(ctx context.Context, match func(map[string]
 		}
 		all = append(all, out.LoadBalancers...)
 		if aws.ToString(out.NextMarker) == "" {
-			break
+			return all, nil
 		}
 		in.Marker = out.NextMarker
 	}
-	arns := make([]string, len(all))
-	for i, lb := range all {
-		arns[i] = aws.ToString(lb.LoadBalancerArn)
-	}
-	tags, err := d.elbTags(ctx, arns)
-	if err != nil {
-		return nil, err
-	}
+}
+
+func (d *deployer) loadBalancersOf(ctx context.Context, all []elbtypes.LoadBalancer, tags map[string]map[string]string, match func(map[string]string) bool, deep bool) ([]liveLB, error) {
 	var lbs []liveLB
 	for _, lb := range all {
-		t := tags[aws.ToString(lb.LoadBalancerArn)]
-		if !match(t) {
+		t, ok := tags[aws.ToString(lb.LoadBalancerArn)]
+		if !ok || !match(t) {
 			continue
 		}
 		l := liveLB{lb: lb, tags: t}
@@ -131,7 +164,7 @@ func (d *deployer) findLoadBalancers(ctx context.Context, match func(map[string]
 	return lbs, nil
 }
 
-func (d *deployer) findTargetGroups(ctx context.Context, match func(map[string]string) bool, deep bool) ([]liveTG, error) {
+func (d *deployer) listTargetGroups(ctx context.Context) ([]elbtypes.TargetGroup, error) {
 	var all []elbtypes.TargetGroup
 	// moto ignores PageSize and returns everything at once; AWS pages, so page anyway.
 	in := &elbv2.DescribeTargetGroupsInput{}
@@ -142,26 +175,22 @@ func (d *deployer) findTargetGroups(ctx context.Context, match func(map[string]s
 		}
 		all = append(all, out.TargetGroups...)
 		if aws.ToString(out.NextMarker) == "" {
-			break
+			return all, nil
 		}
 		in.Marker = out.NextMarker
 	}
-	arns := make([]string, len(all))
-	for i, tg := range all {
-		arns[i] = aws.ToString(tg.TargetGroupArn)
-	}
-	tags, err := d.elbTags(ctx, arns)
-	if err != nil {
-		return nil, err
-	}
+}
+
+func (d *deployer) targetGroupsOf(ctx context.Context, all []elbtypes.TargetGroup, tags map[string]map[string]string, match func(map[string]string) bool, deep bool) ([]liveTG, error) {
 	var tgs []liveTG
 	for _, tg := range all {
-		t := tags[aws.ToString(tg.TargetGroupArn)]
-		if !match(t) {
+		t, ok := tags[aws.ToString(tg.TargetGroupArn)]
+		if !ok || !match(t) {
 			continue
 		}
 		l := liveTG{tg: tg, tags: t}
 		if deep {
+			var err error
 			if l.attrs, l.targets, err = d.targetGroupDetails(ctx, aws.ToString(tg.TargetGroupArn)); err != nil {
 				return nil, err
 			}
@@ -223,12 +252,22 @@ func (d *deployer) observeListeners(ctx context.Context, lbARN string) ([]liveLi
 		if ll.certs, err = d.listenerCertificates(ctx, l); err != nil {
 			return nil, err
 		}
+		if !hasRules(l.Protocol) {
+			out = append(out, ll)
+			continue // an NLB listener has only its default action
+		}
 		if ll.rules, err = d.observeRules(ctx, aws.ToString(l.ListenerArn)); err != nil {
 			return nil, err
 		}
 		out = append(out, ll)
 	}
 	return out, nil
+}
+
+// hasRules tells whether a listener of protocol p can have rules besides its default one: only
+// an ALB's can.
+func hasRules(p elbtypes.ProtocolEnum) bool {
+	return p == elbtypes.ProtocolEnumHttp || p == elbtypes.ProtocolEnumHttps
 }
 
 // listenerCertificates lists a secure listener's certificates, the default first.

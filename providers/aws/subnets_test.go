@@ -349,7 +349,7 @@ type createdNetwork struct {
 
 // createSubnets makes VPCs (as many as specs name) and the subnets of specs in them, through a
 // client of its own.
-func createSubnets(ctx context.Context, t *testing.T, endpoint string, specs []subnetSpec) createdNetwork {
+func createSubnets(ctx context.Context, t testing.TB, endpoint string, specs []subnetSpec) createdNetwork {
 	t.Helper()
 	cfg, err := mototest.Config(ctx, endpoint)
 	if err != nil {
