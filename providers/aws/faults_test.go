@@ -25,6 +25,11 @@ const faultBound = 30
 // and 5xx on every call, together 1-0.82·0.85 ≈ 30% (retried by the SDK).
 func faultRules() []mototest.Rule {
 	return []mototest.Rule{
+		// Each refusal at least once whatever the seed draws, then at random.
+		{Actions: []string{"DeleteTargetGroup"}, Fault: mototest.ResourceInUse(), First: 1},
+		{Service: "ec2", Actions: []string{"DeleteSecurityGroup"}, Fault: mototest.DependencyViolation(), First: 1},
+		{Actions: []string{"DeleteLoadBalancer"}, Fault: mototest.OperationNotPermitted(), First: 1},
+		{Service: "acm", Actions: []string{"DeleteCertificate"}, Fault: mototest.ResourceInUseException(), First: 1},
 		{Actions: []string{"CreateSecurityGroup", "ImportCertificate", "CreateTargetGroup", "CreateLoadBalancer", "CreateListener", "CreateRule"},
 			Fault: mototest.ServerError(http.StatusInternalServerError), Rate: 0.15, Applied: true},
 		{Actions: []string{"DeleteTargetGroup"}, Fault: mototest.ResourceInUse(), Rate: 0.3},
@@ -56,7 +61,7 @@ func TestFaults(t *testing.T) {
 	for _, r := range faultRules() {
 		shim.Fail(r)
 	}
-	o := unlimitedOptions(shim.URL(), fleet)
+	o := testOptions(shim.URL(), fleet)
 	reg := prometheus.NewRegistry()
 	o.Registerer = reg
 	p, err := New(o)
@@ -177,7 +182,7 @@ func TestDeleteAtLimit(t *testing.T) {
 			shim := mototest.NewFaults(m.URL)
 			t.Cleanup(shim.Close)
 			fleet := "limit-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-			p, err := New(unlimitedOptions(shim.URL(), fleet))
+			p, err := New(testOptions(shim.URL(), fleet))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +230,7 @@ func TestLostCreateResponse(t *testing.T) {
 			t.Cleanup(shim.Close)
 			shim.Fail(mototest.Rule{Actions: []string{action}, Fault: mototest.ServerError(http.StatusInternalServerError), First: 1, Applied: true})
 			fleet := base + "-" + strings.ToLower(action)
-			p, err := New(unlimitedOptions(shim.URL(), fleet))
+			p, err := New(testOptions(shim.URL(), fleet))
 			if err != nil {
 				t.Fatal(err)
 			}

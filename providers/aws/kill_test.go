@@ -58,7 +58,7 @@ func killModels(vpc string, crt, key []byte) []*providers.LoadBalancer {
 // runKillChild is the child's main. It announces every operation on stdout ("ensure GW",
 // "delete GW", then "done") so that the parent can aim its kills.
 func runKillChild(endpoint string) int {
-	p, err := New(unlimitedOptions(endpoint, os.Getenv(envKillFleet)))
+	p, err := New(testOptions(endpoint, os.Getenv(envKillFleet)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -83,14 +83,6 @@ func runKillChild(endpoint string) int {
 			announce("done")
 		}
 	}
-}
-
-// unlimitedOptions are testOptions without the client-side rate limit (10 calls/s by default,
-// which would make moto's runs ten times slower than they are).
-func unlimitedOptions(endpoint, fleet string) Options {
-	o := testOptions(endpoint, fleet)
-	o.QPS, o.Burst = 1e4, 1e4
-	return o
 }
 
 // killPlan is where the parent kills the child: delay after the n-th announcement of op.
@@ -209,7 +201,7 @@ func TestKillDuringProvisioning(t *testing.T) {
 		t.Errorf("after %d kills the account differs from a clean run's (-clean +killed):\n%s", kills, d)
 	}
 	for _, f := range []string{fleet, fleet + "-clean"} {
-		p, err := New(unlimitedOptions(m.URL, f))
+		p, err := New(testOptions(m.URL, f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +229,7 @@ func converge(t *testing.T, endpoint, fleet string, models []*providers.LoadBala
 	t.Helper()
 	shim := mototest.NewFaults(endpoint)
 	defer shim.Close()
-	p, err := New(unlimitedOptions(shim.URL(), fleet))
+	p, err := New(testOptions(shim.URL(), fleet))
 	if err != nil {
 		t.Fatal(err)
 	}
