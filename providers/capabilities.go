@@ -51,13 +51,40 @@ type Capabilities struct {
 	// MaxCertificatesPerListener bounds the certificates of one listener, counting the distinct
 	// certificates of every Gateway listener merged onto one port (ALB and NLB: 25).
 	MaxCertificatesPerListener int `json:"maxCertificatesPerListener,omitempty"`
+	// Proxied, when set, is what the fleetgate proxies behind the load balancer express: HTTP and
+	// HTTPS listeners, the HTTPRoutes and GRPCRoutes attached to them and Ingress rules are served
+	// by those proxies and checked against Proxied instead (ForProtocol, ForRouteKind). An NLB
+	// class sets it to serve L7 through the proxies while its L4 listeners stay restricted.
+	Proxied *Capabilities `json:"proxied,omitempty"`
 }
 
 // FullCapabilities is what the fleetgate proxy expresses: everything.
 func FullCapabilities() Capabilities { return Capabilities{All: true} }
 
-// Protocol tells whether listeners of protocol p can be served.
-func (c Capabilities) Protocol(p string) bool { return c.All || slices.Contains(c.Protocols, p) }
+// ForProtocol is what listeners of protocol p are checked against: Proxied for HTTP and HTTPS
+// when it is set, c otherwise.
+func (c Capabilities) ForProtocol(p string) Capabilities {
+	if c.Proxied != nil && (p == "HTTP" || p == "HTTPS") {
+		return *c.Proxied
+	}
+	return c
+}
+
+// ForRouteKind is what routes of kind k are checked against: Proxied for HTTPRoute and GRPCRoute
+// when it is set, c otherwise.
+func (c Capabilities) ForRouteKind(k string) Capabilities {
+	if c.Proxied != nil && (k == "HTTPRoute" || k == "GRPCRoute") {
+		return *c.Proxied
+	}
+	return c
+}
+
+// Protocol tells whether listeners of protocol p can be served, by the load balancer or, for
+// HTTP and HTTPS, by the proxies behind it (ForProtocol).
+func (c Capabilities) Protocol(p string) bool {
+	c = c.ForProtocol(p)
+	return c.All || slices.Contains(c.Protocols, p)
+}
 
 // RouteKind tells whether routes of kind k can be served.
 func (c Capabilities) RouteKind(k string) bool { return c.All || slices.Contains(c.RouteKinds, k) }

@@ -300,6 +300,7 @@ func ingressPathType(t ir.MatchType) string {
 // provider (rules and hostnames per listener) and books r on them; refusal says why when none can.
 // Routes come oldest first, so the older route keeps its place.
 func (t *translator) withinListenerLimits(r *route, c *classInfo, matched []match) (fits []match, refusal string) {
+	caps := c.caps.ForRouteKind(r.kind)
 	rules := t.ruleCount(r, c)
 	for _, m := range matched {
 		if m.l.attached[r] {
@@ -317,13 +318,13 @@ func (t *translator) withinListenerLimits(r *route, c *classInfo, matched []matc
 			}
 		}
 		switch {
-		case !c.caps.Within(m.l.rules+rules, c.caps.MaxRulesPerListener):
+		case !caps.Within(m.l.rules+rules, caps.MaxRulesPerListener):
 			refusal = fmt.Sprintf("listener %q would hold %d rules, provider %s allows at most %d per listener",
-				m.l.spec.Name, m.l.rules+rules, c.provider, c.caps.MaxRulesPerListener)
+				m.l.spec.Name, m.l.rules+rules, c.provider, caps.MaxRulesPerListener)
 			continue
-		case !c.caps.Within(len(m.l.hostnames)+added, c.caps.MaxHostnamesPerListener):
+		case !caps.Within(len(m.l.hostnames)+added, caps.MaxHostnamesPerListener):
 			refusal = fmt.Sprintf("listener %q would serve %d hostnames, provider %s allows at most %d per listener",
-				m.l.spec.Name, len(m.l.hostnames)+added, c.provider, c.caps.MaxHostnamesPerListener)
+				m.l.spec.Name, len(m.l.hostnames)+added, c.provider, caps.MaxHostnamesPerListener)
 			continue
 		}
 		m.l.rules += rules
@@ -342,7 +343,7 @@ func (t *translator) withinListenerLimits(r *route, c *classInfo, matched []matc
 // provider cannot serve them; "" when that is not the reason.
 func unservableKind(l *listener, kind string) string {
 	c := l.group.class
-	if c.caps.RouteKind(kind) || !slices.Contains(defaultKinds(l.spec.Protocol), kind) {
+	if c.caps.ForProtocol(string(l.spec.Protocol)).RouteKind(kind) || !slices.Contains(defaultKinds(l.spec.Protocol), kind) {
 		return ""
 	}
 	return fmt.Sprintf("%s is not supported by provider %s", kind, c.provider)
@@ -373,22 +374,36 @@ func filtersAndBackendsProblem[R, F any](c providers.Capabilities, provider, at 
 // certificateLimits refuses the listeners of grp whose certificates its provider cannot hold on
 // one cloud listener: a listener with more certificateRefs than the limit, then, among the
 // listeners merged onto one port (in order, so the first keep their place), each one that would
-// take the port's distinct certificates over it.
+// take the port's distinct certificates over it. The limit is that of each listener's protocol
+// (ForProtocol): the proxies of a proxied class hold the certificates of its HTTPS listeners, and
+// listeners without a limit are not counted.
 func certificateLimits(grp *gatewayGroup) {
 	c := grp.class
-	limit := c.caps.MaxCertificatesPerListener
-	if c.caps.All || limit == 0 {
-		return
+	limitOf := func(l *listener) int {
+		if caps := c.caps.ForProtocol(string(l.spec.Protocol)); !caps.All {
+			return caps.MaxCertificatesPerListener
+		}
+		return 0
 	}
+	limited := false
 	for _, l := range grp.listeners {
-		if l.spec.TLS != nil && len(l.spec.TLS.CertificateRefs) > limit {
+		limit := limitOf(l)
+		limited = limited || limit > 0
+		if limit > 0 && l.spec.TLS != nil && len(l.spec.TLS.CertificateRefs) > limit {
 			l.accept(false, string(gwv1.ListenerReasonUnsupportedValue),
 				overLimit("tls.certificateRefs", len(l.spec.TLS.CertificateRefs), "certificates", limit, c.provider))
 		}
 	}
+	if !limited {
+		return
+	}
 	for _, g := range groupByPort(grp.listeners) {
 		held := map[string]bool{}
 		for _, l := range g.ls {
+			limit := limitOf(l)
+			if limit == 0 {
+				continue
+			}
 			added := 0
 			for _, cert := range l.certs {
 				if !held[cert.Name] {

@@ -16,13 +16,26 @@ import (
 )
 
 // testCatalog is the capability set of the caps-* goldens: "aws" is a limited L7 load balancer,
-// "gcp" expresses everything but refuses parameters without a project, and "incluster" is not
+// or, with the endpoint nlbProxiedEndpoint, an NLB whose HTTP(S) is proxied (testNLBProxied; not
+// with loadBalancerType network alone, which caps-lbservice's aws-nlb Services have); "gcp"
+// expresses everything but refuses parameters without a project, and "incluster" is not
 // registered (everything, as without a catalog).
 type testCatalog struct{}
 
 func (testCatalog) Capabilities(provider string, params json.RawMessage) (providers.Capabilities, bool, error) {
 	switch provider {
 	case "aws":
+		var p struct {
+			Endpoint string `json:"endpoint"`
+		}
+		if len(params) > 0 {
+			if err := json.Unmarshal(params, &p); err != nil {
+				return providers.Capabilities{}, true, fmt.Errorf("decoding: %w", err)
+			}
+		}
+		if p.Endpoint == nlbProxiedEndpoint {
+			return testNLBProxied, true, nil
+		}
 		return testAWS, true, nil
 	case "gcp":
 		var p struct {
@@ -55,6 +68,19 @@ var testAWS = providers.Capabilities{
 	// As ALB's; few certificates, so that a golden can go over.
 	MaxConditionsPerMatch:      5,
 	MaxCertificatesPerListener: 2,
+}
+
+// nlbProxiedEndpoint marks the aws parameters of the golden catalog's testNLBProxied class.
+const nlbProxiedEndpoint = "https://nlb-proxied.test"
+
+// testNLBProxied is an NLB serving TCP, UDP and TLS itself, one backend per listener, and HTTP
+// and HTTPS through the fleetgate proxies behind it.
+var testNLBProxied = providers.Capabilities{
+	Protocols:           []string{"TCP", "UDP", "TLS"},
+	RouteKinds:          []string{"TCPRoute", "UDPRoute", "TLSRoute"},
+	MaxBackendsPerRule:  1,
+	MaxRulesPerListener: 1,
+	Proxied:             new(providers.FullCapabilities()),
 }
 
 func TestHTTPRuleProblem(t *testing.T) {

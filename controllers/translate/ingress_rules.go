@@ -224,6 +224,8 @@ func (t *translator) olderRoute(claims []pathOwner, self pathOwner) *pathOwner {
 // ingressPaths compiles the path rules of one Ingress, in rule order.
 func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], c *ingressClass) []ingressPath {
 	pol := c.proxy
+	// Ingress rules are served on HTTP and HTTPS listeners, so by the proxies of a proxied class.
+	caps := c.caps.ForProtocol(string(gwv1.HTTPProtocolType))
 	ing, ref := o.Obj, ingressRef(o)
 	var out []ingressPath
 	for i, rule := range ing.Spec.Rules {
@@ -241,7 +243,7 @@ func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], c *in
 				t.notice(ref, corev1.EventTypeWarning, "InvalidPath", "rule %d path %d: %v; the path is not served", i, j, err)
 				continue
 			}
-			if pt := ingressPathType(typ); !c.caps.PathMatch(pt) {
+			if pt := ingressPathType(typ); !caps.PathMatch(pt) {
 				t.notice(ref, corev1.EventTypeWarning, string(gwv1.RouteReasonUnsupportedValue), "%s; the path is not served",
 					unsupported(fmt.Sprintf("spec.rules[%d].http.paths[%d].pathType", i, j), pt, c.provider))
 				continue

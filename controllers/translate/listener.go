@@ -160,7 +160,7 @@ func (t *translator) validateListener(l *listener) {
 
 func (t *translator) listenerKinds(l *listener, supported []string) {
 	ar := l.spec.AllowedRoutes
-	caps := l.group.class.caps
+	caps := l.group.class.caps.ForProtocol(string(l.spec.Protocol))
 	if ar == nil || len(ar.Kinds) == 0 {
 		for _, k := range supported {
 			if caps.RouteKind(k) {

@@ -85,8 +85,9 @@ func (m *compiledMatch) servedBy(p *proxyPolicy) bool {
 // above its cap are served capped (notes, for the Accepted message).
 func (t *translator) classRules(r *route, c *classInfo) (dropped, notes []string) {
 	p := c.proxy
+	caps := c.caps.ForRouteKind(r.kind)
 	host := 0
-	if c.caps.MaxConditionsPerMatch > 0 {
+	if caps.MaxConditionsPerMatch > 0 {
 		host = t.hostValue(r, c)
 	}
 	for i := 0; i < len(r.matches); {
@@ -99,7 +100,7 @@ func (t *translator) classRules(r *route, c *classInfo) (dropped, notes []string
 		if biggest.tooLarge(p.maxRegexInstructions) {
 			dropped = append(dropped, fmt.Sprintf("rule %d: a regex is too large: its compiled program exceeds the limit of %d instructions (GatewayClassConfig spec.proxy.maxRegexInstructions)",
 				m.prec.rule, p.maxRegexInstructions))
-		} else if msg := r.inexpressible(c.caps, c.provider, m.prec.rule, host); msg != "" {
+		} else if msg := r.inexpressible(caps, c.provider, m.prec.rule, host); msg != "" {
 			dropped = append(dropped, fmt.Sprintf("rule %d: %s", m.prec.rule, msg))
 			if t.unexpressed == nil {
 				t.unexpressed = map[ruleAt]bool{}
@@ -123,7 +124,7 @@ type ruleAt struct {
 
 // expressedBy reports whether rule i of r goes into the configs of class c's gateways.
 func (t *translator) expressedBy(r *route, c *classInfo, i int) bool {
-	return c.caps.All || !t.unexpressed[ruleAt{r, c, i}]
+	return c.caps.ForRouteKind(r.kind).All || !t.unexpressed[ruleAt{r, c, i}]
 }
 
 // ruleCount is the number of valid rules that c's provider can express.
@@ -372,7 +373,7 @@ func (t *translator) attachToParent(r *route, grp *gatewayGroup, set *listenerSe
 			return reject(gwv1.RouteReasonNotAllowedByListeners, "Hostnames conflict with an older route of the other kind (HTTPRoute/GRPCRoute) on every matching listener")
 		}
 		matched = free
-		if c := grp.class; c.caps.MaxRulesPerListener > 0 || c.caps.MaxHostnamesPerListener > 0 {
+		if c, caps := grp.class, grp.class.caps.ForRouteKind(r.kind); caps.MaxRulesPerListener > 0 || caps.MaxHostnamesPerListener > 0 {
 			var refusal string
 			if matched, refusal = t.withinListenerLimits(r, c, matched); len(matched) == 0 {
 				return reject(gwv1.RouteReasonUnsupportedValue, refusal)
