@@ -84,7 +84,7 @@ func runPlan(ctx context.Context, cfg *rest.Config, o options, gateway string, w
 	if err != nil {
 		return fmt.Errorf("creating the hub's client: %w", err)
 	}
-	p, err := newAWS(ctx, o, c, prometheus.NewRegistry(), logr.Discard())
+	p, err := newAWS(ctx, o, c, nil, prometheus.NewRegistry(), logr.Discard())
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,11 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 		return controllers.Options{}, err
 	}
 	registry.Register(string(v1alpha1.ProviderInCluster), proxies)
-	cloud, err := newAWS(ctx, o, direct, metrics.Registry, logger)
+	behindNLB := nlbProxies{Provider: proxies, endpoints: proxyPods(memberClients(direct, setup.MemberClients))}
+	if o.localMode {
+		behindNLB.endpoints = localProxyAddresses(proxies)
+	}
+	cloud, err := newAWS(ctx, o, direct, behindNLB, metrics.Registry, logger)
 	if err != nil {
 		return controllers.Options{}, err
 	}

@@ -9,9 +9,12 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/aws"
 )
 
@@ -26,7 +29,8 @@ func addAWSFlags(fs *flag.FlagSet, o *options) {
 
 // newAWS builds the provider of aws classes. Its static keys come from Secrets read directly (the
 // manager caches no Secrets of other namespaces), its accounts from the GatewayClassConfigs.
-func newAWS(ctx context.Context, o options, direct client.Client, reg prometheus.Registerer, logger logr.Logger) (*aws.Provider, error) {
+// proxies serve the HTTP and HTTPS listeners of network load balancers; nil refuses them.
+func newAWS(ctx context.Context, o options, direct client.Client, proxies aws.Proxies, reg prometheus.Registerer, logger logr.Logger) (*aws.Provider, error) {
 	fleet := o.fleetID
 	if fleet == "" {
 		// The hub's kube-system namespace lives as long as the hub: a stable, unique fleet ID.
@@ -59,9 +63,68 @@ func newAWS(ctx context.Context, o options, direct client.Client, reg prometheus
 			}
 			return out, nil
 		},
+		Proxies:    proxies,
 		QPS:        o.awsQPS,
 		Burst:      o.awsBurst,
 		Registerer: reg,
 		Log:        logger.WithName("aws"),
 	})
+}
+
+// nlbProxies runs the proxies behind network load balancers with the provider of incluster classes
+// and finds their pods through the endpoints of the Service it makes for them.
+type nlbProxies struct {
+	providers.Provider
+	endpoints func(ctx context.Context, lb *providers.LoadBalancer) ([]ir.Endpoint, error)
+}
+
+func (n nlbProxies) Endpoints(ctx context.Context, lb *providers.LoadBalancer) ([]ir.Endpoint, error) {
+	return n.endpoints(ctx, lb)
+}
+
+// proxyPods lists the ready pod addresses of lb's proxy Service in each of its clusters.
+func proxyPods(clients func(cluster string) (client.Client, error)) func(context.Context, *providers.LoadBalancer) ([]ir.Endpoint, error) {
+	return func(ctx context.Context, lb *providers.LoadBalancer) ([]ir.Endpoint, error) {
+		var out []ir.Endpoint
+		for _, cluster := range lb.Clusters {
+			c, err := clients(cluster)
+			if err != nil {
+				return nil, err
+			}
+			var list discoveryv1.EndpointSliceList
+			if err := c.List(ctx, &list, client.InNamespace(lb.Namespace),
+				client.MatchingLabels{discoveryv1.LabelServiceName: providers.ResourceName(lb)}); err != nil {
+				return nil, fmt.Errorf("listing the proxies' endpoints in cluster %s: %w", cluster, err)
+			}
+			for _, s := range list.Items {
+				for _, ep := range s.Endpoints {
+					if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+						continue
+					}
+					for _, a := range ep.Addresses {
+						out = append(out, ir.Endpoint{Address: a, Cluster: cluster})
+					}
+				}
+			}
+		}
+		return out, nil
+	}
+}
+
+// localProxyAddresses are the loopback addresses of local proxies, which their provider reports
+// as the gateway's addresses (Ensure of a running proxy changes nothing).
+func localProxyAddresses(p providers.Provider) func(context.Context, *providers.LoadBalancer) ([]ir.Endpoint, error) {
+	return func(ctx context.Context, lb *providers.LoadBalancer) ([]ir.Endpoint, error) {
+		st, err := p.Ensure(ctx, lb)
+		if err != nil {
+			return nil, err
+		}
+		var out []ir.Endpoint
+		for _, a := range st.Addresses {
+			if a.Type == providers.AddressTypeIPAddress {
+				out = append(out, ir.Endpoint{Address: a.Value, Cluster: lb.Clusters[0]})
+			}
+		}
+		return out, nil
+	}
 }

@@ -126,7 +126,10 @@ func (r registry) Names() []string {
 func start(t *testing.T, f providers.Provider, o Options) (*Engine, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	o.Providers, o.Log, o.Registerer = registry{"p": f}, testr.New(t), reg
+	if o.Providers == nil {
+		o.Providers = registry{"p": f}
+	}
+	o.Log, o.Registerer = testr.New(t), reg
 	o.BaseDelay = cmpOr(o.BaseDelay, 10*time.Millisecond)
 	e, err := New(o)
 	if err != nil {
@@ -398,6 +401,21 @@ func TestSweepPartialList(t *testing.T) {
 	if e.Swept() {
 		t.Error("a sweep whose List failed counts as done")
 	}
+}
+
+// TestSweepLeavesWhatAnotherProviderServes: resources of a gateway that provider q lists but
+// provider p serves (p runs them for it) are not q's orphans; once p lets the gateway go, they are.
+func TestSweepLeavesWhatAnotherProviderServes(t *testing.T) {
+	p := &fake{}
+	q := &fake{listed: []providers.LoadBalancer{model("g", 0, "x")}}
+	e, _ := start(t, nil, Options{Providers: registry{"p": p, "q": q}, SweepEvery: 100 * time.Millisecond})
+	e.Set([]Desired{{Model: model("g", 1, "x"), Version: 1}}, nil)
+	eventually(t, "a sweep", func() bool { return e.Swept() })
+	if n := q.count("delete", "g"); n != 0 {
+		t.Fatalf("q deleted what p serves (%d calls)", n)
+	}
+	e.Set(nil, nil)
+	eventually(t, "q's deletion once p let go", func() bool { return q.count("delete", "g") > 0 })
 }
 
 // TestShutdown: cancelling the context reaches a call in flight, and Start returns.

@@ -60,6 +60,11 @@ func (e *Engine) sweep(ctx context.Context) error {
 			if lb.Clusters = e.knownLocked(lb.Clusters); len(lb.Clusters) == 0 {
 				continue
 			}
+			// A provider may run another's resources for a gateway it serves (the AWS provider
+			// runs proxies for an NLB's HTTP): they are that provider's to delete.
+			if e.desiredByOtherLocked(name, lb.Gateway) {
+				continue
+			}
 			en := q.entries[lb.Gateway]
 			switch {
 			case en == nil:
@@ -87,4 +92,14 @@ func (e *Engine) sweep(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	return nil
+}
+
+// desiredByOtherLocked tells whether a provider other than name wants the gateway.
+func (e *Engine) desiredByOtherLocked(name, gateway string) bool {
+	for other, q := range e.queues {
+		if en := q.entries[gateway]; other != name && en != nil && en.desired {
+			return true
+		}
+	}
+	return false
 }

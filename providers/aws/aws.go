@@ -38,6 +38,8 @@ type Options struct {
 	MaxBackoff  time.Duration
 	Registerer  prometheus.Registerer
 	Log         logr.Logger
+	// Proxies serve the HTTP and HTTPS listeners of network load balancers; nil refuses them.
+	Proxies Proxies
 	// HTTPClient makes the SDK's requests; nil is the SDK's own.
 	HTTPClient awssdk.HTTPClient
 }
@@ -77,11 +79,25 @@ func (p *Provider) Capabilities(params json.RawMessage) (providers.Capabilities,
 	if err != nil {
 		return providers.Capabilities{}, err
 	}
-	return capabilitiesOf(o), nil
+	c := capabilitiesOf(o)
+	if o.LoadBalancerType == v1alpha1.AWSNetwork && p.o.Proxies != nil {
+		// HTTP and HTTPS go through the proxies, which express everything.
+		full := providers.FullCapabilities()
+		c.Proxied = &full
+	}
+	return c, nil
 }
 
 // Ensure builds lb's Stack and deploys it, or only plans it in a dry run.
 func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (providers.Status, error) {
+	var proxies *providers.Status
+	if proxied(lb) && p.o.Proxies != nil && isNetwork(lb, p.o.Defaults) {
+		st, err := p.o.Proxies.Ensure(ctx, proxyModel(lb))
+		if err != nil {
+			return providers.Status{}, fmt.Errorf("running the proxies behind the network load balancer: %w", err)
+		}
+		proxies = &st
+	}
 	d, stack, err := p.prepare(ctx, lb)
 	if invalid := (*invalidError)(nil); errors.As(err, &invalid) {
 		return providers.Status{Reason: providers.ReasonInvalid, Message: invalid.Error()}, nil
@@ -103,7 +119,21 @@ func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (prov
 	if err != nil {
 		return providers.Status{}, err
 	}
-	return status(dep, stack), nil
+	st := status(dep, stack)
+	if proxies != nil {
+		// The proxies do the routing: they must acknowledge the config, and be ready, too.
+		st.Direct = false
+		if st.Ready && !proxies.Ready {
+			st.Ready, st.Reason, st.Message = false, proxies.Reason, "proxies behind the load balancer: "+proxies.Message
+		}
+	}
+	return st, nil
+}
+
+// isNetwork tells whether lb's class builds a network load balancer (invalid options: no).
+func isNetwork(lb *providers.LoadBalancer, defaults v1alpha1.AWSOptions) bool {
+	o, err := decodeOptions(lb.Parameters, defaults)
+	return err == nil && o.LoadBalancerType == v1alpha1.AWSNetwork
 }
 
 // Plan returns every call Ensure would make to bring the live account to lb's model, dry run or
@@ -136,6 +166,16 @@ func (p *Provider) prepare(ctx context.Context, lb *providers.LoadBalancer) (*de
 	d, cl, err := p.deployer(ctx, o)
 	if err != nil {
 		return nil, nil, err
+	}
+	if o.LoadBalancerType == v1alpha1.AWSNetwork && proxied(lb) {
+		if p.o.Proxies == nil {
+			return nil, nil, &invalidError{errNoProxies}
+		}
+		eps, err := p.o.Proxies.Endpoints(ctx, proxyModel(lb))
+		if err != nil {
+			return nil, nil, fmt.Errorf("finding the proxies behind the network load balancer: %w", err)
+		}
+		lb = throughProxies(lb, eps)
 	}
 	net, err := cl.network(ctx, o, string(o.LoadBalancerType), lb.Clusters)
 	if err != nil {
@@ -204,14 +244,19 @@ func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", lb.Gateway, err)
 	}
-	for _, ow := range owned {
-		if ow.Gateway == lb.Gateway && slices.ContainsFunc(ow.Clusters, func(c string) bool { return !slices.Contains(lb.Clusters, c) }) {
-			return nil
+	shared := slices.ContainsFunc(owned, func(ow Owned) bool {
+		return ow.Gateway == lb.Gateway && slices.ContainsFunc(ow.Clusters, func(c string) bool { return !slices.Contains(lb.Clusters, c) })
+	})
+	if !shared {
+		if err := d.Delete(ctx, providers.GatewayID(lb.Gateway)); err != nil {
+			return fmt.Errorf("deleting %s: %w", lb.Gateway, err)
 		}
 	}
-	err = d.Delete(ctx, providers.GatewayID(lb.Gateway))
-	if err != nil {
-		return fmt.Errorf("deleting %s: %w", lb.Gateway, err)
+	// The proxies of the clusters that let go of the gateway go with them (none for an ALB).
+	if p.o.Proxies != nil {
+		if err := p.o.Proxies.Delete(ctx, proxyModel(lb)); err != nil {
+			return fmt.Errorf("deleting the proxies of %s: %w", lb.Gateway, err)
+		}
 	}
 	return nil
 }
