@@ -95,8 +95,10 @@ func (p *tcpPort) acceptLoop() {
 		// Past the cap a connection is closed at once: a flood of idle connections must not take
 		// the file descriptors and memory every other listener and tenant needs.
 		if !p.open.acquire(lt.lim.maxConnsPerListener) {
-			c.Close()
+			// Counted before the close, so that the refusal is in the metrics by the time the
+			// client sees it.
 			p.s.metrics.hits.maxConns.Inc()
+			c.Close()
 			continue
 		}
 		switch lt.proto {
