@@ -90,15 +90,19 @@ func (p *Provider) Capabilities(params json.RawMessage) (providers.Capabilities,
 
 // Ensure builds lb's Stack and deploys it, or only plans it in a dry run.
 func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (providers.Status, error) {
+	o, err := decodeOptions(lb.Parameters, p.o.Defaults)
+	if err != nil {
+		return providers.Status{Reason: providers.ReasonInvalid, Message: err.Error()}, nil
+	}
 	var proxies *providers.Status
-	if proxied(lb) && p.o.Proxies != nil && isNetwork(lb, p.o.Defaults) {
+	if o.LoadBalancerType == v1alpha1.AWSNetwork && proxied(lb) && p.o.Proxies != nil {
 		st, err := p.o.Proxies.Ensure(ctx, proxyModel(lb))
 		if err != nil {
 			return providers.Status{}, fmt.Errorf("running the proxies behind the network load balancer: %w", err)
 		}
 		proxies = &st
 	}
-	d, stack, err := p.prepare(ctx, lb)
+	d, stack, err := p.prepare(ctx, lb, o)
 	if invalid := (*invalidError)(nil); errors.As(err, &invalid) {
 		return providers.Status{Reason: providers.ReasonInvalid, Message: invalid.Error()}, nil
 	}
@@ -130,16 +134,14 @@ func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (prov
 	return st, nil
 }
 
-// isNetwork tells whether lb's class builds a network load balancer (invalid options: no).
-func isNetwork(lb *providers.LoadBalancer, defaults v1alpha1.AWSOptions) bool {
-	o, err := decodeOptions(lb.Parameters, defaults)
-	return err == nil && o.LoadBalancerType == v1alpha1.AWSNetwork
-}
-
 // Plan returns every call Ensure would make to bring the live account to lb's model, dry run or
 // not, making no mutating call (`fleetgate plan`). An empty plan means in sync.
 func (p *Provider) Plan(ctx context.Context, lb *providers.LoadBalancer) ([]Call, error) {
-	d, stack, err := p.prepare(ctx, lb)
+	o, err := decodeOptions(lb.Parameters, p.o.Defaults)
+	if err != nil {
+		return nil, fmt.Errorf("planning %s: %w", lb.Gateway, err)
+	}
+	d, stack, err := p.prepare(ctx, lb, o)
 	if err != nil {
 		return nil, fmt.Errorf("planning %s: %w", lb.Gateway, err)
 	}
@@ -156,13 +158,9 @@ type invalidError struct{ err error }
 func (e *invalidError) Error() string { return e.err.Error() }
 func (e *invalidError) Unwrap() error { return e.err }
 
-// prepare decodes lb's options, reaches its account and network, and builds its Stack: what
-// Ensure and Plan share.
-func (p *Provider) prepare(ctx context.Context, lb *providers.LoadBalancer) (*deployer, *Stack, error) {
-	o, err := decodeOptions(lb.Parameters, p.o.Defaults)
-	if err != nil {
-		return nil, nil, &invalidError{err}
-	}
+// prepare reaches the account and network of lb (with its decoded options o) and builds its
+// Stack: what Ensure and Plan share.
+func (p *Provider) prepare(ctx context.Context, lb *providers.LoadBalancer, o v1alpha1.AWSOptions) (*deployer, *Stack, error) {
 	d, cl, err := p.deployer(ctx, o)
 	if err != nil {
 		return nil, nil, err
