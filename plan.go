@@ -84,7 +84,9 @@ func runPlan(ctx context.Context, cfg *rest.Config, o options, gateway string, w
 	if err != nil {
 		return fmt.Errorf("creating the hub's client: %w", err)
 	}
-	p, err := newAWS(ctx, o, c, nil, prometheus.NewRegistry(), logr.Discard())
+	// Health checks follow readiness probes as in the operator; plan reads the hub's pods only.
+	probes := controllers.NewPodProbes(memberClients(c, &controllers.MemberClients{}))
+	p, err := newAWS(ctx, o, c, nil, probes, prometheus.NewRegistry(), logr.Discard())
 	if err != nil {
 		return err
 	}

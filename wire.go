@@ -70,11 +70,12 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 		return controllers.Options{}, err
 	}
 	registry.Register(string(v1alpha1.ProviderInCluster), proxies)
-	behindNLB := nlbProxies{Provider: proxies, endpoints: proxyPods(memberClients(direct, setup.MemberClients))}
+	clusters := memberClients(direct, setup.MemberClients)
+	behindNLB := nlbProxies{Provider: proxies, endpoints: proxyPods(clusters)}
 	if o.localMode {
 		behindNLB.endpoints = localProxyAddresses(proxies)
 	}
-	cloud, err := newAWS(ctx, o, direct, behindNLB, metrics.Registry, logger)
+	cloud, err := newAWS(ctx, o, direct, behindNLB, controllers.NewPodProbes(clusters), metrics.Registry, logger)
 	if err != nil {
 		return controllers.Options{}, err
 	}

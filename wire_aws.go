@@ -29,8 +29,9 @@ func addAWSFlags(fs *flag.FlagSet, o *options) {
 
 // newAWS builds the provider of aws classes. Its static keys come from Secrets read directly (the
 // manager caches no Secrets of other namespaces), its accounts from the GatewayClassConfigs.
-// proxies serve the HTTP and HTTPS listeners of network load balancers; nil refuses them.
-func newAWS(ctx context.Context, o options, direct client.Client, proxies aws.Proxies, reg prometheus.Registerer, logger logr.Logger) (*aws.Provider, error) {
+// proxies serve the HTTP and HTTPS listeners of network load balancers; nil refuses them. probes
+// find backends' readiness probes for the health checks.
+func newAWS(ctx context.Context, o options, direct client.Client, proxies aws.Proxies, probes aws.ReadinessProbes, reg prometheus.Registerer, logger logr.Logger) (*aws.Provider, error) {
 	fleet := o.fleetID
 	if fleet == "" {
 		// The hub's kube-system namespace lives as long as the hub: a stable, unique fleet ID.
@@ -64,6 +65,7 @@ func newAWS(ctx context.Context, o options, direct client.Client, proxies aws.Pr
 			return out, nil
 		},
 		Proxies:    proxies,
+		Probes:     probes,
 		QPS:        o.awsQPS,
 		Burst:      o.awsBurst,
 		Registerer: reg,

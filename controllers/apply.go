@@ -38,6 +38,9 @@ type ProviderSource interface {
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;secrets,verbs=get;list;watch;create;update;patch;delete
 
+// Cloud health checks follow the readiness probe of a backend's pods (one pod read per backend).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get
+
 // Dataplane is the Applier that makes gateways real: the provisioning engine has each load
 // balancer built, the config server feeds its proxies, and a gateway is programmed only when both
 // are done: the provider reports it ready for its current model and every proxy ACKed the config

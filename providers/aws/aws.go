@@ -40,6 +40,9 @@ type Options struct {
 	Log         logr.Logger
 	// Proxies serve the HTTP and HTTPS listeners of network load balancers; nil refuses them.
 	Proxies Proxies
+	// Probes finds backends' readiness probes, which health checks follow where the class names
+	// no path; nil keeps AWS's defaults.
+	Probes ReadinessProbes
 	// HTTPClient makes the SDK's requests; nil is the SDK's own.
 	HTTPClient awssdk.HTTPClient
 }
@@ -179,6 +182,7 @@ func (p *Provider) prepare(ctx context.Context, lb *providers.LoadBalancer, o v1
 	if err != nil {
 		return nil, nil, err
 	}
+	net.Probes = p.readinessProbes(ctx, lb)
 	stack, err := Build(lb, o, net, p.o.Fleet)
 	if err != nil {
 		return nil, nil, &invalidError{err}

@@ -1,6 +1,10 @@
 package aws
 
-import "cmp"
+import (
+	"cmp"
+
+	"github.com/fleetgate/fleetgate/providers"
+)
 
 // AWS's health-check defaults (CreateTargetGroup), per target group protocol.
 const (
@@ -22,8 +26,9 @@ const (
 
 // healthCheck is the class's health check over AWS's defaults for the target group's protocol.
 // ALB target groups check with their own protocol; NLB ones with TCP, since a UDP target group
-// cannot be checked over UDP.
-func (b *builder) healthCheck(protocol, version string) HealthCheck {
+// cannot be checked over UDP. An HTTP check without a path from the class takes the backend's
+// readiness probe path (probe, when known and of the check's scheme): the kubelet's idea of ready.
+func (b *builder) healthCheck(protocol, version string, probe providers.HTTPProbe) HealthCheck {
 	o := b.o.HealthCheck
 	hc := HealthCheck{Port: trafficPort, IntervalSeconds: defaultInterval, HealthyThreshold: defaultHealthyCount, UnhealthyThreshold: defaultUnhealthyCount}
 	alb := protocol == protocolHTTP || protocol == protocolHTTPS
@@ -47,6 +52,9 @@ func (b *builder) healthCheck(protocol, version string) HealthCheck {
 		hc.Path, hc.Matcher = defaultHealthCheckPath, defaultALBMatcher
 		if !alb {
 			hc.Matcher = defaultNLBMatcher
+		}
+		if probe.Path != "" && probe.Scheme == hc.Protocol {
+			hc.Path = probe.Path
 		}
 		if version == versionGRPC {
 			hc.Path, hc.Matcher = defaultGRPCHealthCheckPath, grpcAnyCode

@@ -60,7 +60,7 @@ func (b *builder) targetGroup(spec tgSpec) string {
 		ProtocolVersion: spec.version,
 		Port:            port,
 		VPC:             b.net.VPC,
-		HealthCheck:     b.healthCheck(spec.protocol, spec.version),
+		HealthCheck:     b.healthCheck(spec.protocol, spec.version, b.net.Probes[spec.backend.Name]),
 		Attributes:      b.targetGroupAttributes(spec.protocol, spec.sourceIPAffinity),
 		Cluster:         spec.cluster,
 		Targets:         b.targets(spec.backend.Name, spec.endpoints),

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -73,6 +74,7 @@ func newAWSEnv(t *testing.T) *awsEnv {
 			err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)
 			return s.Data, err
 		},
+		Probes:      controllers.NewPodProbes(func(string) (client.Client, error) { return e.c.Client, nil }),
 		MaxAttempts: 2, MaxBackoff: 50 * time.Millisecond,
 		Registerer: prometheus.NewRegistry(),
 		Log:        testr.New(t),
@@ -126,6 +128,10 @@ func TestAWSProvisioning(t *testing.T) {
 	e.backend("tcp", corev1.ProtocolTCP, 9000, "10.0.1.20")
 	e.backend("dnsb", corev1.ProtocolUDP, 5353, "10.0.2.20")
 	e.backend("web2", corev1.ProtocolTCP, 8080, "10.0.1.11")
+	// web2's pod is ready by /healthz on its serving port: its target group checks the same.
+	must(t, cl.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web2-0"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", Image: "web", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}}}}}}))
 	crt, key, _ := selfSignedPEM(t, "grpc.example.com")
 	tlsSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "grpc-tls"}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}}
@@ -245,6 +251,11 @@ func TestAWSProvisioning(t *testing.T) {
 	if after, _ := e.shim.Counts(); after-before > 3 || after == before {
 		t.Errorf("adding a route made %d mutating calls, want 1 to 3", after-before)
 	}
+	// Health checks follow the pods' readiness probe where one is known.
+	if got, want := e.healthCheckPaths(alb), map[string]string{"10.0.1.10 HTTP1": "/", "10.0.2.10 HTTP1": "/", "10.0.1.11 HTTP1": "/healthz",
+		"10.0.1.10 GRPC": "/AWS.ALB/healthcheck", "10.0.2.10 GRPC": "/AWS.ALB/healthcheck"}; !maps.Equal(got, want) {
+		t.Errorf("health check paths by target %v, want %v", got, want)
+	}
 
 	// A traffic split 1:3 becomes a weighted forward, and a new split changes it in place.
 	split := func(a, b int32) {
@@ -322,8 +333,9 @@ func (e *awsEnv) backend(name string, proto corev1.Protocol, port int32, ips ...
 
 func (e *awsEnv) slice(svc string, proto corev1.Protocol, port int32, ips ...string) {
 	eps := make([]discoveryv1.Endpoint, 0, len(ips))
-	for _, ip := range ips {
-		eps = append(eps, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	for i, ip := range ips {
+		eps = append(eps, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: fmt.Sprintf("%s-%d", svc, i)}})
 	}
 	name := "p"
 	if svc == "dns" {
@@ -473,6 +485,22 @@ func (e *awsEnv) targets(lb elbtypes.LoadBalancer, port int32) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// healthCheckPaths are the health check paths of lb's target groups, by target address and
+// protocol version.
+func (e *awsEnv) healthCheckPaths(lb elbtypes.LoadBalancer) map[string]string {
+	tgs, err := e.elb.DescribeTargetGroups(e.t.Context(), &elb.DescribeTargetGroupsInput{LoadBalancerArn: lb.LoadBalancerArn})
+	must(e.t, err)
+	out := map[string]string{}
+	for _, tg := range tgs.TargetGroups {
+		h, err := e.elb.DescribeTargetHealth(e.t.Context(), &elb.DescribeTargetHealthInput{TargetGroupArn: tg.TargetGroupArn})
+		must(e.t, err)
+		for _, d := range h.TargetHealthDescriptions {
+			out[*d.Target.Id+" "+aws.ToString(tg.ProtocolVersion)] = aws.ToString(tg.HealthCheckPath)
+		}
+	}
+	return out
 }
 
 // targetGroupVersions are the protocol versions of lb's target groups.
