@@ -251,11 +251,6 @@ func TestAWSProvisioning(t *testing.T) {
 	if after, _ := e.shim.Counts(); after-before > 3 || after == before {
 		t.Errorf("adding a route made %d mutating calls, want 1 to 3", after-before)
 	}
-	// Health checks follow the pods' readiness probe where one is known.
-	if got, want := e.healthCheckPaths(alb), map[string]string{"10.0.1.10 HTTP1": "/", "10.0.2.10 HTTP1": "/", "10.0.1.11 HTTP1": "/healthz",
-		"10.0.1.10 GRPC": "/AWS.ALB/healthcheck", "10.0.2.10 GRPC": "/AWS.ALB/healthcheck"}; !maps.Equal(got, want) {
-		t.Errorf("health check paths by target %v, want %v", got, want)
-	}
 
 	// A traffic split 1:3 becomes a weighted forward, and a new split changes it in place.
 	split := func(a, b int32) {
@@ -276,6 +271,12 @@ func TestAWSProvisioning(t *testing.T) {
 			}
 			return nil
 		})
+	}
+
+	// Health checks follow the pods' readiness probe where one is known (web2's).
+	if got, want := e.healthCheckPaths(), map[string]string{"10.0.1.10 HTTP1": "/", "10.0.2.10 HTTP1": "/", "10.0.1.11 HTTP1": "/healthz",
+		"10.0.1.10 GRPC": "/AWS.ALB/healthcheck", "10.0.2.10 GRPC": "/AWS.ALB/healthcheck"}; !maps.Equal(got, want) {
+		t.Errorf("health check paths by target %v, want %v", got, want)
 	}
 
 	// A rotated certificate is re-imported into the same ACM certificate.
@@ -487,13 +488,17 @@ func (e *awsEnv) targets(lb elbtypes.LoadBalancer, port int32) []string {
 	return slices.Compact(out)
 }
 
-// healthCheckPaths are the health check paths of lb's target groups, by target address and
-// protocol version.
-func (e *awsEnv) healthCheckPaths(lb elbtypes.LoadBalancer) map[string]string {
-	tgs, err := e.elb.DescribeTargetGroups(e.t.Context(), &elb.DescribeTargetGroupsInput{LoadBalancerArn: lb.LoadBalancerArn})
+// healthCheckPaths are the health check paths of the ALB target groups in the account, by target
+// address and protocol version (all of them: moto does not link a target group that only a rule
+// uses to its load balancer).
+func (e *awsEnv) healthCheckPaths() map[string]string {
+	tgs, err := e.elb.DescribeTargetGroups(e.t.Context(), &elb.DescribeTargetGroupsInput{})
 	must(e.t, err)
 	out := map[string]string{}
 	for _, tg := range tgs.TargetGroups {
+		if tg.ProtocolVersion == nil {
+			continue // an NLB's
+		}
 		h, err := e.elb.DescribeTargetHealth(e.t.Context(), &elb.DescribeTargetHealthInput{TargetGroupArn: tg.TargetGroupArn})
 		must(e.t, err)
 		for _, d := range h.TargetHealthDescriptions {
