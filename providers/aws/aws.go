@@ -95,6 +95,10 @@ func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (prov
 	if err != nil {
 		return providers.Status{Reason: providers.ReasonInvalid, Message: err.Error()}, nil
 	}
+	// Refused before any AWS call; Build refuses it too, for Plan.
+	if _, err := annotationTags(lb.Annotations); err != nil {
+		return providers.Status{Reason: providers.ReasonInvalid, Message: err.Error()}, nil
+	}
 	st, err := p.ensure(ctx, lb, o)
 	if err != nil {
 		return st, credentialsError(err, accountKey(o))
