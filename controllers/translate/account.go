@@ -30,9 +30,9 @@ type CloudAccount struct {
 }
 
 // SetCloudAccount merges what provisioning learnt of class's cloud account into the status of
-// every accepted GatewayClass of that name: ConditionCloudAccountReady, and while it fails a
-// Warning notice, the same for every retry of the same failure so that it is told once. Nothing
-// is set when a says nothing. Pure and idempotent.
+// every accepted GatewayClass of that name: ConditionCloudAccountReady, whose every change of
+// status or reason the status writer tells in an Event (a Warning while False), once. Nothing is
+// set when a says nothing. Pure and idempotent.
 func (r *Result) SetCloudAccount(class string, a CloudAccount) {
 	if a.Failure == nil && a.Account == "" {
 		return
@@ -47,9 +47,7 @@ func (r *Result) SetCloudAccount(class string, a CloudAccount) {
 		}
 		c := cond(ConditionCloudAccountReady, true, ReasonCloudAccountReady, "Calls with "+a.Account+" succeed", cs.Generation)
 		if f := a.Failure; f != nil {
-			msg := "The cloud account cannot be used: " + f.Error()
-			c = cond(ConditionCloudAccountReady, false, f.Reason, msg, cs.Generation)
-			r.Notices = append(r.Notices, Notice{Ref: cs.Ref, Type: "Warning", Reason: f.Reason, Message: msg})
+			c = cond(ConditionCloudAccountReady, false, f.Reason, "The cloud account cannot be used: "+f.Error(), cs.Generation)
 		}
 		cs.Conditions = slices.DeleteFunc(cs.Conditions, func(c metav1.Condition) bool { return c.Type == ConditionCloudAccountReady })
 		cs.Conditions = append(cs.Conditions, c)

@@ -61,7 +61,8 @@ type Programmed struct {
 	Message   string
 	Addresses []gwv1.GatewayStatusAddress
 	// Credentials is the refusal of the cloud account that keeps the gateway from being
-	// programmed: its Gateways get a Warning notice (Message) besides the condition.
+	// programmed: its Gateways get a Warning notice (Message) besides the condition, whose reason
+	// (Pending) does not change and so is not told by the status writer's transition Event.
 	Credentials *providers.CredentialsError
 }
 

@@ -18,8 +18,8 @@ import (
 
 // TestEnsureCredentialsErrors: through the real SDK, keys AWS rejects (InvalidClientTokenId, as
 // the shim answers for them) and a denied permission (AccessDenied on CreateLoadBalancer) make
-// Ensure fail with a CredentialsError naming the code and the call; a role moto's STS refuses
-// (malformed ARN) names STS AssumeRole; valid keys then succeed and the status names the account.
+// Ensure fail with a CredentialsError naming the code and the call; a role STS refuses names STS
+// AssumeRole under the call it was signing; valid keys then succeed and the status names the account.
 func TestEnsureCredentialsErrors(t *testing.T) {
 	m := mototest.Require(t, moto)
 	shim := mototest.NewFaults(m.URL)
@@ -38,8 +38,8 @@ func TestEnsureCredentialsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shim.Fail(mototest.Rule{AccessKey: "AKIDREVOKED", Fault: mototest.InvalidClientTokenId()})
-	shim.Fail(mototest.Rule{Actions: []string{"CreateLoadBalancer"}, Fault: mototest.AccessDenied("elasticloadbalancing:CreateLoadBalancer")})
+	shim.Fail(mototest.Rule{AccessKey: "AKIDREVOKED", Fault: mototest.InvalidClientTokenId(), Rate: 1})
+	shim.Fail(mototest.Rule{Actions: []string{"CreateLoadBalancer"}, Fault: mototest.AccessDenied("elasticloadbalancing:CreateLoadBalancer"), Rate: 1})
 	account := "Secret test/aws in " + mototest.Region + " at " + shim.URL()
 	nlb := json.RawMessage(`{"loadBalancerType":"network","vpc":"` + vpc + `"}`)
 	lb := l4Model("creds", nlb, ir.ProtocolTCP, 7300)
@@ -61,7 +61,7 @@ func TestEnsureCredentialsErrors(t *testing.T) {
 		}
 	}
 	ensureFails("rejected keys", lb, providers.CredentialsError{Reason: providers.ReasonCredentialsRejected, Account: account,
-		Operation: "EC2 DescribeVpcs", Code: "InvalidClientTokenId", Message: "The security token included in the request is invalid."})
+		Operation: "EC2 DescribeSubnets", Code: "InvalidClientTokenId", Message: "The security token included in the request is invalid."})
 
 	mu.Lock()
 	key = "AKIDGOOD"
@@ -70,8 +70,14 @@ func TestEnsureCredentialsErrors(t *testing.T) {
 		Operation: "Elastic Load Balancing v2 CreateLoadBalancer", Code: "AccessDenied",
 		Message: "User is not authorized to perform: elasticloadbalancing:CreateLoadBalancer"})
 
-	role := json.RawMessage(`{"loadBalancerType":"network","vpc":"` + vpc + `","credentials":{"assumeRole":{"roleARN":"not-an-arn","sessionName":"fleetgate"}}}`)
-	ensureFails("malformed role", l4Model("role", role, ir.ProtocolTCP, 7301), providers.CredentialsError{})
+	// moto's STS assumes any role: the shim refuses it as STS does a role that does not trust the caller.
+	shim.Fail(mototest.Rule{Service: "sts", Actions: []string{"AssumeRole"}, Fault: mototest.AccessDenied("sts:AssumeRole"), Rate: 1})
+	const roleARN = "arn:aws:iam::123456789012:role/untrusting"
+	role := json.RawMessage(`{"loadBalancerType":"network","vpc":"` + vpc + `","credentials":{"secretRef":{"namespace":"test","name":"aws"},` +
+		`"assumeRole":{"roleARN":"` + roleARN + `","sessionName":"fleetgate"}}}`)
+	ensureFails("role not assumable", l4Model("role", role, ir.ProtocolTCP, 7301), providers.CredentialsError{
+		Reason: providers.ReasonPermissionDenied, Account: "Secret test/aws as " + roleARN + " session fleetgate in " + mototest.Region + " at " + shim.URL(),
+		Operation: "STS AssumeRole", Code: "AccessDenied", Message: "User is not authorized to perform: sts:AssumeRole"})
 
 	shim.Reset()
 	var st providers.Status

@@ -47,8 +47,9 @@ func credentialsReason(code string) string {
 
 // credentialsError returns err as a *providers.CredentialsError of account when AWS refused the
 // caller: a credentials or permission code from any call, or any API error from STS, whose only
-// calls here get the credentials of a role (AssumeRole, AssumeRoleWithWebIdentity). Other errors
-// come back unchanged.
+// calls here get the credentials of a role (AssumeRole, AssumeRoleWithWebIdentity); or when the
+// SDK's default chain found no credentials, its last resort (instance metadata) failing too.
+// Other errors come back unchanged.
 func credentialsError(err error, account string) error {
 	if err == nil {
 		return nil
@@ -56,11 +57,16 @@ func credentialsError(err error, account string) error {
 	if _, ok := errors.AsType[*providers.CredentialsError](err); ok {
 		return err
 	}
+	service, operation := failedOperation(err)
 	apiErr, ok := errors.AsType[smithy.APIError](err)
 	if !ok {
+		if service == "ec2imds" {
+			return &providers.CredentialsError{Reason: providers.ReasonCredentialsUnavailable, Account: account,
+				Operation: service + " " + operation, Err: err,
+				Message: "the default credential chain found none (environment, shared files, web identity, container, instance metadata)"}
+		}
 		return err
 	}
-	service, operation := failedOperation(err)
 	reason := credentialsReason(apiErr.ErrorCode())
 	if reason == "" && service == "STS" {
 		reason = providers.ReasonCredentialsRejected

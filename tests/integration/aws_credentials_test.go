@@ -31,7 +31,7 @@ func TestAWSCredentialsRejected(t *testing.T) {
 	e := newAWSEnv(t)
 	ctx, cl := t.Context(), e.c.Client
 	const revoked = "AKIDREVOKED"
-	e.shim.Fail(mototest.Rule{AccessKey: revoked, Fault: mototest.InvalidClientTokenId()})
+	e.shim.Fail(mototest.Rule{AccessKey: revoked, Fault: mototest.InvalidClientTokenId(), Rate: 1})
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "aws-creds", Name: "revoked"},
 		StringData: map[string]string{"access-key-id": revoked, "secret-access-key": "x"}}
 	must(t, cl.Create(ctx, secret))
