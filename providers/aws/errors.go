@@ -46,8 +46,9 @@ func credentialsReason(code string) string {
 }
 
 // credentialsError returns err as a *providers.CredentialsError of account when AWS refused the
-// caller: a credentials or permission code from any call, or any API error from STS, whose only
-// calls here get the credentials of a role (AssumeRole, AssumeRoleWithWebIdentity); or when the
+// caller: a credentials or permission code from any call, or any client error from STS but
+// throttling, whose only calls here get the credentials of a role (AssumeRole,
+// AssumeRoleWithWebIdentity); or when the
 // SDK's default chain found no credentials, its last resort (instance metadata) failing too.
 // Other errors come back unchanged.
 func credentialsError(err error, account string) error {
@@ -68,7 +69,9 @@ func credentialsError(err error, account string) error {
 		return err
 	}
 	reason := credentialsReason(apiErr.ErrorCode())
-	if reason == "" && service == "STS" {
+	// STS refusing a role is about the credentials, whatever the code; its throttling and
+	// failures are not.
+	if reason == "" && service == "STS" && apiErr.ErrorFault() != smithy.FaultServer && apiErr.ErrorCode() != "Throttling" {
 		reason = providers.ReasonCredentialsRejected
 	}
 	if reason == "" {

@@ -93,6 +93,8 @@ func TestCredentialsError(t *testing.T) {
 		{name: "malformed role ARN", err: assumed(apiErr("ValidationError", "1 validation error detected")),
 			want: &providers.CredentialsError{Reason: providers.ReasonCredentialsRejected, Operation: "STS AssumeRole", Code: "ValidationError", Message: "1 validation error detected"}},
 		{name: "STS unreachable", err: assumed(errors.New("dial tcp: connection refused"))},
+		{name: "STS throttling", err: assumed(apiErr("Throttling", "Rate exceeded"))},
+		{name: "STS failing", err: assumed(&smithy.GenericAPIError{Code: "InternalFailure", Message: "m", Fault: smithy.FaultServer})},
 		{name: "no credentials anywhere", err: op("EC2", "DescribeSubnets", fmt.Errorf("get identity: get credentials: failed to refresh cached credentials, no EC2 IMDS role found, %w",
 			op("ec2imds", "GetMetadata", errors.New("http response error StatusCode: 403, request to EC2 IMDS failed")))),
 			want: &providers.CredentialsError{Reason: providers.ReasonCredentialsUnavailable, Operation: "ec2imds GetMetadata",
