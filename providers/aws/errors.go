@@ -47,10 +47,9 @@ func credentialsReason(code string) string {
 
 // credentialsError returns err as a *providers.CredentialsError of account when AWS refused the
 // caller: a credentials or permission code from any call, or any client error from STS but
-// throttling, whose only calls here get the credentials of a role (AssumeRole,
-// AssumeRoleWithWebIdentity); or when the
-// SDK's default chain found no credentials, its last resort (instance metadata) failing too.
-// Other errors come back unchanged.
+// throttling (its only calls here get the credentials of a role: AssumeRole,
+// AssumeRoleWithWebIdentity); or when the SDK's default chain found no credentials, its last
+// resort (instance metadata) failing too. Other errors come back unchanged.
 func credentialsError(err error, account string) error {
 	if err == nil {
 		return nil
