@@ -221,6 +221,7 @@ func TestAnnotationTagsRetag(t *testing.T) {
 			t.Errorf("re-tagging made a %s call; calls: %v", action, mutating)
 		}
 	}
+	t.Logf("re-tagging calls: %v", mutating)
 	if mutating["AddTags"] == 0 || mutating["RemoveTags"] == 0 {
 		t.Errorf("re-tagging calls %v: want AddTags and RemoveTags", mutating)
 	}
