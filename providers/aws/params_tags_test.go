@@ -13,6 +13,7 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/aws/mototest"
@@ -66,7 +67,7 @@ func TestAnnotationTags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" && !(len(tc.want) == 0 && len(got) == 0) {
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("tags (-want +got):\n%s", diff)
 			}
 		})
