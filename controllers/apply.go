@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -71,7 +73,10 @@ type Dataplane struct {
 // not depend on the provider nor the proxies.
 type delivery struct {
 	provider string
-	version  uint64
+	// class is the GatewayClass of a gateway of Gateway objects; "" for Ingresses and Services,
+	// whose class names are not GatewayClasses.
+	class   string
+	version uint64
 	// since is what Programmed waits for: a route change makes a new version but leaves the
 	// Gateway's generation alone, and must not flap it to Pending (and back) on every Gateway.
 	since       uint64
@@ -126,6 +131,9 @@ func (d *Dataplane) Apply(_ context.Context, res *translate.Result) (map[string]
 		published[lb.Gateway] = true
 		desired = append(desired, provision.Desired{Model: lb, Version: version})
 		dl := delivery{provider: lb.Provider, version: version, since: version, generations: generations[lb.Gateway]}
+		if dl.generations != "" {
+			dl.class = lb.Class
+		}
 		// Gateways without generations to report (those of Ingresses and Services) wait for the
 		// latest version; so does everything after a config-server hiccup.
 		if p, ok := prev[lb.Gateway]; ok && p.final == nil && dl.generations != "" && p.generations == dl.generations &&
@@ -177,9 +185,43 @@ func (d *Dataplane) programmed(dl delivery, gateway string) translate.Programmed
 	case !ok || !o.Current || o.Version < dl.since:
 		return translate.Programmed{Reason: string(gwv1.GatewayReasonPending), Message: "waiting for provider " + dl.provider}
 	case o.Err != nil:
-		return translate.Programmed{Reason: string(gwv1.GatewayReasonPending), Message: "provider error: " + o.Err.Error()}
+		p := translate.Programmed{Reason: string(gwv1.GatewayReasonPending), Message: "provider error: " + o.Err.Error()}
+		if ce, ok := errors.AsType[*providers.CredentialsError](o.Err); ok {
+			p.Credentials = ce
+		}
+		return p
 	}
 	return programmed(o.Status, dl, d.Configs, gateway)
+}
+
+// CloudAccounts reports, per GatewayClass, what the latest provider call of each of its Gateways'
+// gateways said of its cloud account: the refusal of the first gateway (by key) that got one, or
+// else an account that answered. Classes whose gateways have no such answer are left out.
+func (d *Dataplane) CloudAccounts() map[string]translate.CloudAccount {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]translate.CloudAccount{}
+	for _, gw := range slices.Sorted(maps.Keys(d.delivery)) {
+		dl := d.delivery[gw]
+		if dl.class == "" {
+			continue
+		}
+		o, ok := d.engine.Result(dl.provider, gw)
+		if !ok {
+			continue
+		}
+		a := out[dl.class]
+		switch ce, refused := errors.AsType[*providers.CredentialsError](o.Err); {
+		case refused && a.Failure == nil:
+			a.Failure = ce
+		case o.Err == nil && o.Status.Account != "" && a.Account == "":
+			a.Account = o.Status.Account
+		default:
+			continue
+		}
+		out[dl.class] = a
+	}
+	return out
 }
 
 // programmed is ready once the provider is and the proxies ACKed the version that carries the

@@ -34,10 +34,12 @@ var deliveryKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "
 
 // Applier makes a translation real (providers, dataplane config) and reports, per gateway key, whether
 // it is programmed. It may be nil until a provider is wired. Programmed reports the same again as
-// of now, for what the last Apply published.
+// of now, for what the last Apply published; CloudAccounts, per GatewayClass name, what the latest
+// provider calls of its Gateways said of its cloud account.
 type Applier interface {
 	Apply(ctx context.Context, res *translate.Result) (map[string]translate.Programmed, error)
 	Programmed() map[string]translate.Programmed
+	CloudAccounts() map[string]translate.CloudAccount
 }
 
 // GatewayReconciler runs the pipeline: snapshot → translate → apply → status.
@@ -105,6 +107,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		res := r.lastTranslation.Applied()
 		r.setProgrammed(res, r.Apply.Programmed())
 		r.Status.Publish(res, applied)
+		r.Status.Notify(ctx, res.Notices)
 		return reconcile.Result{}, nil
 	}
 	start := time.Now()
@@ -118,7 +121,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	} else {
 		pass = translate.Begin(snap)
 	}
-	// Route, class and policy statuses do not depend on the configs of the gateways nor on the
+	// Route and policy statuses do not depend on the configs of the gateways nor on the
 	// dataplane: publishing them before those are built keeps a route's Accepted from waiting.
 	r.Status.Publish(pass.Early(), translated)
 	res := pass.Finish()
@@ -143,13 +146,16 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	return reconcile.Result{}, nil
 }
 
-// setProgrammed merges apply's verdict per gateway into res: Programmed conditions, and the
+// setProgrammed merges apply's verdict per gateway into res: Programmed conditions, the
 // addresses of Ingresses and Services, which keep what they were served while their gateway is
-// only pending.
+// only pending, and the classes' cloud accounts.
 func (r *GatewayReconciler) setProgrammed(res *translate.Result, programmed map[string]translate.Programmed) {
 	for gw, p := range programmed {
 		res.SetProgrammed(gw, p)
 		res.SetLoadBalancerStatus(gw, p)
+	}
+	for class, a := range r.Apply.CloudAccounts() {
+		res.SetCloudAccount(class, a)
 	}
 	if r.served == nil {
 		r.served = map[translate.ObjectRef]servedStatus{}

@@ -45,7 +45,7 @@ func TestKindsStatus(t *testing.T) {
 		Cleared, Coalesced bool
 	}
 	want := map[string]row{
-		"GatewayClass": {Part: translated}, "Gateway": {Part: applied, Coalesced: true},
+		"GatewayClass": {Part: applied}, "Gateway": {Part: applied, Coalesced: true},
 		"ListenerSet": {Part: applied, Coalesced: true},
 		"HTTPRoute":   {Part: translated, Cleared: true}, "GRPCRoute": {Part: translated, Cleared: true},
 		"TLSRoute": {Part: translated, Cleared: true}, "TCPRoute": {Part: translated, Cleared: true},

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -49,8 +51,12 @@ func statusOf[O client.Object, S desiredStatus](part statusPart, merge func(obj 
 }
 
 func classStatus() *statusKind {
-	return statusOf(translated, func(o *gwv1.GatewayClass, want *translate.ClassStatus, features []gwv1.SupportedFeature) []metav1.Condition {
+	return statusOf(applied, func(o *gwv1.GatewayClass, want *translate.ClassStatus, features []gwv1.SupportedFeature) []metav1.Condition {
 		changed := mergeConditions(&o.Status.Conditions, want.Conditions)
+		// Set only while provisioning knows of the account (SetCloudAccount): it goes when not.
+		o.Status.Conditions = slices.DeleteFunc(o.Status.Conditions, func(c metav1.Condition) bool {
+			return c.Type == translate.ConditionCloudAccountReady && meta.FindStatusCondition(want.Conditions, c.Type) == nil
+		})
 		if meta.IsStatusConditionTrue(o.Status.Conditions, string(gwv1.GatewayClassConditionStatusAccepted)) {
 			o.Status.SupportedFeatures = features
 		}

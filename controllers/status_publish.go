@@ -8,11 +8,11 @@ import (
 type statusPart int
 
 const (
-	// translated are GatewayClass and route statuses: final once translation ran, so they are
+	// translated are route and policy statuses: final once translation ran, so they are
 	// published before the dataplane is applied and a route's Accepted does not wait for delivery.
 	translated statusPart = iota
-	// applied are Gateway, ListenerSet, Ingress and LoadBalancer Service statuses, which carry the addresses
-	// and Programmed that apply reports.
+	// applied are GatewayClass, Gateway, ListenerSet, Ingress and LoadBalancer Service statuses,
+	// which carry what apply reports: the class's cloud account, addresses and Programmed.
 	applied
 )
 
@@ -48,9 +48,6 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 	}
 	switch part {
 	case translated:
-		for i := range res.GatewayClasses {
-			set(&res.GatewayClasses[i])
-		}
 		for i := range res.Routes {
 			set(&res.Routes[i])
 		}
@@ -58,6 +55,9 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 			set(&res.Policies[i])
 		}
 	case applied:
+		for i := range res.GatewayClasses {
+			set(&res.GatewayClasses[i])
+		}
 		for i := range res.Gateways {
 			set(&res.Gateways[i])
 		}

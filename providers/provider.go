@@ -28,6 +28,7 @@ type Provider interface {
 	Capabilities(params json.RawMessage) (Capabilities, error)
 	// Ensure creates or updates every resource of lb and reports its readiness and addresses.
 	// A not-ready Status is not an error; errors are for calls that failed and should be retried.
+	// A call refused because of the account's credentials or permissions is a *CredentialsError.
 	Ensure(ctx context.Context, lb *LoadBalancer) (Status, error)
 	// Delete removes every resource owned by lb.Gateway in lb.Clusters. Calling it with a
 	// subset of the clusters removes the gateway from those clusters only.
@@ -51,6 +52,10 @@ type Status struct {
 	// Direct: the load balancer serves the routing itself (a cloud ALB's rules, an NLB's
 	// listeners), so no fleetgate proxy has to acknowledge the config before the gateway is programmed.
 	Direct bool `json:"direct,omitempty"`
+	// Account names the cloud account whose calls just succeeded (where its credentials come
+	// from, never them), so that the class can show its account works again after a
+	// CredentialsError; "" for providers without cloud accounts.
+	Account string `json:"account,omitempty"`
 }
 
 // Address types, as in the Gateway API.

@@ -72,6 +72,8 @@ type ruleSpecs interface {
 type (
 	httpRules []gwv1.HTTPRouteRule
 	grpcRules []gwv1.GRPCRouteRule
+	// l4Rules are the backendRefs of each rule of a TLSRoute, TCPRoute or UDPRoute.
+	l4Rules [][]gwv1.BackendRef
 )
 
 func (rs httpRules) problem(c providers.Capabilities, provider string, i, host int) string {
@@ -82,9 +84,14 @@ func (rs grpcRules) problem(c providers.Capabilities, provider string, i, host i
 	return grpcRuleProblem(c, provider, i, host, rs[i])
 }
 
+// problem: an L4 rule has no matches nor filters, only backends (an NLB listener forwards to one).
+func (rs l4Rules) problem(c providers.Capabilities, provider string, i, _ int) string {
+	return backendsProblem(c, provider, fmt.Sprintf("spec.rules[%d]", i), rs[i])
+}
+
 // inexpressible returns why provider (with capabilities c) cannot express rule i of r, or "".
-// Only HTTPRoute and GRPCRoute rules carry features a provider may lack. host is the condition
-// value of the host (hostValue).
+// HTTPRoute and GRPCRoute rules carry features a provider may lack; TLSRoute, TCPRoute and
+// UDPRoute rules only their backends. host is the condition value of the host (hostValue).
 func (r *route) inexpressible(c providers.Capabilities, provider string, i, host int) string {
 	if c.All || r.specRules == nil {
 		return ""
@@ -302,6 +309,11 @@ func ingressPathType(t ir.MatchType) string {
 func (t *translator) withinListenerLimits(r *route, c *classInfo, matched []match) (fits []match, refusal string) {
 	caps := c.caps.ForRouteKind(r.kind)
 	rules := t.ruleCount(r, c)
+	// An L4 listener forwards to its one rule: the limit is one of routes there.
+	unit := "rules"
+	if r.isL4() {
+		unit = "routes"
+	}
 	for _, m := range matched {
 		if m.l.attached[r] {
 			fits = append(fits, m)
@@ -319,8 +331,8 @@ func (t *translator) withinListenerLimits(r *route, c *classInfo, matched []matc
 		}
 		switch {
 		case !caps.Within(m.l.rules+rules, caps.MaxRulesPerListener):
-			refusal = fmt.Sprintf("listener %q would hold %d rules, provider %s allows at most %d per listener",
-				m.l.spec.Name, m.l.rules+rules, c.provider, caps.MaxRulesPerListener)
+			refusal = fmt.Sprintf("listener %q would hold %d %s, provider %s allows at most %d per listener",
+				m.l.spec.Name, m.l.rules+rules, unit, c.provider, caps.MaxRulesPerListener)
 			continue
 		case !caps.Within(len(m.l.hostnames)+added, caps.MaxHostnamesPerListener):
 			refusal = fmt.Sprintf("listener %q would serve %d hostnames, provider %s allows at most %d per listener",

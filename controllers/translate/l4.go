@@ -12,6 +12,7 @@ import (
 // compileL4 compiles the single rule of a TLSRoute, TCPRoute or UDPRoute: weighted backends that
 // are rejected (connections refused) in proportion to their invalid share.
 func (t *translator) compileL4(r *route, rules [][]gwv1.BackendRef, u use) *route {
+	r.specRules = l4Rules(rules)
 	for i, refs := range rules {
 		r.rules++
 		if i > 0 {

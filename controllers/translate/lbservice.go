@@ -40,6 +40,16 @@ import (
 // annotationSourceRanges is the pre-field way of restricting LoadBalancer clients.
 const annotationSourceRanges = "service.beta.kubernetes.io/load-balancer-source-ranges"
 
+// Service annotations a provider reads from the model's Annotations, as it reads a Gateway's
+// spec.infrastructure.annotations: the user tags of the aws provider (its AnnotationTags, and the
+// AWS Load Balancer Controller's AnnotationLBCTags, so that Services move over unchanged). Only
+// these are carried, so that an unrelated annotation (kubectl's last-applied configuration) does
+// not change the model.
+const (
+	annotationAWSTags = "fleetgate.dev/aws-tags"
+	annotationLBCTags = "service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags"
+)
+
 // awsNLBParameters make the AWS provider build a network load balancer for a Service; the rest of
 // its options come from the operator's defaults.
 const awsNLBParameters = `{"loadBalancerType":"network"}`
@@ -91,6 +101,14 @@ func (t *translator) translateLBServices() {
 			Gateway: key, Namespace: svc.Namespace, Name: svc.Name, Class: *svc.Spec.LoadBalancerClass,
 			Provider: string(provider), Scope: string(v1alpha1.ScopeCluster), Clusters: []string{o.Cluster},
 			Parameters: params,
+		}
+		for _, a := range []string{annotationAWSTags, annotationLBCTags} {
+			if v, ok := svc.Annotations[a]; ok && provider == v1alpha1.ProviderAWS {
+				if lb.Annotations == nil {
+					lb.Annotations = map[string]string{}
+				}
+				lb.Annotations[a] = v
+			}
 		}
 		st := ServiceStatus{Ref: ref, Gateway: key}
 		if provider == v1alpha1.ProviderInCluster {

@@ -112,6 +112,16 @@ func (t *translator) classRules(r *route, c *classInfo) (dropped, notes []string
 		}
 		i = j
 	}
+	// An L4 route has no matches; its one valid rule (compileL4) is checked alone.
+	if r.isL4() && r.rules > 0 {
+		if msg := r.inexpressible(caps, c.provider, 0, 0); msg != "" {
+			dropped = append(dropped, "rule 0: "+msg)
+			if t.unexpressed == nil {
+				t.unexpressed = map[ruleAt]bool{}
+			}
+			t.unexpressed[ruleAt{r, c, 0}] = true
+		}
+	}
 	return dropped, notes
 }
 
@@ -129,6 +139,12 @@ func (t *translator) expressedBy(r *route, c *classInfo, i int) bool {
 
 // ruleCount is the number of valid rules that c's provider can express.
 func (t *translator) ruleCount(r *route, c *classInfo) int {
+	if r.isL4() {
+		if r.rules > 0 && t.expressedBy(r, c, 0) {
+			return 1
+		}
+		return 0
+	}
 	n := 0
 	for i := range r.matches {
 		if (i == 0 || r.matches[i].prec.rule != r.matches[i-1].prec.rule) && t.expressedBy(r, c, r.matches[i].prec.rule) {
@@ -139,6 +155,11 @@ func (t *translator) ruleCount(r *route, c *classInfo) int {
 }
 
 func (r *route) name() string { return r.nsName }
+
+// isL4 tells a TLSRoute, TCPRoute or UDPRoute: one rule of backends, no matches.
+func (r *route) isL4() bool {
+	return r.kind == kindTLSRoute || r.kind == kindTCPRoute || r.kind == kindUDPRoute
+}
 
 func (r *route) ruleInvalid(i int, reason gwv1.RouteConditionReason, msg string) {
 	r.badRules = append(r.badRules, fmt.Sprintf("rule %d: %s", i, msg))
@@ -373,11 +394,11 @@ func (t *translator) attachToParent(r *route, grp *gatewayGroup, set *listenerSe
 			return reject(gwv1.RouteReasonNotAllowedByListeners, "Hostnames conflict with an older route of the other kind (HTTPRoute/GRPCRoute) on every matching listener")
 		}
 		matched = free
-		if c, caps := grp.class, grp.class.caps.ForRouteKind(r.kind); caps.MaxRulesPerListener > 0 || caps.MaxHostnamesPerListener > 0 {
-			var refusal string
-			if matched, refusal = t.withinListenerLimits(r, c, matched); len(matched) == 0 {
-				return reject(gwv1.RouteReasonUnsupportedValue, refusal)
-			}
+	}
+	if c, caps := grp.class, grp.class.caps.ForRouteKind(r.kind); caps.MaxRulesPerListener > 0 || caps.MaxHostnamesPerListener > 0 {
+		var refusal string
+		if matched, refusal = t.withinListenerLimits(r, c, matched); len(matched) == 0 {
+			return reject(gwv1.RouteReasonUnsupportedValue, refusal)
 		}
 	}
 	for _, m := range matched {

@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/providers"
 )
 
 // ObjectRef names one object in one member cluster, so the status writer can find it.
@@ -58,6 +60,10 @@ type Programmed struct {
 	Reason    string
 	Message   string
 	Addresses []gwv1.GatewayStatusAddress
+	// Credentials is the refusal of the cloud account that keeps the gateway from being
+	// programmed: its Gateways get a Warning notice (Message) besides the condition, whose reason
+	// (Pending) does not change and so is not told by the status writer's transition Event.
+	Credentials *providers.CredentialsError
 }
 
 // SetProgrammed merges the apply result of one gateway (key as in ir.Config.Gateway) into the
@@ -71,6 +77,9 @@ func (r *Result) SetProgrammed(gateway string, p Programmed) {
 		}
 		gs.Addresses = slices.Clone(p.Addresses)
 		gen := gs.Generation
+		if f := p.Credentials; f != nil {
+			r.Notices = append(r.Notices, Notice{Ref: gs.Ref, Type: "Warning", Reason: f.Reason, Message: p.Message})
+		}
 		if a := findCondition(gs.Conditions, string(gwv1.GatewayConditionAccepted)); a == nil || a.Status != metav1.ConditionTrue {
 			continue // a Gateway translation rejected stays unprogrammed
 		}
@@ -131,15 +140,21 @@ func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
 	return nil
 }
 
-// Applied returns a copy of the statuses that SetProgrammed and SetLoadBalancerStatus change
-// (Gateways, ListenerSets, Ingresses, Services), deep enough that changing the copy leaves r untouched, so that
-// a later delivery change can be merged into the translation's own verdicts again.
+// Applied returns a copy of the statuses that SetProgrammed, SetCloudAccount and
+// SetLoadBalancerStatus change (GatewayClasses, Gateways, ListenerSets, Ingresses, Services, and
+// the Notices they add to), deep enough that changing the copy leaves r untouched, so that a later
+// delivery change can be merged into the translation's own verdicts again.
 func (r *Result) Applied() *Result {
 	out := &Result{
-		Gateways:     slices.Clone(r.Gateways),
-		ListenerSets: slices.Clone(r.ListenerSets),
-		Ingresses:    slices.Clone(r.Ingresses),
-		Services:     slices.Clone(r.Services),
+		GatewayClasses: slices.Clone(r.GatewayClasses),
+		Gateways:       slices.Clone(r.Gateways),
+		ListenerSets:   slices.Clone(r.ListenerSets),
+		Ingresses:      slices.Clone(r.Ingresses),
+		Services:       slices.Clone(r.Services),
+		Notices:        slices.Clone(r.Notices),
+	}
+	for i := range out.GatewayClasses {
+		out.GatewayClasses[i].Conditions = slices.Clone(out.GatewayClasses[i].Conditions)
 	}
 	for i := range out.Gateways {
 		gs := &out.Gateways[i]

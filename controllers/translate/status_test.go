@@ -101,8 +101,14 @@ func TestAppliedCopy(t *testing.T) {
 	if diff := cmp.Diff(res.ListenerSets, cp.ListenerSets); diff != "" {
 		t.Errorf("ListenerSets (-translation +Applied):\n%s", diff)
 	}
+	if diff := cmp.Diff(res.GatewayClasses, cp.GatewayClasses); diff != "" {
+		t.Errorf("GatewayClasses (-translation +Applied):\n%s", diff)
+	}
 	for _, g := range cp.Gateways {
 		cp.SetProgrammed(g.Gateway, Programmed{Ready: true})
+	}
+	for _, c := range cp.GatewayClasses {
+		cp.SetCloudAccount(c.Ref.Name, CloudAccount{Account: "a"})
 	}
 	if diff := cmp.Diff(before, render(t, res, fx)); diff != "" {
 		t.Errorf("programming the copy changed the translation:\n%s", diff)

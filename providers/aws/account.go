@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/providers"
 )
 
 // Keys of a credentials Secret (AWSCredentials.SecretRef).
@@ -116,7 +118,9 @@ func (a *accounts) clients(ctx context.Context, o v1alpha1.AWSOptions) (*clients
 	if c := o.Credentials; c != nil && c.SecretRef != nil {
 		creds, err := a.readSecret(ctx, *c.SecretRef)
 		if err != nil {
-			return nil, err
+			// No call can be signed: the class's owner has to fix the Secret.
+			return nil, &providers.CredentialsError{Reason: providers.ReasonCredentialsUnavailable, Account: key,
+				Operation: "reading Secret " + c.SecretRef.Namespace + "/" + c.SecretRef.Name, Message: err.Error(), Err: err}
 		}
 		static = &creds
 		version = credentialsVersion(creds)
@@ -167,11 +171,11 @@ func accountKey(o v1alpha1.AWSOptions) string {
 
 func (a *accounts) readSecret(ctx context.Context, ref v1alpha1.ObjectRef) (awssdk.Credentials, error) {
 	if a.opts.Secrets == nil {
-		return awssdk.Credentials{}, fmt.Errorf("AWS credentials Secret %s/%s: this operator reads no Secrets", ref.Namespace, ref.Name)
+		return awssdk.Credentials{}, errors.New("this operator reads no Secrets")
 	}
 	data, err := a.opts.Secrets(ctx, ref.Namespace, ref.Name)
 	if err != nil {
-		return awssdk.Credentials{}, fmt.Errorf("reading AWS credentials Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+		return awssdk.Credentials{}, err
 	}
 	creds := awssdk.Credentials{
 		AccessKeyID:     string(data[secretKeyAccessKeyID]),
@@ -180,8 +184,7 @@ func (a *accounts) readSecret(ctx context.Context, ref v1alpha1.ObjectRef) (awss
 		Source:          "fleetgate Secret " + ref.Namespace + "/" + ref.Name,
 	}
 	if creds.AccessKeyID == "" || creds.SecretAccessKey == "" {
-		return awssdk.Credentials{}, fmt.Errorf("AWS credentials Secret %s/%s needs the keys %s and %s",
-			ref.Namespace, ref.Name, secretKeyAccessKeyID, secretKeySecretAccessKey)
+		return awssdk.Credentials{}, fmt.Errorf("the keys %s and %s are required", secretKeyAccessKeyID, secretKeySecretAccessKey)
 	}
 	return creds, nil
 }

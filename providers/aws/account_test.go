@@ -12,8 +12,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/google/go-cmp/cmp"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/aws/mototest"
 )
 
@@ -80,6 +82,8 @@ func TestAccountsSecretCredentials(t *testing.T) {
 	}
 }
 
+// TestAccountsSecretErrors: a Secret that cannot give keys is a CredentialsError of the account
+// (CredentialsUnavailable), so that the class shows it; the message says what is wrong.
 func TestAccountsSecretErrors(t *testing.T) {
 	o, err := decodeOptions([]byte(`{"credentials":{"secretRef":{"namespace":"ops","name":"aws"}}}`), v1alpha1.AWSOptions{Region: "us-east-1"})
 	if err != nil {
@@ -88,30 +92,41 @@ func TestAccountsSecretErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		secrets func(context.Context, string, string) (map[string][]byte, error)
-		wantErr string
+		message string
 	}{{
 		name:    "no Secrets reader",
-		wantErr: "AWS credentials Secret ops/aws: this operator reads no Secrets",
+		message: "this operator reads no Secrets",
 	}, {
 		name: "read fails",
 		secrets: func(context.Context, string, string) (map[string][]byte, error) {
 			return nil, errors.New(`secrets "aws" is forbidden`)
 		},
-		wantErr: `reading AWS credentials Secret ops/aws: secrets "aws" is forbidden`,
+		message: `secrets "aws" is forbidden`,
 	}, {
 		name: "a key is missing",
 		secrets: func(context.Context, string, string) (map[string][]byte, error) {
 			return map[string][]byte{"access-key-id": []byte("AKID"), "secret_access_key": []byte("typo")}, nil
 		},
-		wantErr: "AWS credentials Secret ops/aws needs the keys access-key-id and secret-access-key",
+		message: "the keys access-key-id and secret-access-key are required",
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			a := testAccounts(accountOptions{})
 			a.opts.Secrets = tc.secrets
 			c, err := a.clients(t.Context(), o)
-			if err == nil || err.Error() != tc.wantErr {
-				t.Fatalf("clients = %v, %v; want error %q", c, err, tc.wantErr)
+			ce, ok := errors.AsType[*providers.CredentialsError](err)
+			if !ok {
+				t.Fatalf("clients = %v, %v; want a CredentialsError", c, err)
+			}
+			want := providers.CredentialsError{Reason: providers.ReasonCredentialsUnavailable, Account: "Secret ops/aws in us-east-1",
+				Operation: "reading Secret ops/aws", Message: tc.message}
+			got := *ce
+			got.Err = nil
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("CredentialsError (-want +got):\n%s", diff)
+			}
+			if wantMsg := "reading Secret ops/aws (Secret ops/aws in us-east-1): CredentialsUnavailable: " + tc.message; err.Error() != wantMsg {
+				t.Errorf("error = %q, want %q", err, wantMsg)
 			}
 		})
 	}

@@ -91,12 +91,28 @@ func (p *Provider) Capabilities(params json.RawMessage) (providers.Capabilities,
 	return c, nil
 }
 
-// Ensure builds lb's Stack and deploys it, or only plans it in a dry run.
+// Ensure builds lb's Stack and deploys it, or only plans it in a dry run. AWS refusing the
+// account's credentials or permissions is a *providers.CredentialsError.
 func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (providers.Status, error) {
 	o, err := decodeOptions(lb.Parameters, p.o.Defaults)
 	if err != nil {
 		return providers.Status{Reason: providers.ReasonInvalid, Message: err.Error()}, nil
 	}
+	// Refused before any AWS call; Build refuses it too, for Plan.
+	if _, err := annotationTags(lb.Annotations); err != nil {
+		return providers.Status{Reason: providers.ReasonInvalid, Message: err.Error()}, nil
+	}
+	st, err := p.ensure(ctx, lb, o)
+	if err != nil {
+		return st, credentialsError(err, accountKey(o))
+	}
+	if st.Reason != providers.ReasonInvalid {
+		st.Account = accountKey(o) // deployed or planned: its calls went through
+	}
+	return st, nil
+}
+
+func (p *Provider) ensure(ctx context.Context, lb *providers.LoadBalancer, o v1alpha1.AWSOptions) (providers.Status, error) {
 	var proxies *providers.Status
 	if o.LoadBalancerType == v1alpha1.AWSNetwork && proxied(lb) && p.o.Proxies != nil {
 		st, err := p.o.Proxies.Ensure(ctx, proxyModel(lb))

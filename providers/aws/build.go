@@ -24,15 +24,18 @@ func Build(lb *providers.LoadBalancer, o v1alpha1.AWSOptions, net Network, fleet
 	if lb.Routing == nil {
 		return nil, fmt.Errorf("gateway %s: no routing", lb.Gateway)
 	}
+	tags, err := stackTags(o.Tags, lb)
+	if err != nil {
+		return nil, fmt.Errorf("gateway %s: %w", lb.Gateway, err)
+	}
 	b := &builder{lb: lb, o: o, net: net, fleet: fleet, tgs: map[string]TargetGroup{}, certs: map[string]Certificate{}}
 	s := &Stack{
 		Gateway:   lb.Gateway,
 		GatewayID: providers.GatewayID(lb.Gateway),
 		Clusters:  slices.Sorted(slices.Values(lb.Clusters)),
-		Tags:      stackTags(o.Tags, lb.Labels),
+		Tags:      tags,
 		DryRun:    o.DryRun || lb.Annotations[AnnotationDryRun] == "true",
 	}
-	var err error
 	if s.LoadBalancer, err = b.loadBalancer(); err != nil {
 		return nil, fmt.Errorf("gateway %s: %w", lb.Gateway, err)
 	}
@@ -77,19 +80,25 @@ func (b *builder) note(format string, args ...any) {
 	b.notes = append(b.notes, fmt.Sprintf(format, args...))
 }
 
-// stackTags are the user tags of every resource: the Gateway's infrastructure labels, then the
-// class's tags over them. Class tags win because they are the platform team's (cost centre,
-// compliance): a Gateway owner must not be able to override them.
-func stackTags(class, labels map[string]string) map[string]string {
-	if len(class)+len(labels) == 0 {
-		return nil
+// stackTags are the user tags of every resource: the Gateway's infrastructure labels, the class's
+// tags over them (labels are for Kubernetes objects first, and a label must not take a cost-centre
+// tag by accident), then the tags the gateway's annotations ask for over both: those are tags,
+// asked for as such, and the gateway's owner knows its resources best (annotationTags).
+func stackTags(class map[string]string, lb *providers.LoadBalancer) (map[string]string, error) {
+	annotated, err := annotationTags(lb.Annotations)
+	if err != nil {
+		return nil, err
 	}
-	t := maps.Clone(labels)
+	if len(class)+len(lb.Labels)+len(annotated) == 0 {
+		return nil, nil
+	}
+	t := maps.Clone(lb.Labels)
 	if t == nil {
 		t = map[string]string{}
 	}
 	maps.Copy(t, class)
-	return t
+	maps.Copy(t, annotated)
+	return t, nil
 }
 
 func sortedByID[T any](m map[string]T, id func(T) string) []T {

@@ -170,31 +170,46 @@ func (p *problems) credentials(c *v1alpha1.AWSCredentials) {
 	}
 }
 
-// tags checks user tags against AWS's tag rules, and keeps them off the keys of AWS and of
-// fleetgate's ownership tags, which decide what fleetgate may delete.
+// tags checks the class's user tags (tagProblems).
 func (p *problems) tags(tags map[string]string) {
+	*p = append(*p, tagProblems(tags, "spec.aws.tags")...)
+}
+
+// tagProblems checks user tags against AWS's tag rules, and keeps them off the keys of AWS and of
+// fleetgate's ownership tags, which decide what fleetgate may delete. Each entry is led by field,
+// followed by the key.
+func tagProblems(tags map[string]string, field string) []string {
+	var out []string
+	add := func(key, format string, args ...any) {
+		f := field
+		if key != "" {
+			f += fmt.Sprintf("[%q]", key)
+		}
+		out = append(out, f+": "+fmt.Sprintf(format, args...))
+	}
 	if len(tags) > maxUserTags {
-		p.add("tags", "%d tags, at most %d (AWS allows 50 per resource and fleetgate uses the rest)", len(tags), maxUserTags)
+		add("", "%d tags, at most %d (AWS allows 50 per resource and fleetgate uses the rest)", len(tags), maxUserTags)
 	}
 	for _, k := range slices.Sorted(maps.Keys(tags)) {
-		v, field := tags[k], fmt.Sprintf("tags[%q]", k)
+		v := tags[k]
 		switch n := utf8.RuneCountInString(k); {
 		case n == 0 || n > maxTagKeyLength:
-			p.add(field, "key has %d characters, needs 1-%d", n, maxTagKeyLength)
+			add(k, "key has %d characters, needs 1-%d", n, maxTagKeyLength)
 		case strings.HasPrefix(strings.ToLower(k), "aws:"):
-			p.add(field, "the aws: prefix is reserved for AWS")
+			add(k, "the aws: prefix is reserved for AWS")
 		case strings.HasPrefix(k, ownTagPrefix):
-			p.add(field, "the %s prefix is reserved for fleetgate's ownership tags", ownTagPrefix)
+			add(k, "the %s prefix is reserved for fleetgate's ownership tags", ownTagPrefix)
 		case !tagCharsPattern.MatchString(k):
-			p.add(field, "key may hold letters, digits, spaces and _.:/=+-@ only")
+			add(k, "key may hold letters, digits, spaces and _.:/=+-@ only")
 		}
 		switch n := utf8.RuneCountInString(v); {
 		case n > maxTagValueLength:
-			p.add(field, "value has %d characters, at most %d", n, maxTagValueLength)
+			add(k, "value has %d characters, at most %d", n, maxTagValueLength)
 		case !tagCharsPattern.MatchString(v):
-			p.add(field, "value may hold letters, digits, spaces and _.:/=+-@ only")
+			add(k, "value may hold letters, digits, spaces and _.:/=+-@ only")
 		}
 	}
+	return out
 }
 
 func (p *problems) certificates(arns []string, region string) {

@@ -34,6 +34,8 @@ type Faults struct {
 type Request struct {
 	// Service is the SigV4 signing name: "elasticloadbalancing", "ec2", "acm", "sts".
 	Service string
+	// AccessKey is the access key ID that signed it, "" for an unsigned call.
+	AccessKey string
 	// Action is the operation: the awsQuery form's Action, or the X-Amz-Target operation of a
 	// JSON service.
 	Action string
@@ -98,8 +100,21 @@ func ResourceInUseException() Fault {
 	return Fault{http.StatusBadRequest, "ResourceInUseException", "Certificate is in use"}
 }
 
+// InvalidClientTokenId is the refusal of an access key AWS does not know (STS, ELBv2, ACM).
+func InvalidClientTokenId() Fault {
+	return Fault{http.StatusForbidden, "InvalidClientTokenId", "The security token included in the request is invalid."}
+}
+
+// AccessDenied is ELBv2's (and STS's) refusal of a call the caller's policies do not allow.
+func AccessDenied(action string) Fault {
+	return Fault{http.StatusForbidden, "AccessDenied", "User is not authorized to perform: " + action}
+}
+
 // Rule says which calls fail with which fault.
 type Rule struct {
+	// AccessKey, when set, limits it to calls signed with this access key ID: keys AWS rejects
+	// while other keys keep working, as moto accepts any.
+	AccessKey string
 	// Service, when set, limits it to one service (Request.Service: "ec2" and ELBv2 both have
 	// DescribeTags).
 	Service string
@@ -204,7 +219,8 @@ func (f *Faults) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	req := Request{Service: signingName(r.Header.Get("Authorization")), Body: string(body)}
+	auth := r.Header.Get("Authorization")
+	req := Request{Service: signingName(auth), AccessKey: accessKey(auth), Body: string(body)}
 	target := r.Header.Get("X-Amz-Target")
 	if target != "" {
 		req.Action = target[strings.LastIndex(target, ".")+1:]
@@ -237,7 +253,8 @@ func (f *Faults) decide(req *Request) (Rule, bool) {
 	defer f.mu.Unlock()
 	defer func() { f.calls = append(f.calls, *req) }()
 	for _, rule := range f.rules {
-		if (rule.Service != "" && rule.Service != req.Service) || (len(rule.Actions) > 0 && !slices.Contains(rule.Actions, req.Action)) {
+		if (rule.Service != "" && rule.Service != req.Service) || (len(rule.Actions) > 0 && !slices.Contains(rule.Actions, req.Action)) ||
+			(rule.AccessKey != "" && rule.AccessKey != req.AccessKey) {
 			continue
 		}
 		fail := false
@@ -258,15 +275,27 @@ func (f *Faults) decide(req *Request) (Rule, bool) {
 // signingName is the service of a SigV4 Authorization header's credential scope
 // ("Credential=AKID/date/region/service/aws4_request").
 func signingName(auth string) string {
-	_, cred, ok := strings.Cut(auth, "Credential=")
-	if !ok {
-		return ""
-	}
-	cred, _, _ = strings.Cut(cred, ",")
-	if parts := strings.Split(cred, "/"); len(parts) == 5 {
+	if parts := credentialScope(auth); len(parts) == 5 {
 		return parts[3]
 	}
 	return ""
+}
+
+// accessKey is the access key ID that signed a SigV4 Authorization header.
+func accessKey(auth string) string {
+	if parts := credentialScope(auth); len(parts) == 5 {
+		return parts[0]
+	}
+	return ""
+}
+
+func credentialScope(auth string) []string {
+	_, cred, ok := strings.Cut(auth, "Credential=")
+	if !ok {
+		return nil
+	}
+	cred, _, _ = strings.Cut(cred, ",")
+	return strings.Split(cred, "/")
 }
 
 const requestID = "00000000-0000-0000-0000-00000000fa17"

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/acm"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -100,6 +101,8 @@ func TestFaultWireShapes(t *testing.T) {
 		{"acm resource in use", "DeleteCertificate", "acm", deleteCert, mototest.ResourceInUseException(), 400, false},
 		{"acm throttling", "ListCertificates", "acm", listCerts, mototest.Throttling(), 400, true},
 		{"acm 503", "ListCertificates", "acm", listCerts, mototest.ServerError(503), 503, true},
+		{"elbv2 invalid key", "DescribeLoadBalancers", "elasticloadbalancing", describeLBs, mototest.InvalidClientTokenId(), 403, false},
+		{"elbv2 access denied", "DeleteLoadBalancer", "elasticloadbalancing", deleteLB, mototest.AccessDenied("elasticloadbalancing:DeleteLoadBalancer"), 403, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,6 +134,35 @@ func TestFaultWireShapes(t *testing.T) {
 				t.Errorf("second call failed with the injected fault again: %v", err)
 			}
 		})
+	}
+}
+
+// TestFaultsAccessKey fails the calls signed with one access key only, as AWS rejects revoked
+// keys while others keep working (moto takes any).
+func TestFaultsAccessKey(t *testing.T) {
+	f, c := setup(t)
+	ctx := t.Context()
+	f.Fail(mototest.Rule{AccessKey: "AKIDREVOKED", Fault: mototest.InvalidClientTokenId(), Rate: 1})
+	if _, err := c.elb.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{}); err != nil {
+		t.Fatalf("a call signed with other keys failed: %v", err)
+	}
+	cfg, err := mototest.Config(ctx, f.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Credentials = credentials.NewStaticCredentialsProvider("AKIDREVOKED", "x", "")
+	_, err = ec2.NewFromConfig(cfg).DescribeVpcs(ctx, &ec2.DescribeVpcsInput{})
+	if apiErr, ok := errors.AsType[smithy.APIError](err); !ok || apiErr.ErrorCode() != "InvalidClientTokenId" {
+		t.Fatalf("a call signed with the revoked key: %v, want InvalidClientTokenId", err)
+	}
+	want := []mototest.Request{{Service: "elasticloadbalancing", AccessKey: "testing"}, {Service: "ec2", AccessKey: "AKIDREVOKED", Injected: "InvalidClientTokenId"}}
+	got := make([]mototest.Request, 0, 2)
+	f.Count(func(r mototest.Request) bool {
+		got = append(got, mototest.Request{Service: r.Service, AccessKey: r.AccessKey, Injected: r.Injected})
+		return true
+	})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("recorded (-want +got):\n%s", diff)
 	}
 }
 
