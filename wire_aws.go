@@ -82,7 +82,10 @@ func (n nlbProxies) Endpoints(ctx context.Context, lb *providers.LoadBalancer) (
 	return n.endpoints(ctx, lb)
 }
 
-// proxyPods lists the ready pod addresses of lb's proxy Service in each of its clusters.
+// proxyPods lists the ready pod addresses of lb's proxy Service in each of its clusters. Only the
+// EndpointSlice controller's slices count (the proxy Service has a selector): anyone allowed to
+// write an EndpointSlice in the Gateway's namespace could otherwise have the load balancer send
+// the gateway's traffic to any address.
 func proxyPods(clients func(cluster string) (client.Client, error)) func(context.Context, *providers.LoadBalancer) ([]ir.Endpoint, error) {
 	return func(ctx context.Context, lb *providers.LoadBalancer) ([]ir.Endpoint, error) {
 		var out []ir.Endpoint
@@ -97,6 +100,9 @@ func proxyPods(clients func(cluster string) (client.Client, error)) func(context
 				return nil, fmt.Errorf("listing the proxies' endpoints in cluster %s: %w", cluster, err)
 			}
 			for _, s := range list.Items {
+				if s.Labels[discoveryv1.LabelManagedBy] != endpointSliceController || s.AddressType == discoveryv1.AddressTypeFQDN {
+					continue
+				}
 				for _, ep := range s.Endpoints {
 					if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
 						continue
@@ -110,6 +116,9 @@ func proxyPods(clients func(cluster string) (client.Client, error)) func(context
 		return out, nil
 	}
 }
+
+// endpointSliceController is the managed-by value of Kubernetes' EndpointSlice controller.
+const endpointSliceController = "endpointslice-controller.k8s.io"
 
 // localProxyAddresses are the loopback addresses of local proxies, which their provider reports
 // as the gateway's addresses (Ensure of a running proxy changes nothing).
