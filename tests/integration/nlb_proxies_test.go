@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -425,6 +427,140 @@ func (e *awsEnv) quiet() {
 		}
 		if time.Since(since) < time.Second {
 			return errors.New("AWS calls still under way")
+		}
+		return nil
+	})
+}
+
+// TestNLBFollowsProxyPods runs the operator binary as it runs in a cluster, with a Gateway of an
+// NLB class on moto: its HTTP listener goes to the in-cluster provider's proxy Deployment behind a
+// ClusterIP Service. The test plays the kubelet and the EndpointSlice controller: it marks the
+// Deployment available, publishes the pod in the Service's EndpointSlice and runs the proxy with
+// the credentials from its Secret. Once the provider is done with the gateway, a replaced pod
+// moves the NLB's target to the new pod, without waiting for a resync.
+func TestNLBFollowsProxyPods(t *testing.T) {
+	srv := mototest.ForTest(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "operator")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "operator")
+	e := &awsEnv{t: t, c: testbed.ForTest(t, "hub")[0], moto: srv, shim: mototest.NewFaults(srv.URL), fleet: "nlb-pods"}
+	t.Cleanup(e.shim.Close)
+	cfg, err := mototest.Config(t.Context(), srv.URL)
+	must(t, err)
+	e.elb, e.ec2 = elb.NewFromConfig(cfg), ec2.NewFromConfig(cfg)
+	e.vpc = e.network()
+	ctx, cl := t.Context(), e.c.Client
+
+	objs := testbed.AWSClass("aws-nlb", e.shim.URL(), e.vpc)
+	objs[2].(*v1alpha1.GatewayClassConfig).Spec.AWS.LoadBalancerType = v1alpha1.AWSNetwork
+	objs = append(objs, testbed.Published("default", "web", "10.0.1.10", 8080)...)
+	objs = append(objs, testbed.HTTPGateway("default", "pods", "aws-nlb", "pods.example.com", "web")...)
+	must(t, testbed.CreateAll(ctx, cl, objs...))
+	binary, err := testbed.BuildOperator(t.TempDir())
+	must(t, err)
+	xdsAddr, stateDir := freeAddr(t), t.TempDir()
+	start := func() *testbed.Operator {
+		op, err := testbed.StartOperator(binary, e.c, stateDir, "--local-mode=false", "--namespace=fleetgate-system",
+			"--xds-address="+xdsAddr, "--xds-public-address="+xdsAddr, "--proxy-image=fleetgate:test",
+			"--fleet-id", e.fleet, "--aws-region", mototest.Region, "--aws-endpoint", e.shim.URL())
+		must(t, err)
+		return op
+	}
+	op := start()
+	t.Cleanup(func() { must(t, op.Stop()) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(op.Log)
+			t.Logf("operator log:\n%s", b)
+		}
+	})
+
+	const key = "hub/default/pods"
+	svcName := providers.ResourceName(&providers.LoadBalancer{Gateway: key, Namespace: "default", Name: "pods"})
+	sel := client.MatchingLabels{providers.LabelGateway: providers.GatewayID(key)}
+	var dep appsv1.Deployment
+	var creds corev1.Secret
+	testbed.Eventually(t, 60*time.Second, func() error {
+		var deps appsv1.DeploymentList
+		var secrets corev1.SecretList
+		for _, l := range []client.ObjectList{&deps, &secrets} {
+			if err := cl.List(ctx, l, client.InNamespace("default"), sel); err != nil {
+				return err
+			}
+		}
+		var svc corev1.Service
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: svcName}, &svc); err != nil {
+			return err
+		}
+		if len(deps.Items) != 1 || len(secrets.Items) != 1 || svc.Spec.Type != corev1.ServiceTypeClusterIP {
+			return fmt.Errorf("proxy objects: %d Deployments, %d Secrets, a %s Service; want one each, ClusterIP", len(deps.Items), len(secrets.Items), svc.Spec.Type)
+		}
+		dep, creds = deps.Items[0], secrets.Items[0]
+		return nil
+	})
+
+	// The kubelet's part and the EndpointSlice controller's.
+	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: *dep.Spec.Replicas,
+		UpdatedReplicas: *dep.Spec.Replicas, ReadyReplicas: *dep.Spec.Replicas, AvailableReplicas: *dep.Spec.Replicas}
+	must(t, cl.Status().Update(ctx, &dep))
+	pods := proxySlice("default", "pods", svcName+"-abcde", "endpointslice-controller.k8s.io", "10.0.1.50")
+	must(t, cl.Create(ctx, pods))
+	dir := t.TempDir()
+	for _, k := range []string{"tls.crt", "tls.key", "ca.crt"} {
+		must(t, os.WriteFile(filepath.Join(dir, k), creds.Data[k], 0o600))
+	}
+	proxyCtx, stopProxy := context.WithCancel(context.Background())
+	proxy := exec.CommandContext(proxyCtx, binary, "dataplane", "--gateway", key, "--node", "pod-1",
+		"--xds-address", xdsAddr, "--address", "127.0.0.78", "--drain-timeout", "1s",
+		"--cert", filepath.Join(dir, "tls.crt"), "--key", filepath.Join(dir, "tls.key"), "--ca", filepath.Join(dir, "ca.crt"))
+	must(t, proxy.Start())
+	t.Cleanup(func() { stopProxy(); _ = proxy.Wait() })
+
+	targets := func(want ...string) func() error {
+		return func() error {
+			lbs := e.loadBalancers()
+			if len(lbs) != 1 {
+				return fmt.Errorf("%d load balancers tagged for the fleet, want 1", len(lbs))
+			}
+			if got := e.listenerTargets(lbs[0]); !cmp.Equal(map[string][]string{"TCP:80": want}, got) {
+				return fmt.Errorf("NLB listeners and targets %v, want TCP:80 to %v", got, want)
+			}
+			return nil
+		}
+	}
+	testbed.Eventually(t, 60*time.Second, targets("10.0.1.50:80"))
+	testbed.Eventually(t, 60*time.Second, func() error {
+		var gw gwv1.Gateway
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "pods"}, &gw); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed)) {
+			return fmt.Errorf("Gateway default/pods is not Programmed: %v", gw.Status.Conditions)
+		}
+		return nil
+	})
+
+	// A restarted operator finds everything ready at its first look (while the first one may
+	// still look again at a gateway that was not ready a moment ago), and then has nothing left
+	// to do for the gateway before its resync.
+	must(t, op.Stop())
+	reads := e.shim.Count(nil)
+	op = start()
+	testbed.Eventually(t, 60*time.Second, func() error {
+		if e.shim.Count(nil) == reads {
+			return errors.New("the restarted operator has not looked at the account yet")
+		}
+		return nil
+	})
+	e.quiet()
+
+	// The pod is replaced: a new one, at another address, is ready; the old one is gone.
+	update(t, cl, pods, func() { pods.Endpoints[0].Addresses = []string{"10.0.2.60"} })
+	testbed.Eventually(t, 30*time.Second, targets("10.0.2.60:80"))
+
+	must(t, cl.Delete(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pods"}}))
+	testbed.Eventually(t, 90*time.Second, func() error {
+		if left := e.owned(); len(left) > 0 {
+			return fmt.Errorf("left in the account: %v", left)
 		}
 		return nil
 	})
