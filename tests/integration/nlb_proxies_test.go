@@ -54,7 +54,8 @@ const (
 // and HTTPS (the NLB cannot forward in moto, so requests go to the proxy's address); the Gateway
 // is Programmed with the NLB's DNS name only once the proxy ACKed (a proxy that refuses its config
 // keeps it False although the NLB is done); a route change is served without any mutating ELBv2
-// call; deleting the Gateway removes the NLB, its target groups and the proxy.
+// call; the proxy goes with the last HTTP(S) listener; deleting the Gateway removes the NLB and
+// its target groups, and nothing of the proxy is left.
 func TestNLBThroughProxies(t *testing.T) {
 	srv := mototest.ForTest(t)
 	// The operator's default account (its --aws-* flags) is swept too: moto, with these keys.
