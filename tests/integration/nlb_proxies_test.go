@@ -555,8 +555,10 @@ func TestNLBFollowsProxyPods(t *testing.T) {
 	e.quiet()
 
 	// The pod is replaced: a new one, at another address, is ready; the old one is gone.
+	replaced := time.Now()
 	update(t, cl, pods, func() { pods.Endpoints[0].Addresses = []string{"10.0.2.60"} })
 	testbed.Eventually(t, 30*time.Second, targets("10.0.2.60:80"))
+	t.Logf("the NLB targets the new pod %s after it replaced the old one", time.Since(replaced).Round(time.Millisecond))
 
 	must(t, cl.Delete(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pods"}}))
 	testbed.Eventually(t, 90*time.Second, func() error {
