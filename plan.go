@@ -12,14 +12,18 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/controllers/translate"
+	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/aws"
 )
@@ -86,7 +90,7 @@ func runPlan(ctx context.Context, cfg *rest.Config, o options, gateway string, w
 	}
 	// Health checks follow readiness probes as in the operator; plan reads the hub's pods only.
 	probes := controllers.NewPodProbes(memberClients(c, &controllers.MemberClients{}))
-	p, err := newAWS(ctx, o, c, nil, probes, prometheus.NewRegistry(), logr.Discard())
+	p, err := newAWS(ctx, o, c, planProxies{hub: c}, probes, prometheus.NewRegistry(), logr.Discard())
 	if err != nil {
 		return err
 	}
@@ -135,3 +139,42 @@ func writePlan(w io.Writer, lb *providers.LoadBalancer, calls []aws.Call, err er
 		}
 	}
 }
+
+// planProxies show a plan where the proxies behind a network load balancer are, from the hub
+// alone: the ready addresses of the proxy Service's EndpointSlices, as the operator finds them in
+// a cluster. A plan never runs nor removes proxies (the provider's Plan asks only Endpoints).
+type planProxies struct{ hub client.Client }
+
+func (planProxies) Ensure(context.Context, *providers.LoadBalancer) (providers.Status, error) {
+	return providers.Status{}, errPlanMutates
+}
+
+func (planProxies) Delete(context.Context, *providers.LoadBalancer) error { return errPlanMutates }
+
+// Endpoints refuses a gateway whose proxies run as processes of a local-mode operator: their
+// loopback addresses are the operator's alone and have no EndpointSlices, so a plan without them
+// would show targets the operator never registers.
+func (p planProxies) Endpoints(ctx context.Context, lb *providers.LoadBalancer) ([]ir.Endpoint, error) {
+	var svc corev1.Service
+	err := p.hub.Get(ctx, client.ObjectKey{Namespace: lb.Namespace, Name: providers.ResourceName(lb)}, &svc)
+	switch {
+	case apierrors.IsNotFound(err):
+		// The proxies do not run yet: the operator's next pass starts them and registers no
+		// target before their pods are ready.
+	case err != nil:
+		return nil, fmt.Errorf("reading the proxies' Service %s/%s: %w", lb.Namespace, providers.ResourceName(lb), err)
+	case ptr.Deref(svc.Spec.LoadBalancerClass, "") == v1alpha1.LoadBalancerClassLocal:
+		return nil, errLocalProxies
+	}
+	return proxyPods(func(cluster string) (client.Client, error) {
+		if cluster != v1alpha1.HubCluster {
+			return nil, fmt.Errorf("the proxies in member cluster %s: plan reads the hub alone", cluster)
+		}
+		return p.hub, nil
+	})(ctx, lb)
+}
+
+var (
+	errPlanMutates  = errors.New("fleetgate plan never runs nor removes proxies")
+	errLocalProxies = errors.New("the proxies behind this network load balancer are processes of an operator in local mode: their addresses cannot be known outside the operator")
+)

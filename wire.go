@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -71,9 +72,18 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	}
 	registry.Register(string(v1alpha1.ProviderInCluster), proxies)
 	clusters := memberClients(direct, setup.MemberClients)
-	behindNLB := nlbProxies{Provider: proxies, endpoints: proxyPods(clusters)}
+	behindNLB := newNLBProxies(proxies, proxyPods(clusters))
 	if o.localMode {
 		behindNLB.endpoints = localProxyAddresses(proxies)
+	} else {
+		// The hub's proxies only: members' caches come and go with them.
+		informer, err := mgr.GetCache().GetInformer(ctx, &discoveryv1.EndpointSlice{})
+		if err != nil {
+			return controllers.Options{}, fmt.Errorf("getting the EndpointSlice informer: %w", err)
+		}
+		if err := behindNLB.watchPods(informer, dataplane.Recheck); err != nil {
+			return controllers.Options{}, err
+		}
 	}
 	cloud, err := newAWS(ctx, o, direct, behindNLB, controllers.NewPodProbes(clusters), metrics.Registry, logger)
 	if err != nil {

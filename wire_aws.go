@@ -5,11 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
@@ -78,13 +81,76 @@ func newAWS(ctx context.Context, o options, direct client.Client, proxies aws.Pr
 type nlbProxies struct {
 	providers.Provider
 	endpoints func(ctx context.Context, lb *providers.LoadBalancer) ([]ir.Endpoint, error)
+
+	mu sync.Mutex
+	// gateways maps the proxy Service of each gateway it runs proxies for to the gateway's key.
+	gateways map[types.NamespacedName]string
 }
 
-func (n nlbProxies) Endpoints(ctx context.Context, lb *providers.LoadBalancer) ([]ir.Endpoint, error) {
+func newNLBProxies(p providers.Provider, endpoints func(context.Context, *providers.LoadBalancer) ([]ir.Endpoint, error)) *nlbProxies {
+	return &nlbProxies{Provider: p, endpoints: endpoints, gateways: map[types.NamespacedName]string{}}
+}
+
+func (n *nlbProxies) Ensure(ctx context.Context, lb *providers.LoadBalancer) (providers.Status, error) {
+	n.mu.Lock()
+	n.gateways[types.NamespacedName{Namespace: lb.Namespace, Name: providers.ResourceName(lb)}] = lb.Gateway
+	n.mu.Unlock()
+	return n.Provider.Ensure(ctx, lb)
+}
+
+func (n *nlbProxies) Delete(ctx context.Context, lb *providers.LoadBalancer) error {
+	if err := n.Provider.Delete(ctx, lb); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	delete(n.gateways, types.NamespacedName{Namespace: lb.Namespace, Name: providers.ResourceName(lb)})
+	n.mu.Unlock()
+	return nil
+}
+
+func (n *nlbProxies) Endpoints(ctx context.Context, lb *providers.LoadBalancer) ([]ir.Endpoint, error) {
 	return n.endpoints(ctx, lb)
 }
 
-// proxyPods lists the ready pod addresses of lb's proxy Service in each of its clusters.
+// eventSource is the part of an informer watchPods uses.
+type eventSource interface {
+	AddEventHandler(toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error)
+}
+
+// watchPods has recheck(gateway) called when the EndpointSlices of the gateway's proxies change in
+// informer's cluster: the NLB's targets are those pods, which the gateway's model does not hold,
+// so no translation would have the AWS provider look again before its resync.
+func (n *nlbProxies) watchPods(informer eventSource, recheck func(gateway string)) error {
+	changed := func(obj any) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		s, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok {
+			return
+		}
+		n.mu.Lock()
+		gw, ok := n.gateways[types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[discoveryv1.LabelServiceName]}]
+		n.mu.Unlock()
+		if ok {
+			recheck(gw)
+		}
+	}
+	_, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, obj any) { changed(obj) },
+		DeleteFunc: changed,
+	})
+	if err != nil {
+		return fmt.Errorf("watching the EndpointSlices of the proxies behind network load balancers: %w", err)
+	}
+	return nil
+}
+
+// proxyPods lists the ready pod addresses of lb's proxy Service in each of its clusters. Only the
+// EndpointSlice controller's slices count (the proxy Service has a selector): anyone allowed to
+// write an EndpointSlice in the Gateway's namespace could otherwise have the load balancer send
+// the gateway's traffic to any address.
 func proxyPods(clients func(cluster string) (client.Client, error)) func(context.Context, *providers.LoadBalancer) ([]ir.Endpoint, error) {
 	return func(ctx context.Context, lb *providers.LoadBalancer) ([]ir.Endpoint, error) {
 		var out []ir.Endpoint
@@ -99,6 +165,9 @@ func proxyPods(clients func(cluster string) (client.Client, error)) func(context
 				return nil, fmt.Errorf("listing the proxies' endpoints in cluster %s: %w", cluster, err)
 			}
 			for _, s := range list.Items {
+				if s.Labels[discoveryv1.LabelManagedBy] != endpointSliceController || s.AddressType == discoveryv1.AddressTypeFQDN {
+					continue
+				}
 				for _, ep := range s.Endpoints {
 					if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
 						continue
@@ -112,6 +181,9 @@ func proxyPods(clients func(cluster string) (client.Client, error)) func(context
 		return out, nil
 	}
 }
+
+// endpointSliceController is the managed-by value of Kubernetes' EndpointSlice controller.
+const endpointSliceController = "endpointslice-controller.k8s.io"
 
 // localProxyAddresses are the loopback addresses of local proxies, which their provider reports
 // as the gateway's addresses (Ensure of a running proxy changes nothing).

@@ -15,29 +15,53 @@ import (
 )
 
 // TestProxyPods: the proxies behind a network load balancer are the ready addresses of the
-// EndpointSlices of the proxy Service, in every cluster of the gateway, and nothing else.
+// EndpointSlices the EndpointSlice controller keeps for the proxy Service, in every cluster of the
+// gateway, and nothing else: a slice written by anyone else (a tenant pointing the gateway's
+// traffic at an address of theirs) and an FQDN slice are ignored.
 func TestProxyPods(t *testing.T) {
 	lb := &providers.LoadBalancer{Gateway: "apps/web", Namespace: "apps", Name: "web", Clusters: []string{"east", "west"}}
-	slice := func(name, svc string, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
-		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name,
-			Labels: map[string]string{discoveryv1.LabelServiceName: svc}}, AddressType: discoveryv1.AddressTypeIPv4, Endpoints: eps}
-	}
-	ep := func(ip string, ready bool) discoveryv1.Endpoint {
-		return discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)}}
-	}
 	proxySvc := providers.ResourceName(lb)
-	clusters := map[string]client.Client{
-		"east": fake.NewClientBuilder().WithObjects(
-			slice("p-1", proxySvc, ep("10.1.0.1", true), ep("10.1.0.2", false)),
-			slice("other", "backend", ep("10.1.9.9", true))).Build(),
-		"west": fake.NewClientBuilder().WithObjects(slice("p-1", proxySvc, ep("10.2.0.1", true))).Build(),
+	slice := func(name, svc, managedBy string, typ discoveryv1.AddressType, eps ...discoveryv1.Endpoint) client.Object {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name,
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc, discoveryv1.LabelManagedBy: managedBy}}, AddressType: typ, Endpoints: eps}
 	}
-	got, err := proxyPods(func(cluster string) (client.Client, error) { return clusters[cluster], nil })(t.Context(), lb)
-	if err != nil {
-		t.Fatal(err)
+	ep := func(addr string, ready *bool) discoveryv1.Endpoint {
+		return discoveryv1.Endpoint{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: ready}}
 	}
-	want := []ir.Endpoint{{Address: "10.1.0.1", Cluster: "east"}, {Address: "10.2.0.1", Cluster: "west"}}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("proxy pods (-want +got):\n%s", d)
+	const ctrl = endpointSliceController
+	v4 := discoveryv1.AddressTypeIPv4
+	tests := []struct {
+		name       string
+		east, west []client.Object
+		want       []ir.Endpoint
+	}{
+		{name: "ready endpoints of both clusters",
+			east: []client.Object{slice("p-1", proxySvc, ctrl, v4, ep("10.1.0.1", ptr.To(true)), ep("10.1.0.2", ptr.To(false)), ep("10.1.0.3", nil))},
+			west: []client.Object{slice("p-1", proxySvc, ctrl, v4, ep("10.2.0.1", ptr.To(true)))},
+			want: []ir.Endpoint{{Address: "10.1.0.1", Cluster: "east"}, {Address: "10.1.0.3", Cluster: "east"}, {Address: "10.2.0.1", Cluster: "west"}}},
+		{name: "another Service's slice",
+			east: []client.Object{slice("p-1", proxySvc, ctrl, v4, ep("10.1.0.1", ptr.To(true))), slice("other", "backend", ctrl, v4, ep("10.1.9.9", ptr.To(true)))},
+			want: []ir.Endpoint{{Address: "10.1.0.1", Cluster: "east"}}},
+		{name: "a slice not managed by the EndpointSlice controller",
+			east: []client.Object{slice("p-1", proxySvc, ctrl, v4, ep("10.1.0.1", ptr.To(true))), slice("p-evil", proxySvc, "tenant", v4, ep("203.0.113.66", ptr.To(true)))},
+			west: []client.Object{slice("p-evil", proxySvc, "", v4, ep("203.0.113.67", ptr.To(true)))},
+			want: []ir.Endpoint{{Address: "10.1.0.1", Cluster: "east"}}},
+		{name: "an FQDN slice",
+			east: []client.Object{slice("p-1", proxySvc, ctrl, discoveryv1.AddressTypeFQDN, ep("evil.example.com", ptr.To(true)))}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clusters := map[string]client.Client{
+				"east": fake.NewClientBuilder().WithObjects(tt.east...).Build(),
+				"west": fake.NewClientBuilder().WithObjects(tt.west...).Build(),
+			}
+			got, err := proxyPods(func(cluster string) (client.Client, error) { return clusters[cluster], nil })(t.Context(), lb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("proxy pods (-want +got):\n%s", d)
+			}
+		})
 	}
 }

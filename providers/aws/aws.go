@@ -113,13 +113,9 @@ func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (prov
 }
 
 func (p *Provider) ensure(ctx context.Context, lb *providers.LoadBalancer, o v1alpha1.AWSOptions) (providers.Status, error) {
-	var proxies *providers.Status
-	if o.LoadBalancerType == v1alpha1.AWSNetwork && proxied(lb) && p.o.Proxies != nil {
-		st, err := p.o.Proxies.Ensure(ctx, proxyModel(lb))
-		if err != nil {
-			return providers.Status{}, fmt.Errorf("running the proxies behind the network load balancer: %w", err)
-		}
-		proxies = &st
+	proxies, err := p.runProxies(ctx, lb, o)
+	if err != nil {
+		return providers.Status{}, err
 	}
 	d, stack, err := p.prepare(ctx, lb, o)
 	if invalid := (*invalidError)(nil); errors.As(err, &invalid) {
@@ -143,12 +139,17 @@ func (p *Provider) ensure(ctx context.Context, lb *providers.LoadBalancer, o v1a
 		return providers.Status{}, err
 	}
 	st := status(dep, stack)
-	if proxies != nil {
-		// The proxies do the routing: they must acknowledge the config, and be ready, too.
-		st.Direct = false
-		if st.Ready && !proxies.Ready {
-			st.Ready, st.Reason, st.Message = false, proxies.Reason, "proxies behind the load balancer: "+proxies.Message
+	if proxies == nil {
+		// The load balancer sends the proxies nothing (any more): they go.
+		if err := p.removeProxies(ctx, lb); err != nil {
+			return providers.Status{}, err
 		}
+		return st, nil
+	}
+	// The proxies do the routing: they must acknowledge the config, and be ready, too.
+	st.Direct = false
+	if st.Ready && !proxies.Ready {
+		st.Ready, st.Reason, st.Message = false, proxies.Reason, "proxies behind the load balancer: "+proxies.Message
 	}
 	return st, nil
 }

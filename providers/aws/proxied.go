@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/providers"
 )
@@ -21,6 +22,32 @@ type Proxies interface {
 	// Endpoints are the addresses the proxies of lb receive connections on, in every member
 	// cluster, without changing anything (a plan reads them too). Ports are filled in by the caller.
 	Endpoints(ctx context.Context, lb *providers.LoadBalancer) ([]ir.Endpoint, error)
+}
+
+// runProxies runs the proxies of a network load balancer with HTTP or HTTPS listeners and
+// reports their status; nil when lb needs none.
+func (p *Provider) runProxies(ctx context.Context, lb *providers.LoadBalancer, o v1alpha1.AWSOptions) (*providers.Status, error) {
+	if p.o.Proxies == nil || o.LoadBalancerType != v1alpha1.AWSNetwork || !proxied(lb) {
+		return nil, nil
+	}
+	st, err := p.o.Proxies.Ensure(ctx, proxyModel(lb))
+	if err != nil {
+		return nil, fmt.Errorf("running the proxies behind the network load balancer: %w", err)
+	}
+	return &st, nil
+}
+
+// removeProxies removes the proxies of a gateway that needs none (any more): its last HTTP
+// listener went, or its class is no longer a network load balancer's. Nothing else would, since
+// the sweep leaves a gateway's proxies to the provider that serves it.
+func (p *Provider) removeProxies(ctx context.Context, lb *providers.LoadBalancer) error {
+	if p.o.Proxies == nil {
+		return nil
+	}
+	if err := p.o.Proxies.Delete(ctx, proxyModel(lb)); err != nil {
+		return fmt.Errorf("removing the proxies that no listener of %s needs: %w", lb.Gateway, err)
+	}
+	return nil
 }
 
 // proxyParameters run the proxies behind a Service of type ClusterIP: the NLB targets the pods

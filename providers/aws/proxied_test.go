@@ -51,8 +51,9 @@ func (f *fakeProxies) Endpoints(context.Context, *providers.LoadBalancer) ([]ir.
 
 // TestNetworkThroughProxies: an NLB gateway with an HTTP listener (beside a TCP one) runs the
 // proxies for the HTTP port and forwards it over TCP to the proxy pods; the gateway is programmed
-// only through the proxies (not Direct) and waits for them; Delete removes both. Without proxies,
-// the HTTP listener is refused before any call.
+// only through the proxies (not Direct) and waits for them; the proxies go with the last HTTP
+// listener, and Delete removes the rest. Without proxies, the HTTP listener is refused before any
+// call.
 func TestNetworkThroughProxies(t *testing.T) {
 	m := mototest.Require(t, moto)
 	vpc := motoVPC(t, m.URL)
@@ -126,6 +127,14 @@ func TestNetworkThroughProxies(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"TCP:80 targets=[10.0.1.50:80 10.0.2.50:80]", "TCP:9000 targets=[10.0.1.10:10000 10.0.2.10:10000]"}, targets); d != "" {
 		t.Errorf("NLB target groups (-want +got):\n%s", d)
+	}
+	// Once its last HTTP listener went, the gateway needs no proxies: they go with it.
+	tcpOnly := l4Model("mixed", params, ir.ProtocolTCP, 9000)
+	if st, err := p.Ensure(ctx, tcpOnly); err != nil || !st.Ready || !st.Direct {
+		t.Errorf("without HTTP listeners: %+v, %v; want ready and direct", st, err)
+	}
+	if ports, ok := px.running[lb.Gateway]; ok {
+		t.Errorf("proxies still run for %v without an HTTP listener", ports)
 	}
 	if err := p.Delete(ctx, lb); err != nil {
 		t.Fatal(err)
