@@ -100,7 +100,8 @@ func (d *deployer) createListener(ctx context.Context, st *state, x *executor, l
 
 func (d *deployer) updateListener(ctx context.Context, st *state, x *executor, l Listener, live *liveListener, certs []string, actions []elbtypes.Action) error {
 	var diffs []string
-	if string(live.l.Protocol) != l.Protocol || aws.ToInt32(live.l.Port) != l.Port {
+	moved := string(live.l.Protocol) != l.Protocol || aws.ToInt32(live.l.Port) != l.Port
+	if moved {
 		diffs = append(diffs, fmt.Sprintf("%s:%d", l.Protocol, l.Port))
 	}
 	var haveDefault string
@@ -119,9 +120,11 @@ func (d *deployer) updateListener(ctx context.Context, st *state, x *executor, l
 	if len(diffs) == 0 {
 		return nil
 	}
-	in := &elbv2.ModifyListenerInput{
-		ListenerArn: live.l.ListenerArn, Port: &l.Port, Protocol: elbtypes.ProtocolEnum(l.Protocol),
-		DefaultActions: actions, SslPolicy: optString(l.SSLPolicy),
+	in := &elbv2.ModifyListenerInput{ListenerArn: live.l.ListenerArn, DefaultActions: actions, SslPolicy: optString(l.SSLPolicy)}
+	// Port and protocol only when they change: what is left out stays (and moto refuses a UDP,
+	// TCP_UDP or TLS protocol in ModifyListener, so a UDP listener's new target group failed).
+	if moved {
+		in.Port, in.Protocol = &l.Port, elbtypes.ProtocolEnum(l.Protocol)
 	}
 	if len(certs) > 0 {
 		in.Certificates = []elbtypes.Certificate{{CertificateArn: &certs[0]}}

@@ -92,4 +92,20 @@ func TestDeployNLB(t *testing.T) {
 	if ops := mutating(e.rec.take()); len(ops) != 0 {
 		t.Errorf("second Deploy made %v", ops)
 	}
+
+	// The UDP listener moves to another target group (its route's backend changed): one
+	// ModifyListener that leaves the protocol alone.
+	udp2 := s.TargetGroups[2]
+	udp2.ID, udp2.Name = "tg/udp2", p+"-udp2"
+	s.TargetGroups = append(s.TargetGroups, udp2)
+	s.Listeners[0].DefaultAction = Action{Forward: []WeightedTargetGroup{{"tg/udp2", 1}}}
+	e.deploy(s)
+	for _, c := range e.rec.take() {
+		if in, ok := c.Input.(*elbv2.ModifyListenerInput); ok && (in.Protocol != "" || in.Port != nil) {
+			t.Errorf("ModifyListener sent protocol %q port %v for a new default action only", in.Protocol, in.Port)
+		}
+	}
+	if got := e.view(s.LoadBalancer.Name).Listeners[53]; got.Default != "forward "+p+"-udp2=1" {
+		t.Errorf("UDP listener %+v, want it forwarding to %s-udp2", got, p)
+	}
 }

@@ -474,11 +474,35 @@ func conditionValues(c elbtypes.RuleCondition) []string {
 
 // targets lists "ip:port" of the target groups the listener on port forwards to.
 func (e *awsEnv) targets(lb elbtypes.LoadBalancer, port int32) []string {
-	tgs, err := e.elb.DescribeTargetGroups(e.t.Context(), &elb.DescribeTargetGroupsInput{LoadBalancerArn: lb.LoadBalancerArn})
+	ctx := e.t.Context()
+	ls, err := e.elb.DescribeListeners(ctx, &elb.DescribeListenersInput{LoadBalancerArn: lb.LoadBalancerArn})
 	must(e.t, err)
+	var tgs []string
+	forwards := func(actions []elbtypes.Action) {
+		for _, a := range actions {
+			if a.TargetGroupArn != nil {
+				tgs = append(tgs, *a.TargetGroupArn)
+			}
+			if a.ForwardConfig != nil {
+				for _, t := range a.ForwardConfig.TargetGroups {
+					tgs = append(tgs, aws.ToString(t.TargetGroupArn))
+				}
+			}
+		}
+	}
+	for _, l := range ls.Listeners {
+		if aws.ToInt32(l.Port) != port {
+			continue
+		}
+		rs, err := e.elb.DescribeRules(ctx, &elb.DescribeRulesInput{ListenerArn: l.ListenerArn})
+		must(e.t, err)
+		for _, r := range rs.Rules {
+			forwards(r.Actions) // the default rule holds the listener's default actions
+		}
+	}
 	var out []string
-	for _, tg := range tgs.TargetGroups {
-		h, err := e.elb.DescribeTargetHealth(e.t.Context(), &elb.DescribeTargetHealthInput{TargetGroupArn: tg.TargetGroupArn})
+	for _, tg := range tgs {
+		h, err := e.elb.DescribeTargetHealth(ctx, &elb.DescribeTargetHealthInput{TargetGroupArn: aws.String(tg)})
 		must(e.t, err)
 		for _, d := range h.TargetHealthDescriptions {
 			out = append(out, fmt.Sprintf("%s:%d", *d.Target.Id, *d.Target.Port))
