@@ -1,0 +1,226 @@
+package aws
+
+import (
+	"strings"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+)
+
+const otherRole = "arn:aws:iam::222222222222:role/fleetgate"
+
+func memberSpec(region, vpc string, creds *v1alpha1.AWSCredentials, groups ...string) v1alpha1.MemberClusterSpec {
+	return v1alpha1.MemberClusterSpec{Region: region, Provider: v1alpha1.ProviderHints{VPC: vpc,
+		AWS: &v1alpha1.MemberAWS{Credentials: creds, SecurityGroups: groups}}}
+}
+
+func assumeRole(arn string) *v1alpha1.AWSCredentials {
+	return &v1alpha1.AWSCredentials{AssumeRole: &v1alpha1.AWSAssumeRole{RoleARN: arn, ExternalID: "ext-1"}}
+}
+
+// TestBuildMemberAccess: every member naming security groups gets one rule per protocol and port
+// range its targets and health checks use, from the load balancer's security group in its VPC and
+// from the load balancer's subnets elsewhere, in its own account (the class's without
+// credentials), and one account holds the rules of all its members once.
+func TestBuildMemberAccess(t *testing.T) {
+	classRegion := func(o v1alpha1.AWSOptions) v1alpha1.AWSOptions {
+		o.Region, o.Endpoint = "us-east-1", "http://aws.test"
+		return o
+	}
+	alb, nlb := classRegion(albOptions()), classRegion(nlbOptions())
+	nlbCheck := nlb
+	nlbCheck.HealthCheck = &v1alpha1.AWSHealthCheck{Port: "9000"}
+	east := v1alpha1.AWSOptions{Region: "eu-west-1", Endpoint: "http://aws.test", Credentials: assumeRole(otherRole)}
+	httpModel := testModel(httpListener(80, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{
+		backend("east/apps/api:80", 1, ep("east", "10.2.0.5", 8080, 1), ep("east", "10.2.0.6", 8081, 1), ep("east", "10.2.0.7", 8443, 1)),
+		backend("hub/apps/api:80", 1, ep("hub", "10.0.0.9", 8080, 1)),
+	}}}}))
+	udpModel := testModel(
+		ir.Listener{Name: "dns", Port: 53, Protocol: ir.ProtocolUDP, L4: &ir.L4Route{Name: "dns", Backends: []ir.Backend{
+			backend("east/apps/dns:53", 1, ep("east", "10.2.0.5", 5353, 1), ep("hub", "10.0.0.9", 5353, 1))}}},
+		ir.Listener{Name: "both", Port: 54, Protocol: ir.ProtocolTCP, L4: &ir.L4Route{Name: "both", Backends: []ir.Backend{
+			backend("east/apps/both:54", 1, ep("east", "10.2.0.8", 7000, 1))}}},
+		ir.Listener{Name: "both-udp", Port: 54, Protocol: ir.ProtocolUDP, L4: &ir.L4Route{Name: "both", Backends: []ir.Backend{
+			backend("east/apps/both:54", 1, ep("east", "10.2.0.8", 7000, 1))}}},
+	)
+	subnets := []string{"10.0.0.0/24", "10.0.1.0/24"}
+	rules := func(group, proto string, from, to int32, sources ...string) []MemberRule {
+		var out []MemberRule
+		for _, s := range sources {
+			out = append(out, MemberRule{Group: group, Protocol: proto, FromPort: from, ToPort: to, Source: s})
+		}
+		return out
+	}
+	cat := func(rs ...[]MemberRule) []MemberRule {
+		var out []MemberRule
+		for _, r := range rs {
+			out = append(out, r...)
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		lbModel *ir.Config
+		opts    v1alpha1.AWSOptions
+		members map[string]v1alpha1.MemberClusterSpec
+		want    []MemberAccess
+	}{{
+		name: "ALB: another account by subnets, its own VPC by security group",
+		opts: alb, lbModel: httpModel.Routing,
+		members: map[string]v1alpha1.MemberClusterSpec{
+			"east":  memberSpec("eu-west-1", "vpc-0e", assumeRole(otherRole), "sg-0e1", "sg-0e2"),
+			"hub":   memberSpec("", testVPC, nil, "sg-0a"),
+			"west":  {Region: "us-west-2"},         // names no groups: nothing to open
+			"north": memberSpec("", "vpc-0n", nil), // a spec the API refuses (no groups): nothing
+		},
+		want: []MemberAccess{
+			{Members: []string{"east"}, Account: east, Rules: cat(
+				rules("sg-0e1", ec2TCP, 8080, 8081, subnets...), rules("sg-0e1", ec2TCP, 8443, 8443, subnets...),
+				rules("sg-0e2", ec2TCP, 8080, 8081, subnets...), rules("sg-0e2", ec2TCP, 8443, 8443, subnets...))},
+			{Members: []string{"hub"}, Account: v1alpha1.AWSOptions{Region: "us-east-1", Endpoint: "http://aws.test"},
+				Rules: rules("sg-0a", ec2TCP, 8080, 8080, sourceLoadBalancer)},
+		},
+	}, {
+		name: "ALB: two members of one account share a group: one set of rules",
+		opts: alb, lbModel: httpModel.Routing,
+		members: map[string]v1alpha1.MemberClusterSpec{
+			"east": memberSpec("eu-west-1", "vpc-0e", assumeRole(otherRole), "sg-0e1"),
+			"hub":  memberSpec("eu-west-1", "vpc-0e", assumeRole(otherRole), "sg-0e1"),
+		},
+		want: []MemberAccess{{Members: []string{"east", "hub"}, Account: east, Rules: cat(
+			rules("sg-0e1", ec2TCP, 8080, 8081, subnets...), rules("sg-0e1", ec2TCP, 8443, 8443, subnets...))}},
+	}, {
+		name: "NLB: UDP and TCP_UDP targets, health checks over TCP, by subnets even in its VPC (no security group)",
+		opts: nlb, lbModel: udpModel.Routing,
+		members: map[string]v1alpha1.MemberClusterSpec{
+			"east": memberSpec("eu-west-1", "vpc-0e", assumeRole(otherRole), "sg-0e1"),
+			"hub":  memberSpec("", testVPC, nil, "sg-0a"),
+		},
+		want: []MemberAccess{
+			{Members: []string{"east"}, Account: east, Rules: cat(
+				rules("sg-0e1", ec2TCP, 5353, 5353, subnets...), rules("sg-0e1", ec2TCP, 7000, 7000, subnets...),
+				rules("sg-0e1", ec2UDP, 5353, 5353, subnets...), rules("sg-0e1", ec2UDP, 7000, 7000, subnets...))},
+			{Members: []string{"hub"}, Account: v1alpha1.AWSOptions{Region: "us-east-1", Endpoint: "http://aws.test"}, Rules: cat(
+				rules("sg-0a", ec2TCP, 5353, 5353, subnets...), rules("sg-0a", ec2UDP, 5353, 5353, subnets...))},
+		},
+	}, {
+		name: "NLB: a health-check port of its own is opened over TCP next to the traffic ports",
+		opts: nlbCheck, lbModel: udpModel.Routing,
+		members: map[string]v1alpha1.MemberClusterSpec{"hub": memberSpec("", testVPC, nil, "sg-0a")},
+		want: []MemberAccess{{Members: []string{"hub"}, Account: v1alpha1.AWSOptions{Region: "us-east-1", Endpoint: "http://aws.test"}, Rules: cat(
+			rules("sg-0a", ec2TCP, 9000, 9000, subnets...), rules("sg-0a", ec2UDP, 5353, 5353, subnets...))}},
+	}, {
+		name: "a member without targets keeps its account, with no rules, so that its old rules go",
+		opts: alb, lbModel: testModel(httpListener(80)).Routing,
+		members: map[string]v1alpha1.MemberClusterSpec{"east": memberSpec("eu-west-1", "vpc-0e", assumeRole(otherRole), "sg-0e1")},
+		want:    []MemberAccess{{Members: []string{"east"}, Account: east}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lb := testModel()
+			lb.Routing = tt.lbModel
+			s, err := Build(lb, tt.opts, testNetwork(), testFleet)
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			got, err := buildMemberAccess(s, lb, testNetwork(), tt.opts, tt.members, "fleetgate-system")
+			if err != nil {
+				t.Fatalf("buildMemberAccess: %v", err)
+			}
+			if diff := gocmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("member access (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBuildMemberAccessRefuses: a member whose account cannot be named is an error naming it.
+func TestBuildMemberAccessRefuses(t *testing.T) {
+	lb := testModel(httpListener(80))
+	opts := albOptions()
+	s, err := Build(lb, opts, testNetwork(), testFleet)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	tests := []struct {
+		name   string
+		member v1alpha1.MemberClusterSpec
+		want   string
+	}{{
+		name: "Secret outside the operator's namespace",
+		member: memberSpec("eu-west-1", "", &v1alpha1.AWSCredentials{SecretRef: &v1alpha1.ObjectRef{Namespace: "apps", Name: "keys"}},
+			"sg-0e1"),
+		want: "member east: credentials Secret apps/keys: a member's Secret must be in the operator's namespace fleetgate-system",
+	}, {
+		name:   "no region anywhere",
+		member: memberSpec("", "", nil, "sg-0e1"),
+		want:   "member east: no region for the security groups",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := buildMemberAccess(s, lb, testNetwork(), opts, map[string]v1alpha1.MemberClusterSpec{"east": tt.member}, "fleetgate-system")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestValidateMemberRules: what EC2 refuses (and moto accepts) is caught before any call.
+func TestValidateMemberRules(t *testing.T) {
+	ok := MemberRule{Group: "sg-0a", Protocol: ec2TCP, FromPort: 80, ToPort: 81, Source: "10.0.0.0/24"}
+	with := func(f func(*MemberRule)) []MemberRule {
+		r := ok
+		f(&r)
+		return []MemberRule{r}
+	}
+	many := make([]MemberRule, maxSecurityGroupRules+1)
+	for i := range many {
+		many[i] = ok
+		many[i].FromPort, many[i].ToPort = int32(1000+2*i), int32(1000+2*i)
+	}
+	tests := []struct {
+		name    string
+		rules   []MemberRule
+		gateway string
+		want    string // "" when valid
+	}{
+		{name: "valid", rules: []MemberRule{ok, {Group: "sg-0a", Protocol: ec2UDP, FromPort: 53, ToPort: 53, Source: "2001:db8::/64"},
+			{Group: "sg-0a", Protocol: ec2TCP, FromPort: 1, ToPort: 65535, Source: sourceLoadBalancer}}, gateway: testGateway},
+		{name: "protocol", rules: with(func(r *MemberRule) { r.Protocol = "icmp" }), gateway: testGateway, want: `protocol "icmp" is neither tcp nor udp`},
+		{name: "port zero", rules: with(func(r *MemberRule) { r.FromPort = 0 }), gateway: testGateway, want: "port range 0-81 is not within 1-65535"},
+		{name: "port too high", rules: with(func(r *MemberRule) { r.ToPort = 65536 }), gateway: testGateway, want: "port range 80-65536"},
+		{name: "reversed range", rules: with(func(r *MemberRule) { r.FromPort, r.ToPort = 90, 80 }), gateway: testGateway, want: "port range 90-80"},
+		{name: "host bits", rules: with(func(r *MemberRule) { r.Source = "10.0.0.1/24" }), gateway: testGateway, want: "has host bits set (EC2 wants 10.0.0.0/24)"},
+		{name: "not a CIDR", rules: with(func(r *MemberRule) { r.Source = "10.0.0.1" }), gateway: testGateway, want: `source "10.0.0.1" is not a CIDR`},
+		{name: "group", rules: with(func(r *MemberRule) { r.Group = "sg-XYZ" }), gateway: testGateway, want: `"sg-XYZ" is not a security group ID`},
+		{name: "quota", rules: many, gateway: testGateway, want: "more than 60 inbound rules (IPv4)"},
+		{name: "description", rules: []MemberRule{ok}, gateway: "hub/infra/wéb", want: "has characters EC2 refuses"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := validateMemberRules(tt.rules, tt.gateway)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestPortRanges: consecutive ports of one protocol make one range.
+func TestPortRanges(t *testing.T) {
+	ports := []memberPort{{ec2TCP, 8082}, {ec2TCP, 8080}, {ec2UDP, 8081}, {ec2TCP, 8081}, {ec2TCP, 8080}, {ec2TCP, 9000}, {ec2TCP, 65535}}
+	want := [][2]int32{{8080, 8082}, {9000, 9000}, {65535, 65535}}
+	if diff := gocmp.Diff(want, portRanges(ports, ec2TCP)); diff != "" {
+		t.Errorf("tcp ranges (-want +got):\n%s", diff)
+	}
+	if diff := gocmp.Diff([][2]int32{{8081, 8081}}, portRanges(ports, ec2UDP)); diff != "" {
+		t.Errorf("udp ranges (-want +got):\n%s", diff)
+	}
+}
