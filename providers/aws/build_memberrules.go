@@ -179,7 +179,7 @@ func memberPorts(s *Stack, lb *providers.LoadBalancer) map[string][]memberPort {
 			if p, err := strconv.ParseUint(tg.HealthCheck.Port, 10, 16); err == nil {
 				hc = int32(p)
 			}
-			for _, c := range clusters[netip.AddrPortFrom(mustAddr(t.IP), uint16(t.Port))] {
+			for _, c := range clusters[netip.AddrPortFrom(targetAddr(t.IP), uint16(t.Port))] {
 				for _, proto := range protos {
 					out[c] = append(out[c], memberPort{proto, t.Port})
 				}
@@ -227,8 +227,8 @@ func endpointClusters(lb *providers.LoadBalancer) map[netip.AddrPort][]string {
 	return out
 }
 
-// mustAddr parses a target's IP, which Build wrote from a parsed address.
-func mustAddr(s string) netip.Addr {
+// targetAddr parses a target's IP, which Build wrote from a parsed address.
+func targetAddr(s string) netip.Addr {
 	ip, _ := netip.ParseAddr(s)
 	return ip
 }

@@ -232,6 +232,11 @@ func TestMemberRules(t *testing.T) {
 	e.mutations()
 
 	e.ensure(p, lb)
+	// The member rules' cost in steady state: one read per member account, the assumed role's
+	// credentials cached.
+	if n, roles := len(e.rec.find("DescribeSecurityGroupRules")), len(e.rec.find("AssumeRole")); n != 2 || roles != 0 {
+		t.Errorf("a steady Ensure made %d DescribeSecurityGroupRules and %d AssumeRole calls, want 2 and 0", n, roles)
+	}
 	if got := e.mutations(); len(got) != 0 {
 		t.Errorf("a steady Ensure made mutating EC2 calls: %v", got)
 	}
@@ -345,8 +350,14 @@ func TestMemberRulesBadCredentials(t *testing.T) {
 	shim := mototest.NewFaults(m.URL)
 	t.Cleanup(shim.Close)
 	e := newMemberEnv(t, m.URL)
-	goodRole, goodVPC, goodSG, good := e.member(randomAccount(t), "10.3.0.0/16")
-	badRole, badVPC, badSG, _ := e.member(randomAccount(t), "10.4.0.0/16")
+	// The bad account comes first (accounts are visited in order): its failure must not stop the
+	// good one.
+	badAccount, goodAccount := randomAccount(t), randomAccount(t)
+	if badAccount > goodAccount {
+		badAccount, goodAccount = goodAccount, badAccount
+	}
+	goodRole, goodVPC, goodSG, good := e.member(goodAccount, "10.3.0.0/16")
+	badRole, badVPC, badSG, _ := e.member(badAccount, "10.4.0.0/16")
 	shim.Fail(mototest.Rule{Service: "sts", Actions: []string{"AssumeRole"}, First: 1 << 30,
 		Match: func(r mototest.Request) bool { return r.Form.Get("RoleArn") == badRole },
 		Fault: mototest.Fault{Status: http.StatusForbidden, Code: "AccessDenied", Message: "not authorized to perform sts:AssumeRole"}})
