@@ -146,14 +146,25 @@ func (p *Provider) listMembers(ctx context.Context, members map[string]v1alpha1.
 	return errors.Join(errs...)
 }
 
-// memberError names the members an account error is about, and its AWS code.
-func memberError(members []string, err error) error {
-	who := "member " + strings.Join(members, ", ")
-	if len(members) > 1 {
-		who = "members " + strings.Join(members, ", ")
-	}
-	if code := errorCode(err); code != "" {
-		return fmt.Errorf("security groups of %s (AWS error %s): %w", who, code, err)
-	}
-	return fmt.Errorf("security groups of %s: %w", who, err)
+// MemberError is a failure in the account of members' security groups, not the class's: a
+// member's credentials refused, say, while the class's work.
+type MemberError struct {
+	Members []string
+	Err     error
 }
+
+// Error names the members and the AWS error code.
+func (e *MemberError) Error() string {
+	who := "member " + strings.Join(e.Members, ", ")
+	if len(e.Members) > 1 {
+		who = "members " + strings.Join(e.Members, ", ")
+	}
+	if code := errorCode(e.Err); code != "" {
+		return fmt.Sprintf("security groups of %s (AWS error %s): %v", who, code, e.Err)
+	}
+	return fmt.Sprintf("security groups of %s: %v", who, e.Err)
+}
+
+func (e *MemberError) Unwrap() error { return e.Err }
+
+func memberError(members []string, err error) error { return &MemberError{Members: members, Err: err} }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -380,6 +381,9 @@ func TestMemberRulesBadCredentials(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "member east") {
 		t.Errorf("error %q blames east too", err)
+	}
+	if me, ok := errors.AsType[*MemberError](err); !ok || !slices.Equal(me.Members, []string{"west"}) {
+		t.Errorf("error %q is not a MemberError of west", err)
 	}
 	owned := " owned by hub/apps/badcreds (fleetgate load balancer of gateway hub/apps/badcreds)"
 	if diff := gocmp.Diff([]string{"tcp/8080-8080 from 10.0.1.0/24" + owned, "tcp/8080-8080 from 10.0.2.0/24" + owned}, e.ingress(good, goodSG)); diff != "" {
