@@ -76,7 +76,8 @@ type memberPort struct {
 // of the members that name security groups (also those without targets now, so that their rules
 // go). class is the class's defaulted options: a member without credentials or region of its
 // own uses the class's. namespace is the operator's, the only one a member's credentials Secret
-// may live in ("" allows any).
+// may live in ("" allows any). A member whose account cannot be named is an error only for a
+// gateway with targets there.
 func buildMemberAccess(s *Stack, lb *providers.LoadBalancer, net Network, class v1alpha1.AWSOptions,
 	members map[string]v1alpha1.MemberClusterSpec, namespace string) ([]MemberAccess, error) {
 	ports := memberPorts(s, lb)
@@ -92,8 +93,11 @@ func buildMemberAccess(s *Stack, lb *providers.LoadBalancer, net Network, class 
 			continue
 		}
 		account, err := memberAccount(class, spec, namespace)
-		if err != nil {
+		if err != nil && len(ports[name]) > 0 {
 			return nil, fmt.Errorf("member %s: %w", name, err)
+		}
+		if err != nil {
+			continue // not this gateway's concern: it has no targets there
 		}
 		key := accountKey(account)
 		a := byAccount[key]

@@ -137,11 +137,19 @@ func TestBuildMemberAccess(t *testing.T) {
 	}
 }
 
-// TestBuildMemberAccessRefuses: a member whose account cannot be named is an error naming it.
+// TestBuildMemberAccessRefuses: a member whose account cannot be named is an error naming it for a
+// gateway with targets there, and no concern of the others.
 func TestBuildMemberAccessRefuses(t *testing.T) {
-	lb := testModel(httpListener(80))
+	lb := testModel(httpListener(80, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{
+		backend("east/apps/api:80", 1, ep("east", "10.2.0.5", 8080, 1))}}}}))
+	elsewhere := testModel(httpListener(80, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{
+		backend("hub/apps/api:80", 1, ep("hub", "10.0.0.9", 8080, 1))}}}}))
 	opts := albOptions()
 	s, err := Build(lb, opts, testNetwork(), testFleet)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	other, err := Build(elsewhere, opts, testNetwork(), testFleet)
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
@@ -161,9 +169,14 @@ func TestBuildMemberAccessRefuses(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := buildMemberAccess(s, lb, testNetwork(), opts, map[string]v1alpha1.MemberClusterSpec{"east": tt.member}, "fleetgate-system")
+			members := map[string]v1alpha1.MemberClusterSpec{"east": tt.member}
+			_, err := buildMemberAccess(s, lb, testNetwork(), opts, members, "fleetgate-system")
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+			got, err := buildMemberAccess(other, elsewhere, testNetwork(), opts, members, "fleetgate-system")
+			if err != nil || len(got) != 0 {
+				t.Errorf("a gateway without targets in east: %v, %+v; want no access and no error", err, got)
 			}
 		})
 	}
