@@ -4,7 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
@@ -235,5 +238,41 @@ func TestPortRanges(t *testing.T) {
 	}
 	if diff := gocmp.Diff([][2]int32{{8081, 8081}}, portRanges(ports, ec2UDP)); diff != "" {
 		t.Errorf("udp ranges (-want +got):\n%s", diff)
+	}
+}
+
+// TestMemberPermissions: each rule is one permission with one source, of the kind its source is,
+// carrying the gateway's description; what EC2 reports of it reads back as the same rule.
+func TestMemberPermissions(t *testing.T) {
+	rules := []MemberRule{
+		{Group: "sg-0a", Protocol: ec2TCP, FromPort: 8080, ToPort: 8081, Source: "10.0.1.0/24"},
+		{Group: "sg-0a", Protocol: ec2UDP, FromPort: 53, ToPort: 53, Source: "2001:db8::/64"},
+		{Group: "sg-0a", Protocol: ec2TCP, FromPort: 80, ToPort: 80, Source: "sg-0lb"},
+	}
+	desc := memberRuleDescription(testGateway)
+	want := []ec2types.IpPermission{
+		{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(8080), ToPort: aws.Int32(8081),
+			IpRanges: []ec2types.IpRange{{CidrIp: aws.String("10.0.1.0/24"), Description: aws.String(desc)}}},
+		{IpProtocol: aws.String("udp"), FromPort: aws.Int32(53), ToPort: aws.Int32(53),
+			Ipv6Ranges: []ec2types.Ipv6Range{{CidrIpv6: aws.String("2001:db8::/64"), Description: aws.String(desc)}}},
+		{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(80), ToPort: aws.Int32(80),
+			UserIdGroupPairs: []ec2types.UserIdGroupPair{{GroupId: aws.String("sg-0lb"), Description: aws.String(desc)}}},
+	}
+	if diff := gocmp.Diff(want, memberPermissions(rules, desc), cmpopts.IgnoreUnexported(ec2types.IpPermission{}, ec2types.IpRange{},
+		ec2types.Ipv6Range{}, ec2types.UserIdGroupPair{})); diff != "" {
+		t.Errorf("permissions (-want +got):\n%s", diff)
+	}
+	live := []ec2types.SecurityGroupRule{
+		{GroupId: aws.String("sg-0a"), IpProtocol: aws.String("tcp"), FromPort: aws.Int32(8080), ToPort: aws.Int32(8081), CidrIpv4: aws.String("10.0.1.0/24")},
+		{GroupId: aws.String("sg-0a"), IpProtocol: aws.String("udp"), FromPort: aws.Int32(53), ToPort: aws.Int32(53), CidrIpv6: aws.String("2001:db8::/64")},
+		{GroupId: aws.String("sg-0a"), IpProtocol: aws.String("tcp"), FromPort: aws.Int32(80), ToPort: aws.Int32(80),
+			ReferencedGroupInfo: &ec2types.ReferencedSecurityGroup{GroupId: aws.String("sg-0lb")}},
+	}
+	var got []MemberRule
+	for _, r := range live {
+		got = append(got, memberRuleOf(r))
+	}
+	if diff := gocmp.Diff(rules, got); diff != "" {
+		t.Errorf("rules read back (-want +got):\n%s", diff)
 	}
 }
