@@ -106,6 +106,7 @@ func buildMemberAccess(s *Stack, lb *providers.LoadBalancer, net Network, class 
 			byAccount[key], open[key] = a, map[target][]memberPort{}
 		}
 		a.Members = append(a.Members, name)
+		notePreservedClientIPs(s, lb, name)
 		for _, src := range memberSources(s, net, spec.Provider.VPC) {
 			for _, g := range m.SecurityGroups {
 				t := target{g, src}
@@ -147,6 +148,25 @@ func memberAccount(class v1alpha1.AWSOptions, spec v1alpha1.MemberClusterSpec, n
 		return v1alpha1.AWSOptions{}, fmt.Errorf("no region for the security groups: set spec.provider.aws.region or spec.region")
 	}
 	return a, nil
+}
+
+// notePreservedClientIPs tells, on s's Notes, of the target groups with targets in member that
+// keep the clients' addresses (NLB: UDP and TCP_UDP target groups of IP targets by default,
+// others when the class asks): their traffic comes from the clients, whom the member's rules do
+// not admit.
+func notePreservedClientIPs(s *Stack, lb *providers.LoadBalancer, member string) {
+	clusters := endpointClusters(lb)
+	for _, tg := range s.TargetGroups {
+		preserved, set := tg.Attributes[attrPreserveClientIP]
+		if preserved != "true" && (set || (tg.Protocol != protocolUDP && tg.Protocol != protocolTCPUDP)) {
+			continue
+		}
+		if slices.ContainsFunc(tg.Targets, func(t Target) bool {
+			return slices.Contains(clusters[netip.AddrPortFrom(targetAddr(t.IP), uint16(t.Port))], member)
+		}) {
+			s.Notes = append(s.Notes, fmt.Sprintf("target group %s keeps client IPs: the security groups of member %s admit the load balancer's subnets, not the clients", tg.Name, member))
+		}
+	}
 }
 
 // memberSources are where the load balancer's traffic comes from, as a member in vpc sees it.

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -276,3 +277,55 @@ func TestMemberPermissions(t *testing.T) {
 		t.Errorf("rules read back (-want +got):\n%s", diff)
 	}
 }
+
+// TestMemberAccessNotesClientIPs: a target group that keeps client IPs (UDP and TCP_UDP by default,
+// TCP when the class asks) with targets in a member is told on the status: the member's rules
+// admit the load balancer, not the clients.
+func TestMemberAccessNotesClientIPs(t *testing.T) {
+	class := nlbOptions()
+	class.Region = "us-east-1"
+	l4 := func(port uint32, proto ir.Protocol, cluster, ip string) ir.Listener {
+		return ir.Listener{Name: fmt.Sprintf("l%d-%s", port, proto), Port: port, Protocol: proto, L4: &ir.L4Route{Name: "r", Backends: []ir.Backend{
+			backend(fmt.Sprintf("%s/apps/svc:%d", cluster, port), 1, ep(cluster, ip, port+1000, 1))}}}
+	}
+	members := map[string]v1alpha1.MemberClusterSpec{"east": memberSpec("", "vpc-0e", nil, "sg-0e")}
+	tests := []struct {
+		name      string
+		listeners []ir.Listener
+		preserve  *bool
+		want      []string // target group backends (by service port) noted
+	}{
+		{name: "UDP keeps client IPs", listeners: []ir.Listener{l4(53, ir.ProtocolUDP, "east", "10.2.0.5"), l4(80, ir.ProtocolTCP, "east", "10.2.0.5")}, want: []string{"53"}},
+		{name: "UDP in another member", listeners: []ir.Listener{l4(53, ir.ProtocolUDP, "hub", "10.0.0.5")}},
+		{name: "TCP when the class asks", listeners: []ir.Listener{l4(80, ir.ProtocolTCP, "east", "10.2.0.5")}, preserve: ptrTo(true), want: []string{"80"}},
+		{name: "UDP when the class turns it off", listeners: []ir.Listener{l4(53, ir.ProtocolUDP, "east", "10.2.0.5")}, preserve: ptrTo(false)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := class
+			o.PreserveClientIP = tt.preserve
+			lb := testModel(tt.listeners...)
+			s, err := Build(lb, o, testNetwork(), testFleet)
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			before := len(s.Notes)
+			if _, err := buildMemberAccess(s, lb, testNetwork(), o, members, ""); err != nil {
+				t.Fatalf("buildMemberAccess: %v", err)
+			}
+			var want []string
+			for _, port := range tt.want {
+				for _, tg := range s.TargetGroups {
+					if strings.HasSuffix(tg.Targets[0].IP, ".5") && fmt.Sprint(tg.Targets[0].Port-1000) == port {
+						want = append(want, "target group "+tg.Name+" keeps client IPs: the security groups of member east admit the load balancer's subnets, not the clients")
+					}
+				}
+			}
+			if diff := gocmp.Diff(want, s.Notes[before:], cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("notes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
