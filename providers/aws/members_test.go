@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/http"
 	"slices"
@@ -229,6 +230,16 @@ func TestMemberRules(t *testing.T) {
 	}
 	if len(e.rec.find("AssumeRole")) == 0 {
 		t.Error("east's account was reached without AssumeRole")
+	}
+	// One accounts cache (and rate limiter per account and region): the class's account, which
+	// the hub's group is in too, and east's.
+	classKey := accountKey(mustDecode(t, e.params, p.o.Defaults))
+	eastKey := accountKey(v1alpha1.AWSOptions{Region: mototest.Region, Endpoint: m.URL, Credentials: memberCreds(role)})
+	p.accounts.mu.Lock()
+	keys := slices.Sorted(maps.Keys(p.accounts.byKey))
+	p.accounts.mu.Unlock()
+	if diff := gocmp.Diff(slices.Sorted(slices.Values([]string{classKey, eastKey})), keys); diff != "" {
+		t.Errorf("accounts (-want +got):\n%s", diff)
 	}
 	e.mutations()
 
