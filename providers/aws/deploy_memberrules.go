@@ -46,9 +46,9 @@ func (d *deployer) syncMemberRules(ctx context.Context, x *executor, s *Stack, w
 	if missing, err = d.notCovered(ctx, missing); err != nil {
 		return err
 	}
+	tags := d.tagsFor(s, memberRuleResource, nil)
 	for _, group := range groupsOf(missing) {
 		rules := rulesOf(missing, group)
-		tags := d.tagsFor(s, memberRuleResource, nil)
 		if err := x.do(Call{"AuthorizeSecurityGroupIngress", memberRuleResource + " " + group, memberRulesDetail(rules)}, func() error {
 			_, err := d.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{
 				GroupId: aws.String(group), IpPermissions: memberPermissions(rules, memberRuleDescription(s.Gateway)),
