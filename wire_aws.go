@@ -67,6 +67,8 @@ func newAWS(ctx context.Context, o options, direct client.Client, proxies aws.Pr
 			}
 			return out, nil
 		},
+		Members:    memberSpecs(direct),
+		Namespace:  o.namespace,
 		Proxies:    proxies,
 		Probes:     probes,
 		QPS:        o.awsQPS,
@@ -74,6 +76,23 @@ func newAWS(ctx context.Context, o options, direct client.Client, proxies aws.Pr
 		Registerer: reg,
 		Log:        logger.WithName("aws"),
 	})
+}
+
+// memberSpecs reads the spec of every MemberCluster by name, the name endpoints carry as their
+// cluster: the provider opens the security groups of members that name some to the load
+// balancers. Members being deleted stay in, so that their rules are removed.
+func memberSpecs(c client.Reader) func(context.Context) (map[string]v1alpha1.MemberClusterSpec, error) {
+	return func(ctx context.Context) (map[string]v1alpha1.MemberClusterSpec, error) {
+		var list v1alpha1.MemberClusterList
+		if err := c.List(ctx, &list); err != nil {
+			return nil, err
+		}
+		out := make(map[string]v1alpha1.MemberClusterSpec, len(list.Items))
+		for _, m := range list.Items {
+			out[m.Name] = m.Spec
+		}
+		return out, nil
+	}
 }
 
 // nlbProxies runs the proxies behind network load balancers with the provider of incluster classes

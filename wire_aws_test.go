@@ -6,10 +6,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/providers"
 )
@@ -63,5 +65,28 @@ func TestProxyPods(t *testing.T) {
 				t.Errorf("proxy pods (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestMemberSpecs: the provider gets every MemberCluster's spec by its name, the name endpoints
+// carry as their cluster.
+func TestMemberSpecs(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	east := v1alpha1.MemberClusterSpec{Region: "eu-west-1", Provider: v1alpha1.ProviderHints{VPC: "vpc-0e",
+		AWS: &v1alpha1.MemberAWS{SecurityGroups: []string{"sg-0e"}}}}
+	hub := v1alpha1.MemberClusterSpec{Weight: 50}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Spec: east},
+		&v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.HubCluster}, Spec: hub}).Build()
+	got, err := memberSpecs(c)(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]v1alpha1.MemberClusterSpec{"east": east, v1alpha1.HubCluster: hub}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("member specs (-want +got):\n%s", d)
 	}
 }

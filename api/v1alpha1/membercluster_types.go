@@ -51,7 +51,9 @@ type SecretKeyRef struct {
 
 // ProviderHints carry the cloud network placement of a member cluster.
 type ProviderHints struct {
-	// VPC is the AWS VPC ID the cluster's nodes run in.
+	// VPC is the AWS VPC ID the cluster's nodes run in. The aws provider compares it with a load
+	// balancer's VPC: in the same VPC, the rules it adds to aws.securityGroups admit the load
+	// balancer's own security group; elsewhere (peering, transit gateway) its subnets' ranges.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^vpc-[0-9a-f]+$`
 	VPC string `json:"vpc,omitempty"`
@@ -66,6 +68,38 @@ type ProviderHints struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Network string `json:"network,omitempty"`
+
+	// AWS names the security groups of the cluster's pods or nodes that must admit the AWS load
+	// balancers sending them traffic, and the account they live in when it is not the load
+	// balancer's.
+	// +optional
+	AWS *MemberAWS `json:"aws,omitempty"`
+}
+
+// MemberAWS says where the AWS load balancers of fleetgate's gateways reach a member's endpoints:
+// fleetgate adds ingress rules for the target ports (and health-check ports) to securityGroups,
+// tagged as its own, and removes them when the targets, ports or gateway go.
+type MemberAWS struct {
+	// Credentials name the account of securityGroups; the account of the GatewayClass's config
+	// when unset. A secretRef must name a Secret in the operator's namespace, as
+	// kubeconfigSecretRef does; the usual shape is assumeRole with an externalID, on top of the
+	// operator's own credentials.
+	// +optional
+	Credentials *AWSCredentials `json:"credentials,omitempty"`
+
+	// Region of securityGroups; spec.region when unset.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-z]{2}(-[a-z]+)+-[0-9]$`
+	Region string `json:"region,omitempty"`
+
+	// SecurityGroups are the IDs of the groups on the member's pods (security groups for pods) or
+	// nodes that must admit the load balancers.
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Pattern=`^sg-[0-9a-f]+$`
+	// +kubebuilder:validation:items:MaxLength=64
+	SecurityGroups []string `json:"securityGroups"`
 }
 
 // MemberClusterStatus reports whether fleetgate can reach and watch the member.

@@ -38,6 +38,12 @@ type Options struct {
 	MaxBackoff  time.Duration
 	Registerer  prometheus.Registerer
 	Log         logr.Logger
+	// Members returns the spec of every MemberCluster by name (ir.Endpoint.Cluster): the security
+	// groups of members that name some (spec.provider.aws) get rules admitting the load balancers.
+	// Nil adds no rules.
+	Members func(ctx context.Context) (map[string]v1alpha1.MemberClusterSpec, error)
+	// Namespace is the operator's, the only one a member's credentials Secret may be in.
+	Namespace string
 	// Proxies serve the HTTP and HTTPS listeners of network load balancers; nil refuses them.
 	Proxies Proxies
 	// Probes finds backends' readiness probes, which health checks follow where the class names
@@ -125,7 +131,7 @@ func (p *Provider) ensure(ctx context.Context, lb *providers.LoadBalancer, o v1a
 		return providers.Status{}, err
 	}
 	if stack.DryRun {
-		calls, err := d.Plan(ctx, stack)
+		calls, err := p.plan(ctx, d, stack)
 		if err != nil {
 			return providers.Status{}, err
 		}
@@ -136,6 +142,9 @@ func (p *Provider) ensure(ctx context.Context, lb *providers.LoadBalancer, o v1a
 		return providers.Status{Reason: providers.ReasonInvalid, Message: refused.Error()}, nil
 	}
 	if err != nil {
+		return providers.Status{}, err
+	}
+	if err := p.syncMembers(ctx, &executor{}, stack, dep.SecurityGroupID); err != nil {
 		return providers.Status{}, err
 	}
 	st := status(dep, stack)
@@ -165,7 +174,7 @@ func (p *Provider) Plan(ctx context.Context, lb *providers.LoadBalancer) ([]Call
 	if err != nil {
 		return nil, fmt.Errorf("planning %s: %w", lb.Gateway, err)
 	}
-	calls, err := d.Plan(ctx, stack)
+	calls, err := p.plan(ctx, d, stack)
 	if err != nil {
 		return nil, fmt.Errorf("planning %s: %w", lb.Gateway, err)
 	}
@@ -203,6 +212,9 @@ func (p *Provider) prepare(ctx context.Context, lb *providers.LoadBalancer, o v1
 	stack, err := Build(lb, o, net, p.o.Fleet)
 	if err != nil {
 		return nil, nil, &invalidError{err}
+	}
+	if stack.Members, err = p.memberAccess(ctx, stack, lb, net, o); err != nil {
+		return nil, nil, err
 	}
 	return d, stack, nil
 }
@@ -267,6 +279,11 @@ func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error
 		return ow.Gateway == lb.Gateway && slices.ContainsFunc(ow.Clusters, func(c string) bool { return !slices.Contains(lb.Clusters, c) })
 	})
 	if !shared {
+		// Member rules first: one may reference the load balancer's security group, which EC2
+		// does not delete while it is referenced.
+		if err := p.deleteMembers(ctx, o, providers.GatewayID(lb.Gateway)); err != nil {
+			return fmt.Errorf("deleting %s: %w", lb.Gateway, err)
+		}
 		if err := d.Delete(ctx, providers.GatewayID(lb.Gateway)); err != nil {
 			return fmt.Errorf("deleting %s: %w", lb.Gateway, err)
 		}
@@ -290,8 +307,13 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 		}
 		classes = append(classes, more...)
 	}
+	members, err := p.members(ctx)
+	if err != nil {
+		return nil, err
+	}
 	found := map[string]*providers.LoadBalancer{}
-	seen := map[string]bool{}
+	seen, seenMembers := map[string]bool{}, map[string]bool{}
+	var decoded []decodedClass
 	var errs []error
 	for _, c := range classes {
 		raw, err := json.Marshal(c)
@@ -302,6 +324,7 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 		if err != nil {
 			continue // an invalid class never made anything
 		}
+		decoded = append(decoded, decodedClass{o, raw})
 		d, cl, err := p.deployer(ctx, o)
 		if err != nil {
 			errs = append(errs, err)
@@ -324,6 +347,10 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 			found[ow.Gateway] = &providers.LoadBalancer{Gateway: ow.Gateway, Namespace: ns, Name: name,
 				Provider: string(v1alpha1.ProviderAWS), Clusters: ow.Clusters, Parameters: raw}
 		}
+	}
+	// After the load balancers: a gateway found by them keeps its clusters.
+	for _, c := range decoded {
+		errs = append(errs, p.listMembers(ctx, members, c.o, c.raw, seenMembers, found))
 	}
 	return providers.Listed(found), errors.Join(errs...)
 }

@@ -37,6 +37,8 @@ type Deployed struct {
 	Ready bool
 	// Addresses are the Elastic IPs of the subnet mappings (NLB with static addresses).
 	Addresses []string
+	// SecurityGroupID is the ALB's security group (a placeholder in a dry run), "" for an NLB.
+	SecurityGroupID string
 	// Calls are the mutating calls made, or for a DryRun Stack the ones that would be.
 	Calls []Call
 }
@@ -112,6 +114,7 @@ func (d *deployer) finish(ctx context.Context, st *state) (Deployed, error) {
 		return dep, err
 	}
 	dep.Addresses = addrs
+	dep.SecurityGroupID = st.sgID
 	return dep, nil
 }
 

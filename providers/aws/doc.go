@@ -9,7 +9,11 @@
 //     the AWS API reference, since moto (the test server) does not;
 //   - deploy (deploy*.go): lists what exists by ownership tags, diffs it against the Stack, and
 //     creates, updates and deletes in dependency order (security group, target groups, load
-//     balancer, listeners, rules, target registrations), cleaning up in reverse.
+//     balancer, listeners, rules, target registrations), cleaning up in reverse;
+//   - member rules (build_memberrules.go, deploy_memberrules.go, members.go): ingress rules on the
+//     security groups MemberClusters name, in each member's account, that admit the load balancer
+//     to the targets there; made after the deploy (they may name its security group), revoked
+//     before a delete.
 //
 // Every resource carries the ownership tags (TagManagedBy, TagFleet, TagGateway, TagResource) and
 // is found again by them alone, never by name, so nothing leaks when names or specs change.

@@ -48,6 +48,9 @@ type Stack struct {
 	// deployer assigns priorities from this order (see assignPriorities).
 	Rules        []Rule
 	Certificates []Certificate
+	// Members are the rules on member clusters' security groups that admit the load balancer, per
+	// account (buildMemberAccess, after Build).
+	Members []MemberAccess
 
 	// Notes are approximations the stack had to make (e.g. cluster weights by endpoint count when
 	// a rule would need more than 5 target groups), for the gateway's status.

@@ -120,7 +120,9 @@ type Rule struct {
 	Service string
 	// Actions are the actions it applies to; empty applies to every call.
 	Actions []string
-	Fault   Fault
+	// Match, when set, narrows it to the calls it accepts (e.g. by a form field).
+	Match func(Request) bool
+	Fault Fault
 	// First fails the first First calls it applies to, then lets them pass. When 0, Rate is the
 	// probability that a call fails, drawn from the shim's seeded source (Seed).
 	First int
@@ -254,7 +256,7 @@ func (f *Faults) decide(req *Request) (Rule, bool) {
 	defer func() { f.calls = append(f.calls, *req) }()
 	for _, rule := range f.rules {
 		if (rule.Service != "" && rule.Service != req.Service) || (len(rule.Actions) > 0 && !slices.Contains(rule.Actions, req.Action)) ||
-			(rule.AccessKey != "" && rule.AccessKey != req.AccessKey) {
+			(rule.AccessKey != "" && rule.AccessKey != req.AccessKey) || (rule.Match != nil && !rule.Match(*req)) {
 			continue
 		}
 		fail := false
