@@ -54,6 +54,9 @@ func credentialsError(err error, account string) error {
 	if err == nil {
 		return nil
 	}
+	if _, ok := errors.AsType[*MemberError](err); ok {
+		return err // a member's account, named in the Gateway's message: the class's account works
+	}
 	if _, ok := errors.AsType[*providers.CredentialsError](err); ok {
 		return err
 	}

@@ -99,6 +99,9 @@ func TestCredentialsError(t *testing.T) {
 			op("ec2imds", "GetMetadata", errors.New("http response error StatusCode: 403, request to EC2 IMDS failed")))),
 			want: &providers.CredentialsError{Reason: providers.ReasonCredentialsUnavailable, Operation: "ec2imds GetMetadata",
 				Message: "the default credential chain found none (environment, shared files, web identity, container, instance metadata)"}},
+		// A member's account is the member's: the class's condition must not blame its own.
+		{name: "a member's account", err: errors.Join(memberError([]string{"west"}, op("EC2", "DescribeSecurityGroupRules", apiErr("AccessDenied", "no"))))},
+		{name: "a member's missing Secret", err: memberError([]string{"west"}, &providers.CredentialsError{Reason: providers.ReasonCredentialsUnavailable, Operation: "reading Secret ops/west"})},
 		{name: "already classified", err: &providers.CredentialsError{Reason: providers.ReasonCredentialsUnavailable, Operation: "reading Secret ops/aws"},
 			want: &providers.CredentialsError{Reason: providers.ReasonCredentialsUnavailable, Operation: "reading Secret ops/aws"}},
 	}

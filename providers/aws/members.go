@@ -167,4 +167,17 @@ func (e *MemberError) Error() string {
 
 func (e *MemberError) Unwrap() error { return e.Err }
 
-func memberError(members []string, err error) error { return &MemberError{Members: members, Err: err} }
+func memberError(members []string, err error) error {
+	if ce, ok := errors.AsType[*providers.CredentialsError](err); ok {
+		err = memberCredentials{ce}
+	}
+	return &MemberError{Members: members, Err: err}
+}
+
+// memberCredentials keeps the words and the SDK error of a member account's refused credentials
+// but not their type: a CredentialsError is the class's account, which its CloudAccountReady
+// condition reports, and the class's account works.
+type memberCredentials struct{ ce *providers.CredentialsError }
+
+func (m memberCredentials) Error() string { return m.ce.Error() }
+func (m memberCredentials) Unwrap() error { return m.ce.Err }
