@@ -76,8 +76,8 @@ type platformImage struct {
 }
 
 type result struct {
-	index, bundle                  v1.Hash
-	platforms                      []platformImage
+	index, bundle                 v1.Hash
+	platforms                     []platformImage
 	layout, bundleLayout, tarball string
 }
 
