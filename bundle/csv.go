@@ -84,14 +84,14 @@ type CustomResourceDefinitions struct {
 
 // CRDDescription describes an owned CRD for the OLM UI.
 type CRDDescription struct {
-	Name              string          `json:"name"`
-	Version           string          `json:"version"`
-	Kind              string          `json:"kind"`
-	DisplayName       string          `json:"displayName"`
-	Description       string          `json:"description"`
-	Resources         []APIResource   `json:"resources,omitempty"`
-	SpecDescriptors   []Descriptor    `json:"specDescriptors,omitempty"`
-	StatusDescriptors []Descriptor    `json:"statusDescriptors,omitempty"`
+	Name              string        `json:"name"`
+	Version           string        `json:"version"`
+	Kind              string        `json:"kind"`
+	DisplayName       string        `json:"displayName"`
+	Description       string        `json:"description"`
+	Resources         []APIResource `json:"resources,omitempty"`
+	SpecDescriptors   []Descriptor  `json:"specDescriptors,omitempty"`
+	StatusDescriptors []Descriptor  `json:"statusDescriptors,omitempty"`
 }
 
 // APIResource is a kind of object the operator creates for a custom resource.
