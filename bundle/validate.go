@@ -20,6 +20,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -372,6 +373,9 @@ func (b *Bundle) checkExamples(fs *findings, crds map[string]*apiextensionsv1.Cu
 			continue
 		}
 		covered[crd.Name] = true
+		if name, _, _ := unstructured.NestedString(ex, "metadata", "name"); name == "" {
+			fs.errorf(c, "example %d (%s) has no metadata.name", i, kind)
+		}
 		for _, err := range validateObject(crd, gv.Version, ex) {
 			fs.errorf(c, "example %d (%s): %v", i, kind, err)
 		}
@@ -461,6 +465,7 @@ func (b *Bundle) checkDeployment(fs *findings) {
 		pod := d.Spec.Template.Spec
 		if d.Spec.Selector == nil || len(d.Spec.Selector.MatchLabels) == 0 {
 			fs.errorf(c, "%s has no selector", d.Name)
+			continue
 		}
 		for k, v := range d.Spec.Selector.MatchLabels {
 			if d.Spec.Template.Labels[k] != v {

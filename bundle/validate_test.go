@@ -106,6 +106,12 @@ func TestValidateCatches(t *testing.T) {
 		{"example missing a required field", func(b *Bundle) {
 			replaceExample(b, `"kubeconfigSecretRef"`, `"kubeconfigSecret"`)
 		}, "almExamples", "spec.kubeconfigSecretRef: Required value"},
+		{"example without a name", func(b *Bundle) {
+			replaceExample(b, `"name": "local"`, `"generateName": "local-"`)
+		}, "almExamples", "no metadata.name"},
+		{"deployment without selector", func(b *Bundle) {
+			b.CSV.Spec.Install.Spec.Deployments[0].Spec.Selector = nil
+		}, "deployment", "no selector"},
 		{"no example for a CRD", func(b *Bundle) {
 			replaceExample(b, `"kind": "MemberCluster"`, `"kind": "GatewayClassConfig"`)
 		}, "almExamples", "memberclusters.fleetgate.dev has no example"},

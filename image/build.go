@@ -197,7 +197,6 @@ func operatorImage(binary []byte, p v1.Platform, m metadata) (v1.Image, error) {
 			User:       fmt.Sprintf("%d:%d", nonRoot, nonRoot),
 			Entrypoint: []string{entrypoint},
 			WorkingDir: "/",
-			Env:        []string{"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
 			Labels: m.labels("fleetgate",
 				"Gateway API across a fleet of clusters and clouds: the operator, and its proxy (`fleetgate dataplane`)"),
 		},
