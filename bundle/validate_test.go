@@ -62,7 +62,7 @@ func TestValidate(t *testing.T) {
 func TestValidateCatches(t *testing.T) {
 	cases := []struct {
 		name   string
-		break_ func(b *Bundle)
+		mutate func(b *Bundle)
 		check  string
 		want   string
 	}{
@@ -159,7 +159,7 @@ func TestValidateCatches(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := load(t)
-			tc.break_(b)
+			tc.mutate(b)
 			fs := b.Validate()
 			if !slices.ContainsFunc(fs, func(f Finding) bool {
 				return !f.Warning && f.Check == tc.check && strings.Contains(f.Message, tc.want)
