@@ -168,6 +168,8 @@ func (b *Bundle) Objects(namespace string) ([]*unstructured.Unstructured, error)
 		if err != nil {
 			return nil, err
 		}
+		// A typed CRD carries an empty status, which a create would refuse to set.
+		delete(u, "status")
 		out = append(out, &unstructured.Unstructured{Object: u})
 	}
 	for _, d := range spec.Deployments {

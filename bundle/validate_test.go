@@ -240,6 +240,9 @@ func TestObjects(t *testing.T) {
 		t.Errorf("install objects (-want +got):\n%s", d)
 	}
 	for _, o := range objs {
+		if _, ok := o.Object["status"]; ok {
+			t.Errorf("%s %s carries a status", o.GetKind(), o.GetName())
+		}
 		switch o.GetKind() {
 		case "ClusterRole", "Role":
 			if rules, _ := o.Object["rules"].([]any); len(rules) == 0 {
