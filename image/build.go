@@ -247,6 +247,8 @@ type layerWithHistory struct {
 }
 
 func assemble(cfg *v1.ConfigFile, created time.Time, layers []layerWithHistory) (v1.Image, error) {
+	// The OCI spec's only rootfs type; containerd refuses an image without it.
+	cfg.RootFS.Type = "layers"
 	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	img, err := mutate.ConfigFile(img, cfg)
 	if err != nil {

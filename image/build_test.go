@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
 var testMeta = metadata{
@@ -72,6 +73,10 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// go-containerregistry's own consistency checks: digests, sizes, diff IDs, media types.
+	if err := validate.Index(idx); err != nil {
+		t.Errorf("the index does not validate: %v", err)
+	}
 	if im.MediaType != types.OCIImageIndex {
 		t.Errorf("index media type %s, want %s", im.MediaType, types.OCIImageIndex)
 	}
@@ -109,6 +114,9 @@ func TestImage(t *testing.T) {
 		}
 		if cfg.Architecture != arch || cfg.OS != "linux" {
 			t.Errorf("%s: config says %s/%s", arch, cfg.OS, cfg.Architecture)
+		}
+		if cfg.RootFS.Type != "layers" || len(cfg.RootFS.DiffIDs) != 2 {
+			t.Errorf("%s: rootfs %+v, want type layers with two diff IDs", arch, cfg.RootFS)
 		}
 		if cfg.Config.User != "65532:65532" {
 			t.Errorf("%s: user %q, want 65532:65532", arch, cfg.Config.User)
