@@ -39,8 +39,16 @@ API_SERVER_PKGS := /tests/|/providers/incluster
 # Ops per case of make bench-aws.
 AWS_BENCH_N ?= 50
 
-IMG ?= fleetgate:dev
-BUNDLE_VERSION ?= 0.1.0
+# The release: VERSION is the CSV's version, the binary's main.version and (as v$(VERSION)) the
+# image tag that config/manager and the bundle name. `make image VERSION=1.2.3` rewrites those.
+VERSION ?= 0.1.0
+IMAGE_REPO ?= fleetgate
+IMG ?= $(IMAGE_REPO):v$(VERSION)
+BUNDLE_IMG ?= $(IMAGE_REPO)-bundle:v$(VERSION)
+BUNDLE_VERSION ?= $(VERSION)
+BUNDLE_GEN = go run ./bundle/gen --version $(BUNDLE_VERSION) --image $(IMG) --config config --out bundle
+# Where make image writes the OCI layouts (oci/, bundle/) and the amd64 docker archive (fleetgate.tar).
+IMAGE_OUT ?= $(BIN)/image
 
 .PHONY: all
 all: build
@@ -84,7 +92,7 @@ lint: $(GOLANGCI_LINT) ## golangci-lint.
 
 .PHONY: verify
 verify: generate manifests ## Fail when generated files are stale or go.mod is not tidy.
-	go run ./bundle/gen --version $(BUNDLE_VERSION) --image $(IMG) --config config --out bundle
+	$(BUNDLE_GEN)
 	git diff --exit-code -- api config bundle
 	@# -e: the module proxy refuses a module that nothing we build needs (external-dns's graph).
 	go mod tidy -e -diff
@@ -92,8 +100,19 @@ verify: generate manifests ## Fail when generated files are stale or go.mod is n
 ##@ Build
 
 .PHONY: bundle
-bundle: manifests ## Generate the OLM bundle in bundle/ from config/.
-	go run ./bundle/gen --version $(BUNDLE_VERSION) --image $(IMG) --config config --out bundle
+bundle: manifests ## Generate and validate the OLM bundle in bundle/ from config/ (and point config/manager at IMG).
+	$(BUNDLE_GEN)
+
+# No daemon, no registry: go-containerregistry writes the images (image/). Every timestamp is the
+# commit time, so a clean checkout of a commit gives the same digests on any machine; the revision
+# label says -dirty when the tree is not that commit (a VERSION override rewrites the bundle).
+.PHONY: image
+image: ## Build the operator image (linux/amd64+arm64 OCI index), its amd64 docker archive and the bundle image into IMAGE_OUT.
+	$(BUNDLE_GEN)
+	rev=$$(git rev-parse HEAD)$$(git diff --quiet HEAD -- . || echo -dirty); \
+	  SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} \
+	  go run ./image --version $(VERSION) --revision $$rev --image $(IMG) --bundle-image $(BUNDLE_IMG) \
+	    --bundle bundle --out $(IMAGE_OUT)
 
 .PHONY: build
 build: ## Build the operator binary into bin/.

@@ -124,7 +124,7 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 	); err != nil {
 		return fmt.Errorf("adding probes: %w", err)
 	}
-	logger.Info("starting fleetgate", "controllerName", v1alpha1.ControllerName, "leaderElection", o.leaderElect)
+	logger.Info("starting fleetgate", "version", version, "controllerName", v1alpha1.ControllerName, "leaderElection", o.leaderElect)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
