@@ -137,7 +137,29 @@ type ProxyOptions struct {
 	// suites are offered.
 	// +optional
 	AllowCBCCipherSuites bool `json:"allowCBCCipherSuites,omitempty"`
+
+	// ServerHeader is what the Server header of responses says: Set (the default) writes
+	// ServerHeaderValue in place of the backend's, on the proxies' own answers too; PassThrough
+	// relays the backend's; Strip sends none.
+	// +optional
+	// +kubebuilder:validation:Enum=Set;PassThrough;Strip
+	ServerHeader ServerHeaderMode `json:"serverHeader,omitempty"`
+
+	// ServerHeaderValue is the Server header Set writes. Default "fleetgate".
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[ -~]*$`
+	ServerHeaderValue string `json:"serverHeaderValue,omitempty"`
 }
+
+// ServerHeaderMode is what the proxies do with the Server header of responses.
+type ServerHeaderMode string
+
+const (
+	ServerHeaderSet         ServerHeaderMode = "Set"
+	ServerHeaderPassThrough ServerHeaderMode = "PassThrough"
+	ServerHeaderStrip       ServerHeaderMode = "Strip"
+)
 
 // InClusterOptions tune the fleetgate proxy deployed next to each Gateway.
 type InClusterOptions struct {
