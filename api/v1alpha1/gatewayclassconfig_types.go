@@ -55,6 +55,15 @@ type GatewayClassConfigSpec struct {
 	// +optional
 	GCP *GCPOptions `json:"gcp,omitempty"`
 
+	// IngressNamespace is the namespace of the load balancer (and, for the in-cluster provider,
+	// of the proxy Deployment and Service) that serves the Ingresses of an IngressClass whose
+	// parameters name this config: a class, unlike a Gateway, has no namespace of its own.
+	// Default "default".
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	IngressNamespace string `json:"ingressNamespace,omitempty"`
+
 	// Proxy bounds what the fleetgate proxies of this class accept from clients and route authors.
 	// Every field has a default; set one only to change it.
 	// +optional
