@@ -289,12 +289,11 @@ func ingressRef(o snapshot.Object[networkingv1.Ingress]) ObjectRef {
 // emitIngress adds the config, load-balancer model and statuses of one compiled Ingress group.
 func (t *translator) emitIngress(grp *ingressGroup, c *compiledIngress) {
 	cfg := ir.Config{Gateway: grp.key, Limits: grp.class.proxy.limits}
-	vhosts := c.virtualHosts()
-	cfg.Listeners = append(cfg.Listeners, ir.Listener{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: vhosts})
+	cfg.Listeners = append(cfg.Listeners, ir.Listener{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: c.virtualHosts(true)})
 	ports := []networkingv1.IngressPortStatus{{Port: 80, Protocol: corev1.ProtocolTCP}}
 	if len(c.certs) > 0 {
 		cfg.Listeners = append(cfg.Listeners, ir.Listener{Name: "https-443", Port: 443, Protocol: ir.ProtocolHTTPS,
-			Certificates: c.certs, VirtualHosts: slices.Clone(vhosts)})
+			Certificates: c.certs, VirtualHosts: c.virtualHosts(false)})
 		ports = append(ports, networkingv1.IngressPortStatus{Port: 443, Protocol: corev1.ProtocolTCP})
 	}
 	lb := providers.LoadBalancer{
