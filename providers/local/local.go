@@ -258,7 +258,8 @@ func (p *Provider) stop(ctx context.Context, gateway string) error {
 
 // Stop ends every proxy; the operator calls it on shutdown. The gateways' Services and state
 // stay, as they would if the operator died: the next operator serves them again, or List finds
-// them for the sweep.
+// them for the sweep. The proxies drain at the same time, so that the operator's shutdown takes
+// one drain timeout, not one per gateway.
 func (p *Provider) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	keys := make([]string, 0, len(p.procs))
@@ -266,10 +267,12 @@ func (p *Provider) Stop(ctx context.Context) error {
 		keys = append(keys, k)
 	}
 	p.mu.Unlock()
-	var errs []error
-	for _, k := range keys {
-		errs = append(errs, p.stop(ctx, k))
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Go(func() { errs[i] = p.stop(ctx, k) })
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

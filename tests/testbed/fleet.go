@@ -104,7 +104,7 @@ func (c *Cluster) StartAPIServer() error {
 	}
 	c.restarted = cmd
 	go func() {
-		<-done
+		<-done //nolint:errcheck // a restarted server is killed; its exit says nothing
 		logf.Close()
 	}()
 	dc, err := discovery.NewDiscoveryClientForConfig(c.Config)

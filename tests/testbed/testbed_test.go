@@ -141,7 +141,7 @@ func TestServersDieWithTestBinary(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-exited
+	<-exited //nolint:errcheck // the error is the kill's own
 	// A process whose main thread has ended shows as a zombie while its other threads still
 	// exit: its sockets are closed only then, so the port is polled too.
 	deadline := time.Now().Add(10 * time.Second)
