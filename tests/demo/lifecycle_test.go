@@ -102,7 +102,7 @@ type demoRun struct {
 }
 
 var (
-	apiServerLine = regexp.MustCompile(`API server (?:https://)?([0-9.:]+)/?,`)
+	apiServerLine = regexp.MustCompile(`API server (?:https://)?([0-9.:]+)/?, kubeconfig (/\S+/kubeconfig)`)
 	programmed    = regexp.MustCompile(`Programmed=True at ([0-9.]+)`)
 )
 
@@ -133,6 +133,9 @@ func startDemo(t *testing.T, demo, operator string) demoRun {
 		log.WriteString(line + "\n")
 		if m := apiServerLine.FindStringSubmatch(line); m != nil {
 			run.apiServer = m[1]
+			// A killed demo cannot remove its own files.
+			dir := filepath.Dir(m[2])
+			t.Cleanup(func() { _ = os.RemoveAll(dir) })
 		}
 		if m := programmed.FindStringSubmatch(line); m != nil {
 			run.proxy = net.JoinHostPort(m[1], "80")
