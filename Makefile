@@ -133,7 +133,9 @@ $(TESTBED_STAMP):
 
 .PHONY: demo
 demo: testbed build ## Start a local control plane, run the operator against it, and show what it does.
-	go run ./tests/demo --operator $(BIN)/fleetgate
+	go build -o $(BIN)/fleetgate-demo ./tests/demo
+	@# exec, not `go run`: go run's child would miss the signals sent to its parent and outlive it.
+	exec $(BIN)/fleetgate-demo --operator $(BIN)/fleetgate
 
 .PHONY: run
 run: ## Run the operator against the current kubeconfig.

@@ -55,6 +55,15 @@ type GatewayClassConfigSpec struct {
 	// +optional
 	GCP *GCPOptions `json:"gcp,omitempty"`
 
+	// IngressNamespace is the namespace of the load balancer (and, for the in-cluster provider,
+	// of the proxy Deployment and Service) that serves the Ingresses of an IngressClass whose
+	// parameters name this config: a class, unlike a Gateway, has no namespace of its own.
+	// Default "default".
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	IngressNamespace string `json:"ingressNamespace,omitempty"`
+
 	// Proxy bounds what the fleetgate proxies of this class accept from clients and route authors.
 	// Every field has a default; set one only to change it.
 	// +optional
@@ -137,7 +146,29 @@ type ProxyOptions struct {
 	// suites are offered.
 	// +optional
 	AllowCBCCipherSuites bool `json:"allowCBCCipherSuites,omitempty"`
+
+	// ServerHeader is what the Server header of responses says: Set (the default) writes
+	// ServerHeaderValue in place of the backend's, on the proxies' own answers too; PassThrough
+	// relays the backend's; Strip sends none.
+	// +optional
+	// +kubebuilder:validation:Enum=Set;PassThrough;Strip
+	ServerHeader ServerHeaderMode `json:"serverHeader,omitempty"`
+
+	// ServerHeaderValue is the Server header Set writes. Default "fleetgate".
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[ -~]*$`
+	ServerHeaderValue string `json:"serverHeaderValue,omitempty"`
 }
+
+// ServerHeaderMode is what the proxies do with the Server header of responses.
+type ServerHeaderMode string
+
+const (
+	ServerHeaderSet         ServerHeaderMode = "Set"
+	ServerHeaderPassThrough ServerHeaderMode = "PassThrough"
+	ServerHeaderStrip       ServerHeaderMode = "Strip"
+)
 
 // InClusterOptions tune the fleetgate proxy deployed next to each Gateway.
 type InClusterOptions struct {

@@ -24,6 +24,8 @@ type classInfo struct {
 	proxy *proxyPolicy
 	// caps is what the provider can express with these parameters (Catalog).
 	caps providers.Capabilities
+	// ingressNamespace is spec.ingressNamespace, for IngressClasses naming the config.
+	ingressNamespace string
 }
 
 // translateClasses validates every GatewayClass of our controller: its parametersRef must name an
@@ -97,6 +99,7 @@ func (t *translator) resolveParams(cluster string, ref *gwv1.ParametersReference
 		return fmt.Errorf("GatewayClassConfig %q: %w", ref.Name, err)
 	}
 	ci.proxy = pp
+	ci.ingressNamespace = cfg.Spec.IngressNamespace
 	return nil
 }
 

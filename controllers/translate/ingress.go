@@ -64,9 +64,10 @@ const (
 	kindIngress            = "Ingress"
 	kindIngressClass       = "IngressClass"
 	kindService            = "Service"
-	// ingressProxyNamespace is where a provider that creates Kubernetes objects puts an Ingress
-	// class's proxy: a class has no namespace of its own.
-	ingressProxyNamespace = "default"
+	// defaultIngressNamespace is where a provider that creates Kubernetes objects puts an Ingress
+	// class's proxy unless its GatewayClassConfig says (spec.ingressNamespace): a class has no
+	// namespace of its own.
+	defaultIngressNamespace = "default"
 )
 
 // Notice is something an object's owner should hear about that has no status field to live in,
@@ -151,6 +152,8 @@ type ingressClass struct {
 	parameters    json.RawMessage
 	proxy         *proxyPolicy
 	caps          providers.Capabilities
+	// namespace is where its gateway's load balancer and proxies go.
+	namespace string
 }
 
 // ingressGroup is the gateway of one Ingress class: every Ingress of it, oldest first.
@@ -203,7 +206,7 @@ func (t *translator) ingressClasses() map[string]map[string]*ingressClass {
 }
 
 func (t *translator) ingressClassParams(cluster string, p *networkingv1.IngressClassParametersReference, c *ingressClass) error {
-	c.provider, c.scope, c.proxy = string(v1alpha1.ProviderInCluster), string(v1alpha1.ScopeCluster), defaultProxyPolicy()
+	c.provider, c.scope, c.proxy, c.namespace = string(v1alpha1.ProviderInCluster), string(v1alpha1.ScopeCluster), defaultProxyPolicy(), defaultIngressNamespace
 	if p == nil {
 		var err error
 		c.caps, err = t.capabilities(c.provider, nil)
@@ -218,6 +221,9 @@ func (t *translator) ingressClassParams(cluster string, p *networkingv1.IngressC
 		return err
 	}
 	c.provider, c.scope, c.parameters, c.proxy, c.caps = ci.provider, ci.scope, ci.parameters, ci.proxy, ci.caps
+	if ci.ingressNamespace != "" {
+		c.namespace = ci.ingressNamespace
+	}
 	return nil
 }
 
@@ -283,16 +289,15 @@ func ingressRef(o snapshot.Object[networkingv1.Ingress]) ObjectRef {
 // emitIngress adds the config, load-balancer model and statuses of one compiled Ingress group.
 func (t *translator) emitIngress(grp *ingressGroup, c *compiledIngress) {
 	cfg := ir.Config{Gateway: grp.key, Limits: grp.class.proxy.limits}
-	vhosts := c.virtualHosts()
-	cfg.Listeners = append(cfg.Listeners, ir.Listener{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: vhosts})
+	cfg.Listeners = append(cfg.Listeners, ir.Listener{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: c.virtualHosts(true)})
 	ports := []networkingv1.IngressPortStatus{{Port: 80, Protocol: corev1.ProtocolTCP}}
 	if len(c.certs) > 0 {
 		cfg.Listeners = append(cfg.Listeners, ir.Listener{Name: "https-443", Port: 443, Protocol: ir.ProtocolHTTPS,
-			Certificates: c.certs, VirtualHosts: slices.Clone(vhosts)})
+			Certificates: c.certs, VirtualHosts: c.virtualHosts(false)})
 		ports = append(ports, networkingv1.IngressPortStatus{Port: 443, Protocol: corev1.ProtocolTCP})
 	}
 	lb := providers.LoadBalancer{
-		Gateway: grp.key, Namespace: ingressProxyNamespace, Name: "ingress-" + grp.class.name,
+		Gateway: grp.key, Namespace: grp.class.namespace, Name: "ingress-" + grp.class.name,
 		Class: grp.class.name, Provider: grp.class.provider, Scope: grp.class.scope, Parameters: grp.class.parameters,
 	}
 	for _, o := range grp.ingresses {

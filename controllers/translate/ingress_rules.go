@@ -29,6 +29,8 @@ type pathKey struct {
 type ingressPath struct {
 	key   pathKey
 	route ir.Route
+	// toHTTPS redirects its plain-HTTP requests to HTTPS (sslRedirect).
+	toHTTPS bool
 }
 
 // compiledIngress is what one Ingress group serves.
@@ -42,7 +44,9 @@ type compiledIngress struct {
 	// fallback serves, after the host-less rules, the hosts no rule names: the defaultBackend of
 	// the oldest Ingress that names no host, else that of the oldest Ingress with one.
 	fallback *ir.Route
-	certs    []ir.Certificate
+	// toHTTPS are the fallbacks (by their route) whose plain-HTTP requests go to HTTPS.
+	toHTTPS map[*ir.Route]map[string]bool
+	certs   []ir.Certificate
 }
 
 // pathOwner is whoever serves a pathKey, for conflicts.
@@ -113,7 +117,7 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressGroup, []*comp
 	lost := map[*route][]int{}
 	out := make([]*compiledIngress, 0, len(groups))
 	for _, grp := range groups {
-		c := &compiledIngress{named: map[string]bool{}, hostFallback: map[string]*ir.Route{}}
+		c := &compiledIngress{named: map[string]bool{}, hostFallback: map[string]*ir.Route{}, toHTTPS: map[*ir.Route]map[string]bool{}}
 		owners := map[pathKey]pathOwner{}
 		var fallbackOwner, anyFallbackOwner pathOwner
 		var anyFallback *ir.Route
@@ -121,7 +125,8 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressGroup, []*comp
 		for _, o := range grp.ingresses {
 			ing, ref := o.Obj, ingressRef(o)
 			self := pathOwner{ref: ref, created: ing.CreationTimestamp}
-			for _, p := range t.ingressPaths(o, grp.class) {
+			certs := t.ingressCerts(o)
+			for _, p := range t.ingressPaths(o, grp.class, len(certs) > 0) {
 				if prev, ok := owners[p.key]; ok {
 					if prev.ref != ref {
 						t.notice(ref, corev1.EventTypeWarning, "IngressConflict", "%s is already served by the older %s; it is not served from this Ingress", p.key, prev)
@@ -149,6 +154,12 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressGroup, []*comp
 					Match:    ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: "/"}},
 					Backends: []ir.Backend{t.ingressBackend(o, *db, "defaultBackend", grp.class.proxy)},
 				}
+				c.toHTTPS[fb] = map[string]bool{}
+				for _, h := range append(slices.Clip(hosts), "") {
+					if sslRedirect(ing, h, len(certs) > 0) {
+						c.toHTTPS[fb][h] = true
+					}
+				}
 				// KEP-1453: the defaultBackend of an Ingress with host rules is the default of those
 				// hosts, never of a host only another Ingress names.
 				for _, h := range hosts {
@@ -173,7 +184,7 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressGroup, []*comp
 					c.fallback = fb
 				}
 			}
-			c.certs = append(c.certs, t.ingressCerts(o)...)
+			c.certs = append(c.certs, certs...)
 		}
 		if c.fallback == nil && anyFallback != nil {
 			c.fallback = anyFallback
@@ -221,8 +232,9 @@ func (t *translator) olderRoute(claims []pathOwner, self pathOwner) *pathOwner {
 	return best
 }
 
-// ingressPaths compiles the path rules of one Ingress, in rule order.
-func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], c *ingressClass) []ingressPath {
+// ingressPaths compiles the path rules of one Ingress, in rule order; servesTLS says whether
+// the Ingress has a usable certificate.
+func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], c *ingressClass, servesTLS bool) []ingressPath {
 	pol := c.proxy
 	// Ingress rules are served on HTTP and HTTPS listeners, so by the proxies of a proxied class.
 	caps := c.caps.ForProtocol(string(gwv1.HTTPProtocolType))
@@ -249,7 +261,8 @@ func (t *translator) ingressPaths(o snapshot.Object[networkingv1.Ingress], c *in
 				continue
 			}
 			out = append(out, ingressPath{
-				key: pathKey{host: host, typ: typ, path: path},
+				key:     pathKey{host: host, typ: typ, path: path},
+				toHTTPS: sslRedirect(ing, host, servesTLS),
 				route: ir.Route{
 					Name:     fmt.Sprintf("%s/%s/%s/%d/%d", kindIngress, ing.Namespace, ing.Name, i, j),
 					Match:    ir.Match{Path: &ir.StringMatch{Type: typ, Value: path}},
@@ -368,6 +381,50 @@ func (t *translator) ingressCerts(o snapshot.Object[networkingv1.Ingress]) []ir.
 	return out
 }
 
+// Annotations that redirect an Ingress's plain-HTTP requests to HTTPS with a 308, as
+// ingress-nginx does: ssl-redirect for the hosts its spec.tls covers (ingress-nginx's own
+// annotations are honoured for migration; fleetgate's wins when both are set), force-ssl-redirect
+// for every host, TLS terminated in front of the proxy or not.
+const (
+	annotationSSLRedirect           = "fleetgate.dev/ssl-redirect"
+	annotationNginxSSLRedirect      = "nginx.ingress.kubernetes.io/ssl-redirect"
+	annotationNginxForceSSLRedirect = "nginx.ingress.kubernetes.io/force-ssl-redirect"
+)
+
+// sslRedirect reports whether plain-HTTP requests for host ("" for rules without one) of the
+// Ingress are redirected to HTTPS. Without force, only a host its spec.tls names (or an entry
+// without hosts covers) is, and only while the Ingress has a usable certificate (servesTLS):
+// otherwise the redirect would lead to a port that does not answer.
+func sslRedirect(ing *networkingv1.Ingress, host string, servesTLS bool) bool {
+	a := ing.Annotations
+	if a[annotationNginxForceSSLRedirect] == "true" {
+		return true
+	}
+	on, ok := a[annotationSSLRedirect]
+	if !ok {
+		on = a[annotationNginxSSLRedirect]
+	}
+	if on != "true" || !servesTLS {
+		return false
+	}
+	for _, e := range ing.Spec.TLS {
+		if len(e.Hosts) == 0 {
+			return true
+		}
+		for _, h := range e.Hosts {
+			if h = strings.ToLower(h); h == host || (host != "" && ingressHostMatches(h, host)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// httpsRedirect is r answering plain HTTP with a 308 to the same URL on HTTPS.
+func httpsRedirect(r ir.Route) ir.Route {
+	return ir.Route{Name: r.Name, Match: r.Match, Filters: ir.Filters{Redirect: &ir.Redirect{Scheme: "https", StatusCode: 308}}}
+}
+
 // ingressHostMatches reports whether an Ingress rule host (exact, "*.suffix" covering exactly one
 // label, or "" for any) matches the host h.
 func ingressHostMatches(pattern, h string) bool {
@@ -387,7 +444,21 @@ func ingressHostMatches(pattern, h string) bool {
 // defaultBackend of the oldest Ingress naming it, and nothing else (404): the rules without host
 // and the gateway group's fallback serve only hosts no rule names, so that one tenant's fallbacks never
 // answer for another's host.
-func (c *compiledIngress) virtualHosts() []ir.VirtualHost {
+//
+// On the plain-HTTP listener (plain), the rules whose Ingress asks for it redirect to HTTPS.
+func (c *compiledIngress) virtualHosts(plain bool) []ir.VirtualHost {
+	path := func(p ingressPath) ir.Route {
+		if plain && p.toHTTPS {
+			return httpsRedirect(p.route)
+		}
+		return p.route
+	}
+	fallback := func(fb *ir.Route, host string) ir.Route {
+		if plain && c.toHTTPS[fb][host] {
+			return httpsRedirect(*fb)
+		}
+		return *fb
+	}
 	byHost := map[string][]ingressPath{}
 	for _, p := range c.paths {
 		byHost[p.key.host] = append(byHost[p.key.host], p)
@@ -403,26 +474,26 @@ func (c *compiledIngress) virtualHosts() []ir.VirtualHost {
 	for _, h := range hosts {
 		vh := ir.VirtualHost{Hostname: h, SingleLabelWildcard: strings.HasPrefix(h, "*.")}
 		for _, p := range byHost[h] {
-			vh.Routes = append(vh.Routes, p.route)
+			vh.Routes = append(vh.Routes, path(p))
 		}
 		for _, w := range hosts {
 			if w != h && strings.HasPrefix(w, "*.") && ingressHostMatches(w, h) {
 				for _, p := range byHost[w] {
-					vh.Routes = append(vh.Routes, p.route)
+					vh.Routes = append(vh.Routes, path(p))
 				}
 			}
 		}
 		if fb := c.hostFallback[h]; fb != nil {
-			vh.Routes = append(vh.Routes, *fb)
+			vh.Routes = append(vh.Routes, fallback(fb, h))
 		}
 		out = append(out, vh)
 	}
 	var rest []ir.Route
 	for _, p := range byHost[""] {
-		rest = append(rest, p.route)
+		rest = append(rest, path(p))
 	}
 	if c.fallback != nil {
-		rest = append(rest, *c.fallback)
+		rest = append(rest, fallback(c.fallback, ""))
 	}
 	if len(rest) > 0 {
 		out = append(out, ir.VirtualHost{Hostname: "*", Routes: rest})

@@ -43,6 +43,12 @@ func newProxyPolicy(o *v1alpha1.ProxyOptions) (*proxyPolicy, error) {
 			DeniedEndpointCIDRs:       o.DeniedEndpointCIDRs,
 			AllowUnderscoresInHeaders: o.AllowUnderscoresInHeaders,
 			AllowCBCCipherSuites:      o.AllowCBCCipherSuites,
+			ServerHeader:              ir.ServerHeaderMode(o.ServerHeader),
+			ServerHeaderValue:         o.ServerHeaderValue,
+		}
+		if !ir.ValidHeaderValue(o.ServerHeaderValue) {
+			// The CRD's pattern refuses it too; a proxy would NACK the whole config.
+			return p, fmt.Errorf("spec.proxy.serverHeaderValue %q is not a valid header value", o.ServerHeaderValue)
 		}
 		if o.BackendResponseTimeout != nil {
 			l.BackendResponseTimeout = o.BackendResponseTimeout.Duration

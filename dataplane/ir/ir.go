@@ -48,7 +48,27 @@ type Limits struct {
 	AllowUnderscoresInHeaders bool `json:"allowUnderscoresInHeaders,omitempty"`
 	// AllowCBCCipherSuites offers TLS 1.2 CBC suites.
 	AllowCBCCipherSuites bool `json:"allowCBCCipherSuites,omitempty"`
+	// ServerHeader is what responses say in their Server header; empty means ServerHeaderSet.
+	ServerHeader ServerHeaderMode `json:"serverHeader,omitempty"`
+	// ServerHeaderValue is the value ServerHeaderSet writes (default DefaultServerHeader).
+	ServerHeaderValue string `json:"serverHeaderValue,omitempty"`
 }
+
+// ServerHeaderMode is what the proxy does with the Server header of its responses.
+type ServerHeaderMode string
+
+const (
+	// ServerHeaderSet writes the proxy's value in place of the backend's, on every response,
+	// the proxy's own answers (404, 502...) included, as nginx and Envoy do by default.
+	ServerHeaderSet ServerHeaderMode = "Set"
+	// ServerHeaderPassThrough relays the backend's Server header, if any, and adds none.
+	ServerHeaderPassThrough ServerHeaderMode = "PassThrough"
+	// ServerHeaderStrip sends no Server header at all.
+	ServerHeaderStrip ServerHeaderMode = "Strip"
+)
+
+// DefaultServerHeader is the Server header of a proxy's responses unless the config says otherwise.
+const DefaultServerHeader = "fleetgate"
 
 // Defaults of the limits that translation and Validate apply when the config sets none.
 const (

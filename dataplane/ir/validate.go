@@ -36,6 +36,9 @@ func (c *Config) Validate() error {
 	}
 	ports := map[portKey]string{}
 	b := boundsOf(c.Limits)
+	if l := c.Limits; l != nil {
+		errs = append(errs, l.validateServerHeader()...)
+	}
 	for i := range c.Listeners {
 		l := &c.Listeners[i]
 		at := fmt.Sprintf("listener %q", l.Name)
@@ -352,6 +355,19 @@ func isTokenChar(c byte) bool {
 		return true
 	}
 	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+func (l *Limits) validateServerHeader() []error {
+	var errs []error
+	switch l.ServerHeader {
+	case "", ServerHeaderSet, ServerHeaderPassThrough, ServerHeaderStrip:
+	default:
+		errs = append(errs, fmt.Errorf("limits: unknown server header mode %q", l.ServerHeader))
+	}
+	if !ValidHeaderValue(l.ServerHeaderValue) {
+		errs = append(errs, fmt.Errorf("limits: server header value %q is not a valid header value", l.ServerHeaderValue))
+	}
+	return errs
 }
 
 // ValidHeaderValue reports whether s is an RFC 9110 field value: visible characters, obs-text,

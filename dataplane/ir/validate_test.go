@@ -24,6 +24,15 @@ func TestValidate(t *testing.T) {
 		want   string // substring of the error; empty means valid
 	}{
 		{name: "valid", mutate: func(*Config) {}},
+		{name: "server header set", mutate: func(c *Config) {
+			c.Limits = &Limits{ServerHeader: ServerHeaderSet, ServerHeaderValue: "edge/1.0"}
+		}},
+		{name: "server header unknown mode", mutate: func(c *Config) {
+			c.Limits = &Limits{ServerHeader: "Append"}
+		}, want: `unknown server header mode "Append"`},
+		{name: "server header value with CRLF", mutate: func(c *Config) {
+			c.Limits = &Limits{ServerHeaderValue: "x\r\nSet-Cookie: a=b"}
+		}, want: "not a valid header value"},
 		{name: "duplicate port", mutate: func(c *Config) {
 			l := c.Listeners[0]
 			l.Name = "other"

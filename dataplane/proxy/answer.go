@@ -157,13 +157,17 @@ func (a *answer) relayed(k string, hk hop) bool {
 	return true
 }
 
-// writeLines writes the header lines the client gets, verbatim, without framing (writeFraming).
-func (a *answer) writeLines(w *bufio.Writer) {
+// writeLines writes the header lines the client gets, verbatim, without framing (writeFraming),
+// and without the backend's Server header if dropServer.
+func (a *answer) writeLines(w *bufio.Writer, dropServer bool) {
 	for ls := a.lines; ls != ""; {
 		i := strings.IndexByte(ls, '\n') + 1 // parse saw every line end in CRLF
 		l := ls[:i]
 		ls = ls[i:]
 		k, _, _ := strings.Cut(l, ":")
+		if dropServer && len(k) == len("Server") && strings.EqualFold(k, "Server") {
+			continue
+		}
 		if a.relayed(k, hopKind(k)) {
 			w.WriteString(l)
 		}

@@ -108,7 +108,7 @@ func TestAnswer(t *testing.T) {
 			}
 			var out strings.Builder
 			w := bufio.NewWriter(&out)
-			a.writeLines(w)
+			a.writeLines(w, false)
 			w.Flush()
 			h := http.Header{"Stale": {"x"}}
 			a.header(h, nil)
@@ -170,7 +170,7 @@ func BenchmarkAnswer(b *testing.B) {
 			b.Fatal(err)
 		}
 		writeStatus(bw, a.code, a.reason)
-		a.writeLines(bw)
+		a.writeLines(bw, false)
 		bw.Reset(io.Discard)
 	}
 }

@@ -163,7 +163,7 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 			// nginx answers 414 too, for a request line beyond its buffers; net/http would say 431.
 			fc.req = http.Request{Close: true}
 			s.metrics.hits.targetTooLong.Inc()
-			writeSimple(bw, http.StatusRequestURITooLong, "", &fc.req)
+			writeSimple(bw, p.cur.Load().lim.server.line, http.StatusRequestURITooLong, "", &fc.req)
 			return
 		}
 		lt := p.cur.Load()

@@ -465,7 +465,7 @@ func TestFastHeadsAllocateNothing(t *testing.T) {
 			t.Fatalf("answer not parsed: %+v %v", a, err)
 		}
 		writeStatus(bw, a.code, a.reason)
-		a.writeLines(bw)
+		a.writeLines(bw, true) // the default drops the backend's Server header
 		bw.Reset(&w)
 	}
 	run() // warms the maps and buffers

@@ -141,7 +141,7 @@ func (s *Server) serveFast(lt *listenerTable, rt *route, r *http.Request, fc *fa
 func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, fc *fastConn, cr *bufio.Reader, cw *bufio.Writer) (int, *backend, bool) {
 	if rt == nil {
 		lt.notFound.count(http.StatusNotFound)
-		return http.StatusNotFound, nil, discardBody(cr, r) && writeSimple(cw, http.StatusNotFound, "no route matched\n", r)
+		return http.StatusNotFound, nil, discardBody(cr, r) && writeSimple(cw, fc.lim.server.line, http.StatusNotFound, "no route matched\n", r)
 	}
 	clientHost := r.Host
 	rt.reqHdr.applyRequest(r)
@@ -155,12 +155,12 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, fc *fastCo
 			bs = rt.stats.local
 		}
 		bs.count(http.StatusInternalServerError)
-		return http.StatusInternalServerError, be, discardBody(cr, r) && writeSimple(cw, http.StatusInternalServerError, "", r)
+		return http.StatusInternalServerError, be, discardBody(cr, r) && writeSimple(cw, fc.lim.server.line, http.StatusInternalServerError, "", r)
 	}
 	ep, ok := be.endpoint()
 	if !ok {
 		bs.count(http.StatusServiceUnavailable)
-		return http.StatusServiceUnavailable, be, discardBody(cr, r) && writeSimple(cw, http.StatusServiceUnavailable, "", r)
+		return http.StatusServiceUnavailable, be, discardBody(cr, r) && writeSimple(cw, fc.lim.server.line, http.StatusServiceUnavailable, "", r)
 	}
 	be.reqHdr.applyRequest(r)
 	// A pooled connection may have been closed by the backend meanwhile; a request is retried once
@@ -177,7 +177,7 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, fc *fastCo
 			var err error
 			if uc, err = s.dialUp(ep); err != nil {
 				bs.count(http.StatusBadGateway)
-				return http.StatusBadGateway, be, discardBody(cr, r) && writeSimple(cw, http.StatusBadGateway, "", r)
+				return http.StatusBadGateway, be, discardBody(cr, r) && writeSimple(cw, fc.lim.server.line, http.StatusBadGateway, "", r)
 			}
 		}
 		code, keepClient, sent, err := s.exchangeFast(uc, r, fc, clientHost, rt, be, cr, cw)
@@ -191,13 +191,13 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, fc *fastCo
 			// The rest of the body may still come: the connection cannot carry another request.
 			bs.count(http.StatusRequestTimeout)
 			r.Close = true
-			writeSimple(cw, http.StatusRequestTimeout, "", r)
+			writeSimple(cw, fc.lim.server.line, http.StatusRequestTimeout, "", r)
 			return http.StatusRequestTimeout, be, false
 		case errors.Is(err, errBackendTimeout) && !sent:
 			// Not retried: the backend may be working on it.
 			fc.hits.backendResponse.Inc()
 			bs.count(http.StatusGatewayTimeout)
-			return http.StatusGatewayTimeout, be, writeSimple(cw, http.StatusGatewayTimeout, "", r)
+			return http.StatusGatewayTimeout, be, writeSimple(cw, fc.lim.server.line, http.StatusGatewayTimeout, "", r)
 		}
 		var unanswered unansweredError
 		if !sent && reused && try == 0 && errors.As(err, &unanswered) {
@@ -210,7 +210,7 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, fc *fastCo
 		}
 		bs.count(http.StatusBadGateway)
 		r.Close = true
-		writeSimple(cw, http.StatusBadGateway, "", r)
+		writeSimple(cw, fc.lim.server.line, http.StatusBadGateway, "", r)
 		return http.StatusBadGateway, be, false
 	}
 }
@@ -274,7 +274,7 @@ func (s *Server) exchangeFast(uc *upConn, r *http.Request, fc *fastConn, clientH
 		if a.code < 200 {
 			// Informational answers (103 Early Hints, 100 Continue) are relayed as they come.
 			writeStatus(cw, a.code, a.reason)
-			a.writeLines(cw)
+			a.writeLines(cw, fc.lim.server.drop)
 			cw.WriteString("\r\n")
 			continue
 		}
@@ -327,16 +327,24 @@ func (s *Server) relayBody(uc *upConn, r *http.Request, fc *fastConn, rt *route,
 	keepClient := !r.Close && !closeDelimited
 	upKeep := a.keep
 	writeStatus(cw, a.code, a.reason)
+	server := &fc.lim.server
 	if rt.respHdr == nil && be.respHdr == nil {
-		a.writeLines(cw)
+		a.writeLines(cw, server.drop)
+		cw.WriteString(server.line)
 	} else {
 		if fc.resp == nil || len(fc.resp) > fastMapMax {
 			fc.resp = make(http.Header, 8)
 		}
 		fc.rvals = a.header(fc.resp, fc.rvals)
+		if server.drop {
+			delete(fc.resp, "Server")
+		}
 		rt.respHdr.apply(fc.resp)
 		be.respHdr.apply(fc.resp)
 		writeHeaders(cw, fc.resp)
+		if _, set := fc.resp["Server"]; !set { // a route's filter may set its own
+			cw.WriteString(server.line)
+		}
 	}
 	switch {
 	case a.chunked && !noBody:
@@ -569,8 +577,10 @@ func discardBody(cr *bufio.Reader, r *http.Request) bool {
 	return err == nil
 }
 
-func writeSimple(w *bufio.Writer, code int, body string, r *http.Request) bool {
+// writeSimple writes the proxy's own answer, with the Server header line server (may be empty).
+func writeSimple(w *bufio.Writer, server string, code int, body string, r *http.Request) bool {
 	writeStatus(w, code, http.StatusText(code))
+	w.WriteString(server)
 	w.WriteString("Content-Type: text/plain; charset=utf-8\r\nContent-Length: ")
 	w.WriteString(strconv.Itoa(len(body)))
 	w.WriteString("\r\n")

@@ -22,6 +22,9 @@ const mirrorTimeout = 30 * time.Second
 // serveHTTP routes one request of an HTTP or HTTPS listener.
 func (s *Server) serveHTTP(lt *listenerTable, w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if v := lt.lim.server.value; v != nil {
+		w.Header()["Server"] = v // the proxy's own answers carry it too; modifyResponse may take it back
+	}
 	if p := normalizePath(r.URL.Path); p != r.URL.Path {
 		r.URL.Path, r.URL.RawPath = p, ""
 	}
@@ -176,10 +179,17 @@ func (ex *exchange) rewrite(pr *httputil.ProxyRequest) {
 }
 
 func (ex *exchange) modifyResponse(res *http.Response) error {
+	if ex.lt.lim.server.drop {
+		delete(res.Header, "Server")
+	}
 	ex.rt.respHdr.apply(res.Header)
 	ex.be.respHdr.apply(res.Header)
 	if ex.rt.cors != nil {
 		ex.rt.cors.decorate(res.Header, ex.origin)
+	}
+	if _, set := res.Header["Server"]; set {
+		// The backend's, passed through, or a route filter's: ReverseProxy would add it to ours.
+		delete(ex.sw.Header(), "Server")
 	}
 	return nil
 }

@@ -22,6 +22,32 @@ type limits struct {
 	deniedEndpoints          []netip.Prefix
 	allowUnderscores         bool
 	allowCBC                 bool
+	server                   serverHeader
+}
+
+// serverHeader is the Server header policy (ir.ServerHeaderMode) in the forms the two HTTP paths
+// write, computed once per config so that the fast path only copies bytes.
+type serverHeader struct {
+	// line is written on each response of the fast path ("Server: fleetgate\r\n"); empty writes none.
+	line string
+	// value is the header's value for the net/http path (shared: only ever replaced, never
+	// appended to in place); nil writes none.
+	value []string
+	// drop keeps the backend's Server header from the client.
+	drop bool
+}
+
+func newServerHeader(mode ir.ServerHeaderMode, value string) serverHeader {
+	switch mode {
+	case ir.ServerHeaderPassThrough:
+		return serverHeader{}
+	case ir.ServerHeaderStrip:
+		return serverHeader{drop: true}
+	}
+	if value == "" {
+		value = ir.DefaultServerHeader
+	}
+	return serverHeader{line: "Server: " + value + "\r\n", value: []string{value}, drop: true}
 }
 
 // resolveLimits merges a config's limits over the server's defaults.
@@ -52,6 +78,7 @@ func (o *Options) resolveLimits(l *ir.Limits) (*limits, error) {
 		maxRegexInstructions:     pick(l.MaxRegexInstructions, ir.DefaultMaxRegexInstructions),
 		allowUnderscores:         l.AllowUnderscoresInHeaders || o.AllowUnderscoresInHeaders,
 		allowCBC:                 l.AllowCBCCipherSuites || o.AllowCBCCipherSuites,
+		server:                   newServerHeader(l.ServerHeader, l.ServerHeaderValue),
 	}
 	cidrs := o.DeniedEndpointCIDRs
 	if l.DeniedEndpointCIDRs != nil {

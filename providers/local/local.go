@@ -16,10 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -172,7 +175,12 @@ func (p *Provider) address(lb *providers.LoadBalancer, pr *proc) (addr netip.Add
 		if pr != nil && !pr.static {
 			return pr.addr, false, "", "" // a restarted proxy keeps its address
 		}
-		return p.allocate(lb.Gateway), false, "", ""
+		addr, ok := p.allocate(lb)
+		if !ok {
+			return netip.Addr{}, false, providers.ReasonAddressNotUsable,
+				fmt.Sprintf("none of the %d loopback addresses tried for this gateway has its ports free (something else on the machine listens on them)", maxProbes)
+		}
+		return addr, false, "", ""
 	}
 	// Every requested address is checked, so that an unusable one is reported whatever its place.
 	for _, a := range requested {
@@ -250,7 +258,8 @@ func (p *Provider) stop(ctx context.Context, gateway string) error {
 
 // Stop ends every proxy; the operator calls it on shutdown. The gateways' Services and state
 // stay, as they would if the operator died: the next operator serves them again, or List finds
-// them for the sweep.
+// them for the sweep. The proxies drain at the same time, so that the operator's shutdown takes
+// one drain timeout, not one per gateway.
 func (p *Provider) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	keys := make([]string, 0, len(p.procs))
@@ -258,10 +267,12 @@ func (p *Provider) Stop(ctx context.Context) error {
 		keys = append(keys, k)
 	}
 	p.mu.Unlock()
-	var errs []error
-	for _, k := range keys {
-		errs = append(errs, p.stop(ctx, k))
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Go(func() { errs[i] = p.stop(ctx, k) })
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -285,14 +296,26 @@ func (p *Provider) start(gateway, dir string, addr netip.Addr) (*proc, error) {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The proxies are the operator's children: they must not outlive it and hold its ports.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	started, waited := make(chan error, 1), make(chan error, 1)
+	go func() {
+		// The parent-death signal fires when the thread that forked the proxy exits, and Go ends
+		// a thread whose goroutine returns locked to it: this one stays until the proxy is gone.
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting proxy for %s: %w", gateway, err)
 	}
 	pr := &proc{addr: addr, cmd: cmd, done: make(chan struct{})}
 	p.opts.Log.Info("proxy started", "gateway", gateway, "address", addr, "pid", cmd.Process.Pid, "log", logFile.Name())
 	go func() {
-		err := cmd.Wait()
+		err := <-waited
 		logFile.Close()
 		close(pr.done)
 		p.mu.Lock()
@@ -309,19 +332,58 @@ func (p *Provider) start(gateway, dir string, addr netip.Addr) (*proc, error) {
 	return pr, nil
 }
 
+// maxProbes bounds the addresses allocate tries: a listener on a wildcard address takes its port
+// on every loopback address, and no amount of probing finds a free one.
+const maxProbes = 16
+
 // allocate picks a loopback address for the gateway from a hash of its key, so that a gateway keeps
-// its address across operator restarts; collisions probe onward. 127.0.0.0/16 is left to others.
-func (p *Provider) allocate(gateway string) netip.Addr {
+// its address across operator restarts. An address another gateway holds, or on which something
+// else on the machine has bound one of the gateway's ports (the proxy's bind would fail with
+// EADDRINUSE, and the Gateway never be Programmed), is passed over for the next. Called with p.mu held.
+func (p *Provider) allocate(lb *providers.LoadBalancer) (netip.Addr, bool) {
+	for i := range uint32(maxProbes) {
+		addr := candidate(lb.Gateway, i)
+		if owner, used := p.addrs[addr]; used && owner != lb.Gateway {
+			continue
+		}
+		if portsFree(addr, lb.Ports) {
+			return addr, true
+		}
+		p.opts.Log.Info("loopback address taken by another process, trying the next", "gateway", lb.Gateway, "address", addr)
+	}
+	return netip.Addr{}, false
+}
+
+// candidate is the gateway's i-th loopback address: its key's hash, then onward. 127.0.0.0/16 is
+// left to others.
+func candidate(gateway string, i uint32) netip.Addr {
 	h := fnv.New32a()
 	h.Write([]byte(gateway))
-	n := h.Sum32()
-	for {
-		addr := netip.AddrFrom4([4]byte{127, byte(1 + n%254), byte(n >> 8), byte(1 + (n>>16)%254)})
-		if owner, used := p.addrs[addr]; !used || owner == gateway {
-			return addr
+	n := h.Sum32() + i
+	return netip.AddrFrom4([4]byte{127, byte(1 + n%254), byte(n >> 8), byte(1 + (n>>16)%254)})
+}
+
+// portsFree reports whether none of ports is bound on addr by anyone: it binds each and lets go.
+// Only EADDRINUSE counts; another error (a privileged port) is the proxy's to meet and report.
+func portsFree(addr netip.Addr, ports []providers.Port) bool {
+	for _, pt := range ports {
+		hostPort := netip.AddrPortFrom(addr, uint16(pt.Port)).String() //nolint:gosec // a port number
+		var c io.Closer
+		var err error
+		if pt.Transport == providers.TransportUDP {
+			c, err = net.ListenPacket("udp", hostPort)
+		} else {
+			c, err = net.Listen("tcp", hostPort)
 		}
-		n++
+		if err == nil {
+			_ = c.Close()
+			continue
+		}
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return false
+		}
 	}
+	return true
 }
 
 func exited(pr *proc) bool {

@@ -1,6 +1,8 @@
 package local
 
 import (
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -140,7 +142,7 @@ func TestRequestedAddresses(t *testing.T) {
 		{"none", nil, "", ""},
 	}
 	lb := &providers.LoadBalancer{Gateway: "hub/default/a"}
-	derived := p.allocate(lb.Gateway).String()
+	derived := candidate(lb.Gateway, 0).String()
 	for _, s := range steps {
 		lb.Addresses = s.addresses
 		st, err := p.Ensure(ctx, lb)
@@ -222,4 +224,69 @@ func TestListFindsStateOfAStoppedOperator(t *testing.T) {
 	if got, err := fresh.List(ctx); err != nil || len(got) != 0 {
 		t.Errorf("List after Delete = %v, %v; want nothing", got, err)
 	}
+}
+
+// TestAddressTaken occupies the gateway's hashed address and port first, as another program on
+// the machine might: the proxy goes to the next address instead of failing to bind. With the
+// port taken on every address (a wildcard listener), the gateway is refused with a reason.
+func TestAddressTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		transport providers.Transport
+	}{
+		{name: "tcp", transport: providers.TransportTCP},
+		{name: "udp", transport: providers.TransportUDP},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProvider(t, make(chan string, 4))
+			gw := "hub/default/" + tc.name
+			hashed := candidate(gw, 0)
+			var port int
+			if tc.transport == providers.TransportUDP {
+				c, err := net.ListenPacket("udp", netip.AddrPortFrom(hashed, 0).String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				port = c.LocalAddr().(*net.UDPAddr).Port
+			} else {
+				l, err := net.Listen("tcp", netip.AddrPortFrom(hashed, 0).String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { l.Close() })
+				port = l.Addr().(*net.TCPAddr).Port
+			}
+			lb := &providers.LoadBalancer{Gateway: gw, Ports: []providers.Port{{Port: int32(port), Transport: tc.transport}}} //nolint:gosec // a port
+			st, err := p.Ensure(t.Context(), lb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := providers.Status{Ready: true, Reason: providers.ReasonProgrammed,
+				Addresses: []providers.Address{{Type: providers.AddressTypeIPAddress, Value: candidate(gw, 1).String()}}}
+			if diff := cmp.Diff(want, st); diff != "" {
+				t.Errorf("Ensure with the hashed address taken (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("taken everywhere", func(t *testing.T) {
+		p := newProvider(t, make(chan string, 4))
+		l, err := net.Listen("tcp", "0.0.0.0:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		lb := &providers.LoadBalancer{Gateway: "hub/default/c",
+			Ports: []providers.Port{{Port: int32(l.Addr().(*net.TCPAddr).Port), Transport: providers.TransportTCP}}} //nolint:gosec // a port
+		st, err := p.Ensure(t.Context(), lb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Ready || st.Reason != providers.ReasonAddressNotUsable {
+			t.Errorf("Ensure = %+v, want not ready, %s", st, providers.ReasonAddressNotUsable)
+		}
+		if p.procs[lb.Gateway] != nil {
+			t.Error("a proxy runs for a gateway with no address")
+		}
+	})
 }

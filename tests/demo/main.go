@@ -37,10 +37,16 @@ import (
 
 func main() {
 	operator := flag.String("operator", "bin/fleetgate", "the operator binary to run")
+	quick := flag.Bool("quick", false, "stop the showcase once the first Gateway serves, and stay up until a signal (the lifecycle test)")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *operator); err != nil {
+	// Ctrl-C, a closed terminal (SIGHUP) and kill stop the demo and what it started. A second
+	// signal kills it at once; its children die with it (parent-death signals).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	if err := run(ctx, *operator, *quick); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)
 	}
@@ -48,7 +54,7 @@ func main() {
 
 func step(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
 
-func run(ctx context.Context, operator string) (err error) {
+func run(ctx context.Context, operator string, quick bool) (err error) {
 	step("starting a local kube-apiserver + etcd (built from source into %s)", testbed.AssetsDir())
 	cluster, err := testbed.Start(ctx, "demo")
 	if err != nil {
@@ -140,6 +146,12 @@ func run(ctx context.Context, operator string) (err error) {
 	step("curl -si -H 'Host: echo.example.com' %s", url)
 	if err := show(ctx, url, "echo.example.com"); err != nil {
 		return err
+	}
+	if quick {
+		step("serving; waiting for a signal")
+		<-ctx.Done()
+		step("stopping")
+		return nil
 	}
 
 	step("applying IngressClass fleetgate and Ingress default/echo (host ingress.example.com → Service echo)")

@@ -97,13 +97,14 @@ func (c *Cluster) StartAPIServer() error {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	done, err := StartTied(cmd, syscall.SIGKILL)
+	if err != nil {
 		logf.Close()
 		return fmt.Errorf("restarting kube-apiserver of %s: %w", c.Name, err)
 	}
 	c.restarted = cmd
 	go func() {
-		_ = cmd.Wait()
+		<-done //nolint:errcheck // a restarted server is killed; its exit says nothing
 		logf.Close()
 	}()
 	dc, err := discovery.NewDiscoveryClientForConfig(c.Config)

@@ -60,13 +60,19 @@ func StartOperator(binary string, c *Cluster, stateDir string, extraArgs ...stri
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+	// Its own process group: a Ctrl-C in a terminal reaches only the demo or test, which stops
+	// the operator with one SIGTERM (Stop). A second signal, as Ctrl-C would add, makes the
+	// operator exit at once, without stopping its proxies. Killed with us; its proxies die with
+	// it by their own parent-death signal.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	waited, err := StartTied(cmd, syscall.SIGKILL)
+	if err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting operator: %w", err)
 	}
 	o := &Operator{cmd: cmd, done: make(chan error, 1), Log: logPath}
 	go func() {
-		o.done <- cmd.Wait()
+		o.done <- <-waited
 		logFile.Close()
 	}()
 	return o, nil

@@ -38,6 +38,8 @@ type Cluster struct {
 
 	env *envtest.Environment
 	dir string
+	// thread started (and stops) the servers, which die with it (proc.go).
+	thread *thread
 	// apiServerArgs and restarted belong to StopAPIServer and StartAPIServer.
 	apiServerArgs []string
 	restarted     *exec.Cmd
@@ -77,6 +79,14 @@ func Start(ctx context.Context, name string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	dir, err := os.MkdirTemp("", "fleetgate-"+name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	assets, err := tiedAssets(filepath.Join(dir, "bin"))
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
 	env := &envtest.Environment{
 		Scheme:                   scheme,
 		BinaryAssetsDirectory:    AssetsDir(),
@@ -87,13 +97,17 @@ func Start(ctx context.Context, name string) (*Cluster, error) {
 		CRDInstallOptions:       envtest.CRDInstallOptions{MaxTime: 90 * time.Second},
 		ControlPlaneStopTimeout: 30 * time.Second,
 	}
-	cfg, err := env.Start()
+	// Explicit paths: envtest would prefer $KUBEBUILDER_ASSETS to the wrappers' directory.
+	env.ControlPlane.GetAPIServer().Path = filepath.Join(assets, "kube-apiserver")
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
+	c := &Cluster{Name: name, env: env, dir: dir, thread: newThread()}
+	c.thread.do(func() { c.Config, err = env.Start() })
 	if err != nil {
-		return nil, fmt.Errorf("starting API server %s: %w", name, err)
+		c.thread.close()
+		return nil, errors.Join(fmt.Errorf("starting API server %s: %w", name, err), os.RemoveAll(dir))
 	}
-	c := &Cluster{Name: name, Config: cfg, env: env}
 	if err := c.init(scheme); err != nil {
-		return nil, errors.Join(err, env.Stop())
+		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
 }
@@ -111,9 +125,6 @@ func (c *Cluster) init(scheme *runtime.Scheme) error {
 	if c.Kubeconfig, err = user.KubeConfig(); err != nil {
 		return fmt.Errorf("kubeconfig for %s: %w", c.Name, err)
 	}
-	if c.dir, err = os.MkdirTemp("", "fleetgate-"+c.Name+"-"); err != nil {
-		return fmt.Errorf("temp dir: %w", err)
-	}
 	c.KubeconfigPath = filepath.Join(c.dir, "kubeconfig")
 	if err := os.WriteFile(c.KubeconfigPath, c.Kubeconfig, 0o600); err != nil {
 		return fmt.Errorf("writing kubeconfig: %w", err)
@@ -126,11 +137,10 @@ func (c *Cluster) Stop() error {
 	if c.restarted != nil && c.restarted.Process != nil {
 		_ = c.restarted.Process.Kill()
 	}
-	err := c.env.Stop()
-	if c.dir != "" {
-		err = errors.Join(err, os.RemoveAll(c.dir))
-	}
-	return err
+	var err error
+	c.thread.do(func() { err = c.env.Stop() })
+	c.thread.close()
+	return errors.Join(err, os.RemoveAll(c.dir))
 }
 
 // StartFleet starts n API servers in parallel, named names[i] or member-i.

@@ -1,8 +1,13 @@
 package testbed
 
 import (
+	"bufio"
+	"fmt"
+	"net/url"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,4 +93,77 @@ func TestFleetStarts(t *testing.T) {
 	if good.Spec.Weight != 100 || good.Spec.KubeconfigSecretRef.Key != "kubeconfig" {
 		t.Errorf("defaults not applied: weight=%d key=%q", good.Spec.Weight, good.Spec.KubeconfigSecretRef.Key)
 	}
+}
+
+// envHold makes TestHoldCluster run: it is the helper process of TestServersDieWithTestBinary.
+const envHold = "FLEETGATE_TESTBED_HOLD"
+
+// TestServersDieWithTestBinary runs this test binary again as a helper that starts an API server
+// and waits, SIGKILLs it, as `go test -timeout` or a CI runner would, and checks that its
+// kube-apiserver and etcd are gone with it and no longer listen.
+func TestServersDieWithTestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a real API server; skipped in -short mode")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldCluster$", "-test.v")
+	cmd.Env = append(os.Environ(), envHold+"=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited, err := StartTied(cmd, syscall.SIGKILL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var host string
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		if h, ok := strings.CutPrefix(lines.Text(), "HOLDING "); ok {
+			host = h
+			break
+		}
+	}
+	if host == "" {
+		t.Fatalf("the helper ended before its API server served: %v", <-exited)
+	}
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	tree := Descendants(cmd.Process.Pid)
+	for _, want := range []string{"kube-apiserver", "etcd"} {
+		if !tree.Has(want) {
+			t.Fatalf("the helper runs no %s: %v", want, tree)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited //nolint:errcheck // the error is the kill's own
+	// A process whose main thread has ended shows as a zombie while its other threads still
+	// exit: its sockets are closed only then, so the port is polled too.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(tree.Alive()) > 0 || Listening(host) {
+		if time.Now().After(deadline) {
+			t.Fatalf("10s after the test binary was killed, still running: %v; %s listening: %v", tree.Alive(), host, Listening(host))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestHoldCluster is TestServersDieWithTestBinary's helper: it starts an API server, says where,
+// and waits to be killed.
+func TestHoldCluster(t *testing.T) {
+	if os.Getenv(envHold) == "" {
+		t.Skip("the helper process of TestServersDieWithTestBinary")
+	}
+	c := ForTest(t, "held")[0]
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("HOLDING %s\n", u.Host)
+	<-t.Context().Done() // never: the parent kills this process first
 }

@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +33,8 @@ type Server struct {
 	// URL is its endpoint, for config.WithBaseEndpoint: one endpoint serves every service.
 	URL string
 	cmd *exec.Cmd
+	// exited is closed once cmd has been waited for.
+	exited chan struct{}
 }
 
 // Find returns the moto_server executable: $FLEETGATE_MOTO_SERVER, else bin/moto/bin/moto_server
@@ -87,10 +91,24 @@ func Start() (*Server, error) {
 	if os.Getenv("FLEETGATE_MOTO_LOG") != "" {
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	}
-	if err := cmd.Start(); err != nil {
+	// moto dies with the test binary or demo, even a SIGKILLed one: the parent-death signal fires
+	// when the forking thread exits, so a goroutine locked to its thread starts and waits for it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started, exited := make(chan error, 1), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	if err := <-started; err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, exited: exited}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(s.URL + "/moto-api/")
@@ -110,10 +128,8 @@ func Start() (*Server, error) {
 
 // Stop kills the server.
 func (s *Server) Stop() {
-	if s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
 }
 
 // Reset empties every backend and seeds moto's ID generator, so that IDs repeat across runs.
