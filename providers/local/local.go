@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -32,6 +31,7 @@ import (
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
+	"github.com/fleetgate/fleetgate/providers/tied"
 )
 
 // Credentials are the PEM files a proxy needs to join the config stream for one gateway.
@@ -295,20 +295,8 @@ func (p *Provider) start(gateway, dir string, addr netip.Addr) (*proc, error) {
 	cmd := exec.Command(p.opts.Command[0], args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The proxies are the operator's children: they must not outlive it and hold its ports.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	started, waited := make(chan error, 1), make(chan error, 1)
-	go func() {
-		// The parent-death signal fires when the thread that forked the proxy exits, and Go ends
-		// a thread whose goroutine returns locked to it: this one stays until the proxy is gone.
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		waited <- cmd.Wait()
-	}()
-	if err := <-started; err != nil {
+	waited, err := tied.Start(cmd, syscall.SIGTERM)
+	if err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting proxy for %s: %w", gateway, err)
 	}

@@ -141,14 +141,14 @@ func (e *Env) startControllerManager(logPath string) error {
 		"--concurrent-service-endpoint-syncs=10", "--endpointslice-updates-batch-period=0s",
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	waited, err := testbed.StartTied(cmd, syscall.SIGTERM)
+	if err != nil {
 		logFile.Close()
 		return fmt.Errorf("starting kube-controller-manager: %w", err)
 	}
 	done := make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
+		<-waited
 		logFile.Close()
 		close(done)
 	}()

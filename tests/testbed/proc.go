@@ -8,37 +8,13 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
+
+	"github.com/fleetgate/fleetgate/providers/tied"
 )
 
-// The test bed's processes must not outlive the process that started them, even when it is
-// SIGKILLed (a test binary killed on timeout, a closed terminal): they get a parent-death signal.
-// Linux sends it when the *thread* that forked the child exits, not the process, and Go ends a
-// thread whose goroutine returns while locked to it. So every child is started from a goroutine
-// locked to its own thread that stays until the child is gone.
-
-// StartTied starts cmd so that it gets sig when this process dies, and returns a channel that
-// receives cmd.Wait's result.
-func StartTied(cmd *exec.Cmd, sig syscall.Signal) (<-chan error, error) {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Pdeathsig = sig
-	started, done := make(chan error, 1), make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread exits with this goroutine, once the child has.
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		done <- cmd.Wait()
-	}()
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	return done, nil
-}
+// StartTied starts cmd so that it gets sig when this process dies (tied.Start): the test bed's
+// processes must not outlive the test binary or demo, even a SIGKILLed one.
+func StartTied(cmd *exec.Cmd, sig syscall.Signal) (<-chan error, error) { return tied.Start(cmd, sig) }
 
 // thread runs functions on one locked OS thread that lives until close: envtest starts
 // kube-apiserver and etcd itself, so the thread that forks them must outlive them.

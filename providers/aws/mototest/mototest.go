@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/fleetgate/fleetgate/providers/tied"
 )
 
 // EnvServer names the moto_server executable; `make test` sets it to the one it installed.
@@ -91,23 +92,16 @@ func Start() (*Server, error) {
 	if os.Getenv("FLEETGATE_MOTO_LOG") != "" {
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	}
-	// moto dies with the test binary or demo, even a SIGKILLed one: the parent-death signal fires
-	// when the forking thread exits, so a goroutine locked to its thread starts and waits for it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	started, exited := make(chan error, 1), make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	if err := <-started; err != nil {
+	// moto dies with the test binary or demo, even a SIGKILLed one.
+	waited, err := tied.Start(cmd, syscall.SIGKILL)
+	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
+	exited := make(chan struct{})
+	go func() {
+		<-waited
+		close(exited)
+	}()
 	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, exited: exited}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
