@@ -51,17 +51,7 @@ type awsEnv struct {
 // tagged public subnets, and runs the operator with the aws provider against it.
 func newAWSEnv(t *testing.T) *awsEnv {
 	t.Helper()
-	srv := mototest.ForTest(t)
-	// Classes name a Secret; the Service's load balancer takes the operator's own credentials,
-	// which the SDK's default chain finds in the environment.
-	t.Setenv("AWS_ACCESS_KEY_ID", "operator")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "operator")
-	e := &awsEnv{t: t, c: testbed.ForTest(t, "hub")[0], moto: srv, shim: mototest.NewFaults(srv.URL), fleet: "it-fleet"}
-	t.Cleanup(e.shim.Close)
-	cfg, err := mototest.Config(t.Context(), srv.URL)
-	must(t, err)
-	e.elb, e.ec2 = elb.NewFromConfig(cfg), ec2.NewFromConfig(cfg)
-	e.vpc = e.network()
+	e := newMotoEnv(t, "it-fleet")
 	ctx := t.Context()
 	must(t, e.c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "aws-creds"}}))
 	must(t, e.c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "aws-creds", Name: "keys"},
@@ -89,6 +79,23 @@ func newAWSEnv(t *testing.T) *awsEnv {
 			Delivered: delivery.Fire},
 		Delivery: delivery,
 	})
+	return e
+}
+
+// newMotoEnv starts moto behind the fault shim and a hub API server, and makes the VPC. Classes
+// name a Secret; the operator's own credentials (LoadBalancer Services, the sweep of its default
+// account) come from the environment, where the SDK's default chain finds them.
+func newMotoEnv(t *testing.T, fleet string) *awsEnv {
+	t.Helper()
+	srv := mototest.ForTest(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "operator")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "operator")
+	e := &awsEnv{t: t, c: testbed.ForTest(t, "hub")[0], moto: srv, shim: mototest.NewFaults(srv.URL), fleet: fleet}
+	t.Cleanup(e.shim.Close)
+	cfg, err := mototest.Config(t.Context(), srv.URL)
+	must(t, err)
+	e.elb, e.ec2 = elb.NewFromConfig(cfg), ec2.NewFromConfig(cfg)
+	e.vpc = e.network()
 	return e
 }
 

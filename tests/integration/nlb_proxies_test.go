@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	"github.com/google/go-cmp/cmp"
@@ -57,16 +56,7 @@ const (
 // call; the proxy goes with the last HTTP(S) listener; deleting the Gateway removes the NLB and
 // its target groups, and nothing of the proxy is left.
 func TestNLBThroughProxies(t *testing.T) {
-	srv := mototest.ForTest(t)
-	// The operator's default account (its --aws-* flags) is swept too: moto, with these keys.
-	t.Setenv("AWS_ACCESS_KEY_ID", "operator")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "operator")
-	e := &awsEnv{t: t, c: testbed.ForTest(t, "hub")[0], moto: srv, shim: mototest.NewFaults(srv.URL), fleet: "nlb-proxies"}
-	t.Cleanup(e.shim.Close)
-	cfg, err := mototest.Config(t.Context(), srv.URL)
-	must(t, err)
-	e.elb, e.ec2 = elb.NewFromConfig(cfg), ec2.NewFromConfig(cfg)
-	e.vpc = e.network()
+	e := newMotoEnv(t, "nlb-proxies")
 	ctx, cl := t.Context(), e.c.Client
 
 	class := testbed.AWSClass("aws-nlb", e.shim.URL(), e.vpc)
@@ -440,15 +430,7 @@ func (e *awsEnv) quiet() {
 // the credentials from its Secret. Once the provider is done with the gateway, a replaced pod
 // moves the NLB's target to the new pod, without waiting for a resync.
 func TestNLBFollowsProxyPods(t *testing.T) {
-	srv := mototest.ForTest(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", "operator")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "operator")
-	e := &awsEnv{t: t, c: testbed.ForTest(t, "hub")[0], moto: srv, shim: mototest.NewFaults(srv.URL), fleet: "nlb-pods"}
-	t.Cleanup(e.shim.Close)
-	cfg, err := mototest.Config(t.Context(), srv.URL)
-	must(t, err)
-	e.elb, e.ec2 = elb.NewFromConfig(cfg), ec2.NewFromConfig(cfg)
-	e.vpc = e.network()
+	e := newMotoEnv(t, "nlb-pods")
 	ctx, cl := t.Context(), e.c.Client
 
 	objs := testbed.AWSClass("aws-nlb", e.shim.URL(), e.vpc)
