@@ -90,6 +90,13 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 		return controllers.Options{}, err
 	}
 	registry.Register(string(v1alpha1.ProviderAWS), cloud)
+	members, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.MemberCluster{})
+	if err != nil {
+		return controllers.Options{}, fmt.Errorf("getting the MemberCluster informer: %w", err)
+	}
+	if err := watchMembers(members, func() { dataplane.RecheckProvider(string(v1alpha1.ProviderAWS)) }); err != nil {
+		return controllers.Options{}, err
+	}
 	setup.Apply, setup.Catalog = dataplane, registry
 	// The config server runs on the leader only: it alone translates, so it alone has configs.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
