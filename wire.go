@@ -102,7 +102,7 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	if err != nil {
 		return controllers.Options{}, fmt.Errorf("getting the MemberCluster informer: %w", err)
 	}
-	if err := watchMembers(members, func() { recheckAWS(); memberRules.Poke() }); err != nil {
+	if err := memberRules.Watch(members, recheckAWS); err != nil {
 		return controllers.Options{}, err
 	}
 	setup.Apply, setup.Catalog = dataplane, registry

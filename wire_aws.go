@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"reflect"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -98,52 +97,6 @@ func memberSpecs(c client.Reader) func(context.Context) (map[string]v1alpha1.Mem
 		}
 		return out, nil
 	}
-}
-
-// watchMembers has recheck called when a MemberCluster's part in the AWS member rules (its
-// spec.provider.aws and vpc, its region) appears, changes or goes, or the member starts being
-// deleted: no gateway's model holds member specs, so no translation would have the provider bring
-// the rules to them before its resync.
-func watchMembers(informer eventSource, recheck func()) error {
-	inputs := func(obj any) *memberInputs {
-		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		if m, ok := obj.(*v1alpha1.MemberCluster); ok {
-			return memberRuleInputs(m)
-		}
-		return nil
-	}
-	changed := func(before, after *memberInputs) {
-		if !reflect.DeepEqual(before, after) {
-			recheck()
-		}
-	}
-	_, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { changed(nil, inputs(obj)) },
-		UpdateFunc: func(old, obj any) { changed(inputs(old), inputs(obj)) },
-		DeleteFunc: func(obj any) { changed(inputs(obj), nil) },
-	})
-	if err != nil {
-		return fmt.Errorf("watching the MemberClusters for their security groups: %w", err)
-	}
-	return nil
-}
-
-// memberRuleInputs is what of a MemberCluster the AWS member rules depend on; nil when it names
-// no security groups.
-func memberRuleInputs(m *v1alpha1.MemberCluster) *memberInputs {
-	if m.Spec.Provider.AWS == nil {
-		return nil
-	}
-	return &memberInputs{*m.Spec.Provider.AWS, m.Spec.Provider.VPC, m.Spec.Region, !m.DeletionTimestamp.IsZero()}
-}
-
-type memberInputs struct {
-	AWS      v1alpha1.MemberAWS
-	VPC      string
-	Region   string
-	Deleting bool
 }
 
 // nlbProxies runs the proxies behind network load balancers with the provider of incluster classes

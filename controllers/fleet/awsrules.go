@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -197,4 +199,56 @@ func sameAccount(a, b v1alpha1.AWSOptions) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+// EventSource is the part of an informer Watch uses.
+type EventSource interface {
+	AddEventHandler(toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error)
+}
+
+// Watch has recheck called, and the sweep poked, when a MemberCluster's part in the AWS member
+// rules (its spec.provider.aws and vpc, its region) appears, changes or goes, or the member starts
+// being deleted: no gateway's model holds member specs, so no translation would have the provider
+// bring the rules to them before its resync. informer is the hub's MemberCluster informer.
+func (r *AWSRules) Watch(informer EventSource, recheck func()) error {
+	inputs := func(obj any) *memberInputs {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if m, ok := obj.(*v1alpha1.MemberCluster); ok {
+			return memberRuleInputs(m)
+		}
+		return nil
+	}
+	changed := func(before, after *memberInputs) {
+		if !reflect.DeepEqual(before, after) {
+			recheck()
+			r.Poke()
+		}
+	}
+	_, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { changed(nil, inputs(obj)) },
+		UpdateFunc: func(old, obj any) { changed(inputs(old), inputs(obj)) },
+		DeleteFunc: func(obj any) { changed(inputs(obj), nil) },
+	})
+	if err != nil {
+		return fmt.Errorf("watching the MemberClusters for their security groups: %w", err)
+	}
+	return nil
+}
+
+// memberRuleInputs is what of a MemberCluster the AWS member rules depend on; nil when it names
+// no security groups.
+func memberRuleInputs(m *v1alpha1.MemberCluster) *memberInputs {
+	if m.Spec.Provider.AWS == nil {
+		return nil
+	}
+	return &memberInputs{*m.Spec.Provider.AWS, m.Spec.Provider.VPC, m.Spec.Region, !m.DeletionTimestamp.IsZero()}
+}
+
+type memberInputs struct {
+	AWS      v1alpha1.MemberAWS
+	VPC      string
+	Region   string
+	Deleting bool
 }
