@@ -244,3 +244,70 @@ func TestAWSMemberRulesFollowMembers(t *testing.T) {
 		return nil
 	})
 }
+
+// TestAWSRulesRecords: the records on a real API server: Record writes the account and the
+// finalizer once, whatever the number of calls; Forget of the last account removes both; a member
+// being deleted or gone takes no record (no rule may be made for it), while forgetting on a gone
+// member is done; a record that does not parse is an error, not an empty record.
+func TestAWSRulesRecords(t *testing.T) {
+	c := testbed.ForTest(t, "hub")[0]
+	ctx, cl := t.Context(), c.Client
+	r := fleet.NewAWSRules(cl, testr.New(t))
+	mc := func(name string) *v1alpha1.MemberCluster {
+		return &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.MemberClusterSpec{KubeconfigSecretRef: v1alpha1.SecretKeyRef{Name: "kc"}}}
+	}
+	get := func(name string) *v1alpha1.MemberCluster {
+		var m v1alpha1.MemberCluster
+		must(t, cl.Get(ctx, client.ObjectKey{Name: name}, &m))
+		return &m
+	}
+	east := v1alpha1.AWSOptions{Region: "eu-west-1", Credentials: &v1alpha1.AWSCredentials{
+		AssumeRole: &v1alpha1.AWSAssumeRole{RoleARN: "arn:aws:iam::222222222222:role/x", ExternalID: "e"}}}
+	west := v1alpha1.AWSOptions{Region: "eu-west-2"}
+	must(t, cl.Create(ctx, mc("a")))
+	must(t, r.Record(ctx, "a", east))
+	rv := get("a").ResourceVersion
+	must(t, r.Record(ctx, "a", east))
+	if got := get("a").ResourceVersion; got != rv {
+		t.Errorf("recording a recorded account wrote the MemberCluster (resourceVersion %s → %s)", rv, got)
+	}
+	must(t, r.Record(ctx, "a", west))
+	got, err := r.Recorded(ctx)
+	must(t, err)
+	if diff := cmp.Diff(map[string][]v1alpha1.AWSOptions{"a": {east, west}}, got); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	if !controllerutil.ContainsFinalizer(get("a"), v1alpha1.FinalizerMemberRules) {
+		t.Error("no finalizer with a record")
+	}
+	must(t, r.Forget(ctx, "a", []v1alpha1.AWSOptions{east}))
+	if m := get("a"); !controllerutil.ContainsFinalizer(m, v1alpha1.FinalizerMemberRules) || strings.Contains(m.Annotations[v1alpha1.AnnotationAWSRulesIn], "222222222222") {
+		t.Errorf("after forgetting one of two accounts: finalizers %v, record %q", m.Finalizers, m.Annotations[v1alpha1.AnnotationAWSRulesIn])
+	}
+	must(t, r.Forget(ctx, "a", []v1alpha1.AWSOptions{west}))
+	if m := get("a"); len(m.Finalizers) != 0 || m.Annotations[v1alpha1.AnnotationAWSRulesIn] != "" {
+		t.Errorf("after forgetting the last account: finalizers %v, annotations %v", m.Finalizers, m.Annotations)
+	}
+
+	// Being deleted (held by someone else's finalizer here), then gone.
+	b := mc("b")
+	b.Finalizers = []string{"example.com/hold"}
+	must(t, cl.Create(ctx, b))
+	must(t, cl.Delete(ctx, b))
+	if err := r.Record(ctx, "b", east); err == nil {
+		t.Error("a member being deleted took a record")
+	}
+	if err := r.Record(ctx, "gone", east); err == nil {
+		t.Error("a member that does not exist took a record")
+	}
+	must(t, r.Forget(ctx, "gone", []v1alpha1.AWSOptions{east}))
+
+	// A record that does not parse.
+	bad := mc("bad")
+	bad.Annotations = map[string]string{v1alpha1.AnnotationAWSRulesIn: "not json"}
+	must(t, cl.Create(ctx, bad))
+	if _, err := r.Recorded(ctx); err == nil || !strings.Contains(err.Error(), "MemberCluster bad") {
+		t.Errorf("Recorded with a broken record: %v, want an error naming it", err)
+	}
+}
