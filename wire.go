@@ -88,6 +88,7 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	}
 	// The records of member accounts are read back right after a write: the direct client.
 	memberRules := fleet.NewAWSRules(direct, logger.WithName("member-rules"))
+	memberRules.Recorder = mgr.GetEventRecorder("fleetgate")
 	cloud, err := newAWS(ctx, o, direct, memberRules, behindNLB, controllers.NewPodProbes(clusters), metrics.Registry, logger)
 	if err != nil {
 		return controllers.Options{}, err

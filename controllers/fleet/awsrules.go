@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -38,6 +41,9 @@ type AWSRules struct {
 	// again sooner, with backoff.
 	Every time.Duration
 	Log   logr.Logger
+	// Recorder, when set, tells on a MemberCluster why its rules could not be revoked (and its
+	// finalizer stays).
+	Recorder events.EventRecorder
 
 	wake chan struct{}
 }
@@ -72,6 +78,7 @@ func (r *AWSRules) Start(ctx context.Context) error {
 				return nil
 			}
 			r.Log.Error(err, "sweeping the member security group rules; will retry", "in", retryIn)
+			r.tell(ctx, err)
 			wait, retryIn = retryIn, min(2*retryIn, r.Every)
 		} else {
 			retryIn = firstRetry
@@ -87,6 +94,50 @@ func (r *AWSRules) Start(ctx context.Context) error {
 		}
 		t.Stop()
 	}
+}
+
+// tell records a Warning Event on each MemberCluster a sweep error names (the aws provider's
+// MemberError does).
+func (r *AWSRules) tell(ctx context.Context, err error) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, e := range leaves(err) {
+		named, ok := errors.AsType[memberError](e)
+		if !ok {
+			continue
+		}
+		for _, name := range named.MemberNames() {
+			var mc v1alpha1.MemberCluster
+			if r.Client.Get(ctx, client.ObjectKey{Name: name}, &mc) != nil {
+				continue
+			}
+			r.Recorder.Eventf(&mc, nil, corev1.EventTypeWarning, ReasonMemberRulesNotRevoked, "SweepMemberRules",
+				"member security group rules not revoked (the MemberCluster keeps its finalizer until they are): %v", e)
+		}
+	}
+}
+
+// memberError names the members it concerns.
+type memberError interface {
+	error
+	MemberNames() []string
+}
+
+// ReasonMemberRulesNotRevoked is the Event reason of a failed sweep on the members it concerns.
+const ReasonMemberRulesNotRevoked = "MemberRulesNotRevoked"
+
+// leaves are the errors joined in err (err itself when it joins none).
+func leaves(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, leaves(e)...)
+	}
+	return out
 }
 
 // Recorded returns the recorded accounts of every MemberCluster that has any. A record that does

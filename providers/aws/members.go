@@ -172,6 +172,9 @@ func (e *MemberError) Error() string {
 
 func (e *MemberError) Unwrap() error { return e.Err }
 
+// MemberNames are the members the error concerns, for whoever reports it on them.
+func (e *MemberError) MemberNames() []string { return e.Members }
+
 func memberError(members []string, err error) error {
 	if ce, ok := errors.AsType[*providers.CredentialsError](err); ok {
 		err = memberCredentials{ce}

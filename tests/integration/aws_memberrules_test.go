@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -248,7 +250,8 @@ func TestAWSMemberRulesFollowMembers(t *testing.T) {
 // TestAWSRulesRecords: the records on a real API server: Record writes the account and the
 // finalizer once, whatever the number of calls; Forget of the last account removes both; a member
 // being deleted or gone takes no record (no rule may be made for it), while forgetting on a gone
-// member is done; a record that does not parse is an error, not an empty record.
+// member is done; a record that does not parse is an error, not an empty record. A sweep that
+// fails for a member tells so in a Warning Event on its MemberCluster.
 func TestAWSRulesRecords(t *testing.T) {
 	c := testbed.ForTest(t, "hub")[0]
 	ctx, cl := t.Context(), c.Client
@@ -310,4 +313,25 @@ func TestAWSRulesRecords(t *testing.T) {
 	if _, err := r.Recorded(ctx); err == nil || !strings.Contains(err.Error(), "MemberCluster bad") {
 		t.Errorf("Recorded with a broken record: %v, want an error naming it", err)
 	}
+
+	rec := events.NewFakeRecorder(10)
+	r.Recorder = rec
+	r.Sweep = func(context.Context) error {
+		return errors.Join(errors.New("listing the classes: timeout"),
+			&awsprovider.MemberError{Members: []string{"a"}, Err: errors.New("api error AccessDenied")})
+	}
+	r.Swept = func() { t.Error("Swept after a failed sweep") }
+	sweepCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Start(sweepCtx) }()
+	select {
+	case ev := <-rec.Events:
+		if !strings.HasPrefix(ev, "Warning "+fleet.ReasonMemberRulesNotRevoked) || !strings.Contains(ev, "security groups of member a") {
+			t.Errorf("event %q, want a Warning %s naming member a's error", ev, fleet.ReasonMemberRulesNotRevoked)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("no Event for the failed sweep")
+	}
+	cancel()
+	must(t, <-done)
 }
