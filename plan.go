@@ -90,7 +90,7 @@ func runPlan(ctx context.Context, cfg *rest.Config, o options, gateway string, w
 	}
 	// Health checks follow readiness probes as in the operator; plan reads the hub's pods only.
 	probes := controllers.NewPodProbes(memberClients(c, &controllers.MemberClients{}))
-	p, err := newAWS(ctx, o, c, planProxies{hub: c}, probes, prometheus.NewRegistry(), logr.Discard())
+	p, err := newAWS(ctx, o, c, nil, planProxies{hub: c}, probes, prometheus.NewRegistry(), logr.Discard())
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers"
+	"github.com/fleetgate/fleetgate/controllers/fleet"
 	"github.com/fleetgate/fleetgate/dataplane/xds"
 	"github.com/fleetgate/fleetgate/dataplane/xds/casecret"
 	"github.com/fleetgate/fleetgate/providers"
@@ -85,11 +86,26 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 			return controllers.Options{}, err
 		}
 	}
-	cloud, err := newAWS(ctx, o, direct, behindNLB, controllers.NewPodProbes(clusters), metrics.Registry, logger)
+	// The records of member accounts are read back right after a write: the direct client.
+	memberRules := fleet.NewAWSRules(direct, logger.WithName("member-rules"))
+	memberRules.Recorder = mgr.GetEventRecorder("fleetgate")
+	cloud, err := newAWS(ctx, o, direct, memberRules, behindNLB, controllers.NewPodProbes(clusters), metrics.Registry, logger)
 	if err != nil {
 		return controllers.Options{}, err
 	}
 	registry.Register(string(v1alpha1.ProviderAWS), cloud)
+	recheckAWS := func() { dataplane.RecheckProvider(string(v1alpha1.ProviderAWS)) }
+	memberRules.Sweep, memberRules.Swept = cloud.SweepMembers, recheckAWS
+	if err := mgr.Add(memberRules); err != nil {
+		return controllers.Options{}, fmt.Errorf("adding the member rules sweep: %w", err)
+	}
+	members, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.MemberCluster{})
+	if err != nil {
+		return controllers.Options{}, fmt.Errorf("getting the MemberCluster informer: %w", err)
+	}
+	if err := memberRules.Watch(members, recheckAWS); err != nil {
+		return controllers.Options{}, err
+	}
 	setup.Apply, setup.Catalog = dataplane, registry
 	// The config server runs on the leader only: it alone translates, so it alone has configs.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {

@@ -34,7 +34,7 @@ func addAWSFlags(fs *flag.FlagSet, o *options) {
 // manager caches no Secrets of other namespaces), its accounts from the GatewayClassConfigs.
 // proxies serve the HTTP and HTTPS listeners of network load balancers; nil refuses them. probes
 // find backends' readiness probes for the health checks.
-func newAWS(ctx context.Context, o options, direct client.Client, proxies aws.Proxies, probes aws.ReadinessProbes, reg prometheus.Registerer, logger logr.Logger) (*aws.Provider, error) {
+func newAWS(ctx context.Context, o options, direct client.Client, records aws.MemberRecords, proxies aws.Proxies, probes aws.ReadinessProbes, reg prometheus.Registerer, logger logr.Logger) (*aws.Provider, error) {
 	fleet := o.fleetID
 	if fleet == "" {
 		// The hub's kube-system namespace lives as long as the hub: a stable, unique fleet ID.
@@ -68,6 +68,7 @@ func newAWS(ctx context.Context, o options, direct client.Client, proxies aws.Pr
 			return out, nil
 		},
 		Members:    memberSpecs(direct),
+		Records:    records,
 		Namespace:  o.namespace,
 		Proxies:    proxies,
 		Probes:     probes,
@@ -80,7 +81,8 @@ func newAWS(ctx context.Context, o options, direct client.Client, proxies aws.Pr
 
 // memberSpecs reads the spec of every MemberCluster by name, the name endpoints carry as their
 // cluster: the provider opens the security groups of members that name some to the load
-// balancers. Members being deleted stay in, so that their rules are removed.
+// balancers. Members being deleted are left out: their rules go (SweepMembers revokes them in the
+// accounts their records name, then releases their finalizer).
 func memberSpecs(c client.Reader) func(context.Context) (map[string]v1alpha1.MemberClusterSpec, error) {
 	return func(ctx context.Context) (map[string]v1alpha1.MemberClusterSpec, error) {
 		var list v1alpha1.MemberClusterList
@@ -89,7 +91,9 @@ func memberSpecs(c client.Reader) func(context.Context) (map[string]v1alpha1.Mem
 		}
 		out := make(map[string]v1alpha1.MemberClusterSpec, len(list.Items))
 		for _, m := range list.Items {
-			out[m.Name] = m.Spec
+			if m.DeletionTimestamp.IsZero() {
+				out[m.Name] = m.Spec
+			}
 		}
 		return out, nil
 	}

@@ -69,7 +69,7 @@ func TestProxyPods(t *testing.T) {
 }
 
 // TestMemberSpecs: the provider gets every MemberCluster's spec by its name, the name endpoints
-// carry as their cluster.
+// carry as their cluster, except those being deleted, whose rules go.
 func TestMemberSpecs(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
@@ -80,7 +80,9 @@ func TestMemberSpecs(t *testing.T) {
 	hub := v1alpha1.MemberClusterSpec{Weight: 50}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
 		&v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Spec: east},
-		&v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.HubCluster}, Spec: hub}).Build()
+		&v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.HubCluster}, Spec: hub},
+		&v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "gone", DeletionTimestamp: ptr.To(metav1.Now()),
+			Finalizers: []string{v1alpha1.FinalizerMemberRules}}, Spec: east}).Build()
 	got, err := memberSpecs(c)(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -162,6 +162,14 @@ func (d *Dataplane) Recheck(gateway string) {
 	}
 }
 
+// RecheckProvider has the provider look again at every gateway it serves, for a change of its
+// inputs that no model holds. It is safe to call at any time.
+func (d *Dataplane) RecheckProvider(provider string) {
+	if d.engine != nil {
+		d.engine.RecheckProvider(provider)
+	}
+}
+
 // Programmed reports each gateway's programmed state as of now from what the last Apply
 // published: the provider may have answered, and the proxies acknowledged (or rejected) its configs since.
 func (d *Dataplane) Programmed() map[string]translate.Programmed {

@@ -250,6 +250,24 @@ func (e *Engine) Recheck(gateway string) {
 	}
 }
 
+// RecheckProvider queues every desired gateway of the named provider again with an unchanged
+// model, for a change of the provider's inputs that no model holds (a MemberCluster's security
+// groups, which every AWS gateway's member rules follow).
+func (e *Engine) RecheckProvider(provider string) {
+	q, ok := e.queues[provider]
+	if !ok {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for gw, en := range q.entries {
+		if en.desired {
+			en.gen++ // not settled until looked at
+			q.q.Add(gw)
+		}
+	}
+}
+
 // sameModel compares two models without their routing, which Desired.Version stands for.
 func sameModel(a, b providers.LoadBalancer) bool {
 	a.Routing, b.Routing = nil, nil

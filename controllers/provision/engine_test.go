@@ -311,6 +311,28 @@ func TestRecheck(t *testing.T) {
 	}
 }
 
+// TestRecheckProvider: every desired gateway of one provider is ensured again, those of another
+// provider and deleted ones are not.
+func TestRecheckProvider(t *testing.T) {
+	p, other := &fake{}, &fake{}
+	e, _ := start(t, nil, Options{Providers: registry{"p": p, "q": other}})
+	onQ := model("c", 1)
+	onQ.Provider = "q"
+	e.Set([]Desired{{Model: model("a", 1), Version: 1}, {Model: model("b", 1), Version: 1}, {Model: model("gone", 1), Version: 1}, {Model: onQ, Version: 1}}, nil)
+	eventually(t, "all ensured", func() bool { return e.Settled("a") && e.Settled("b") && e.Settled("gone") && e.Settled("c") })
+	e.Set([]Desired{{Model: model("a", 1), Version: 1}, {Model: model("b", 1), Version: 1}, {Model: onQ, Version: 1}}, nil)
+	eventually(t, "gone deleted", func() bool { return p.count("delete", "gone") == 1 && e.Settled("gone") })
+	e.RecheckProvider("p")
+	e.RecheckProvider("unknown")
+	eventually(t, "a and b ensured again", func() bool {
+		return p.count("ensure", "a") == 2 && p.count("ensure", "b") == 2 && e.Settled("a") && e.Settled("b")
+	})
+	got := map[string]int{"gone": p.count("ensure", "gone") + p.count("delete", "gone"), "c": other.count("ensure", "c")}
+	if diff := cmp.Diff(map[string]int{"gone": 2, "c": 1}, got); diff != "" {
+		t.Errorf("calls of the gateways not rechecked (-want +got):\n%s", diff)
+	}
+}
+
 // TestRetry: a failed Ensure shows in the result and is retried with backoff until it succeeds.
 func TestRetry(t *testing.T) {
 	var mu sync.Mutex

@@ -42,6 +42,9 @@ type Options struct {
 	// groups of members that name some (spec.provider.aws) get rules admitting the load balancers.
 	// Nil adds no rules.
 	Members func(ctx context.Context) (map[string]v1alpha1.MemberClusterSpec, error)
+	// Records keep the accounts of members' security groups the provider put rules in, for
+	// SweepMembers; nil keeps none (rules then follow specs only while they name the account).
+	Records MemberRecords
 	// Namespace is the operator's, the only one a member's credentials Secret may be in.
 	Namespace string
 	// Proxies serve the HTTP and HTTPS listeners of network load balancers; nil refuses them.
@@ -62,6 +65,12 @@ type Provider struct {
 	// deployers keeps one deployer per account (by accountKey) with the clients it was made of,
 	// so that its caches outlive an Ensure; new clients (rotated keys) get a new one.
 	deployers map[string]accountDeployer
+
+	// sweeping is held by SweepMembers, and shared by member rule writes.
+	sweeping sync.RWMutex
+	recMu    sync.Mutex
+	// recorded are the accounts (by accountKey) known to be in each member's record.
+	recorded map[string]map[string]bool
 }
 
 type accountDeployer struct {
@@ -79,7 +88,7 @@ func New(o Options) (*Provider, error) {
 	}
 	a := newAccounts(accountOptions{Secrets: o.Secrets, QPS: o.QPS, Burst: o.Burst, MaxAttempts: o.MaxAttempts,
 		MaxBackoff: o.MaxBackoff, Registerer: o.Registerer, HTTPClient: o.HTTPClient, Log: o.Log})
-	return &Provider{o: o, accounts: a, deployers: map[string]accountDeployer{}}, nil
+	return &Provider{o: o, accounts: a, deployers: map[string]accountDeployer{}, recorded: map[string]map[string]bool{}}, nil
 }
 
 // Capabilities decodes the class's aws section and says what its load balancer type expresses.
@@ -299,13 +308,9 @@ func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error
 
 // List finds every gateway of this fleet with resources in any account in use.
 func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
-	classes := []v1alpha1.AWSOptions{{}}
-	if p.o.Classes != nil {
-		more, err := p.o.Classes(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing the aws classes: %w", err)
-		}
-		classes = append(classes, more...)
+	classes, err := p.classes(ctx)
+	if err != nil {
+		return nil, err
 	}
 	members, err := p.members(ctx)
 	if err != nil {
@@ -313,19 +318,9 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 	}
 	found := map[string]*providers.LoadBalancer{}
 	seen, seenMembers := map[string]bool{}, map[string]bool{}
-	var decoded []decodedClass
 	var errs []error
 	for _, c := range classes {
-		raw, err := json.Marshal(c)
-		if err != nil {
-			return nil, fmt.Errorf("encoding class options: %w", err)
-		}
-		o, err := decodeOptions(raw, p.o.Defaults)
-		if err != nil {
-			continue // an invalid class never made anything
-		}
-		decoded = append(decoded, decodedClass{o, raw})
-		d, cl, err := p.deployer(ctx, o)
+		d, cl, err := p.deployer(ctx, c.o)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -345,14 +340,40 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 			}
 			ns, name := splitKey(ow.Gateway)
 			found[ow.Gateway] = &providers.LoadBalancer{Gateway: ow.Gateway, Namespace: ns, Name: name,
-				Provider: string(v1alpha1.ProviderAWS), Clusters: ow.Clusters, Parameters: raw}
+				Provider: string(v1alpha1.ProviderAWS), Clusters: ow.Clusters, Parameters: c.raw}
 		}
 	}
 	// After the load balancers: a gateway found by them keeps its clusters.
-	for _, c := range decoded {
+	for _, c := range classes {
 		errs = append(errs, p.listMembers(ctx, members, c.o, c.raw, seenMembers, found))
 	}
 	return providers.Listed(found), errors.Join(errs...)
+}
+
+// classes are the defaults and every aws class, decoded; invalid ones, which never made
+// anything, are left out.
+func (p *Provider) classes(ctx context.Context) ([]decodedClass, error) {
+	classes := []v1alpha1.AWSOptions{{}}
+	if p.o.Classes != nil {
+		more, err := p.o.Classes(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing the aws classes: %w", err)
+		}
+		classes = append(classes, more...)
+	}
+	var out []decodedClass
+	for _, c := range classes {
+		raw, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encoding class options: %w", err)
+		}
+		o, err := decodeOptions(raw, p.o.Defaults)
+		if err != nil {
+			continue
+		}
+		out = append(out, decodedClass{o, raw})
+	}
+	return out, nil
 }
 
 // splitKey reads the namespace and name out of a gateway key: "cluster/namespace/name",

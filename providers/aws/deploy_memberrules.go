@@ -91,6 +91,16 @@ func (d *deployer) deleteMemberRules(ctx context.Context, x *executor, gatewayID
 	return d.revokeMemberRules(ctx, x, live)
 }
 
+// pruneMemberRules revokes this fleet's member rules, of every gateway, on the account's groups
+// other than keep.
+func (d *deployer) pruneMemberRules(ctx context.Context, x *executor, keep []string) error {
+	live, err := d.describeMemberRules(ctx, d.memberRuleFilters(""))
+	if err != nil {
+		return err
+	}
+	return d.revokeMemberRules(ctx, x, slices.DeleteFunc(live, func(l liveMemberRule) bool { return slices.Contains(keep, l.rule.Group) }))
+}
+
 // listMemberRules returns the gateways of this fleet that have rules in the account.
 func (d *deployer) listMemberRules(ctx context.Context) ([]Owned, error) {
 	live, err := d.describeMemberRules(ctx, d.memberRuleFilters(""))

@@ -40,13 +40,18 @@ func (p *Provider) members(ctx context.Context) (map[string]v1alpha1.MemberClust
 }
 
 // syncMembers brings the member rules of every account of s to s.Members (lbSG is the load
-// balancer's security group), through x. Every account is tried; an error names its members and
-// the AWS error code, so that a member with broken credentials is plain in the Gateway's status
-// and leaves the others' rules in place.
+// balancer's security group), through x, recording each account before its first rule there.
+// Every account is tried; an error names its members and the AWS error code, so that a member
+// with broken credentials is plain in the Gateway's status and leaves the others' rules in place.
 func (p *Provider) syncMembers(ctx context.Context, x *executor, s *Stack, lbSG string) error {
+	p.sweeping.RLock()
+	defer p.sweeping.RUnlock()
 	var errs []error
 	for _, a := range s.Members {
 		d, _, err := p.deployer(ctx, a.Account)
+		if err == nil && !x.dry && len(a.Rules) > 0 {
+			err = p.record(ctx, a)
+		}
 		if err == nil {
 			err = d.syncMemberRules(ctx, x, s, a.Rules, lbSG)
 		}
@@ -166,6 +171,9 @@ func (e *MemberError) Error() string {
 }
 
 func (e *MemberError) Unwrap() error { return e.Err }
+
+// MemberNames are the members the error concerns, for whoever reports it on them.
+func (e *MemberError) MemberNames() []string { return e.Members }
 
 func memberError(members []string, err error) error {
 	if ce, ok := errors.AsType[*providers.CredentialsError](err); ok {
