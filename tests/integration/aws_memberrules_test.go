@@ -118,15 +118,8 @@ func (e *awsEnv) startMemberRulesOperator() (stop func()) {
 // rule when it starts again, and releases the member; deleting a member with rules revokes them,
 // and its finalizer goes.
 func TestAWSMemberRulesFollowMembers(t *testing.T) {
-	srv := mototest.ForTest(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", "operator")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "operator")
-	e := &awsEnv{t: t, c: testbed.ForTest(t, "hub")[0], moto: srv, fleet: "it-members"}
+	e := newMotoEnv(t, "it-members")
 	ctx, cl := t.Context(), e.c.Client
-	cfg, err := mototest.Config(ctx, srv.URL)
-	must(t, err)
-	e.ec2 = ec2.NewFromConfig(cfg)
-	e.vpc = e.network()
 	group := func(name string) string {
 		sg, err := e.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String(name),
 			Description: aws.String("member nodes"), VpcId: aws.String(e.vpc)})
@@ -206,7 +199,7 @@ func TestAWSMemberRulesFollowMembers(t *testing.T) {
 		return nil
 	})
 	waitRules("first", func() map[string][]string { return map[string][]string{"sg1": {"8080 from " + lbSG}} })
-	if rec, fin, _ := record(); !fin || !strings.Contains(rec, `"region":"`+mototest.Region+`"`) || !strings.Contains(rec, srv.URL) {
+	if rec, fin, _ := record(); !fin || !strings.Contains(rec, `"region":"`+mototest.Region+`"`) || !strings.Contains(rec, e.moto.URL) {
 		t.Errorf("after the first rule: record %q, finalizer %v; want the class's account and the finalizer", rec, fin)
 	}
 
