@@ -1,0 +1,140 @@
+package integration
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers/fleet"
+	"github.com/fleetgate/fleetgate/tests/testbed"
+)
+
+// operatorNamespace is the operator binary's default namespace, where it reports what the hub lacks.
+const operatorNamespace = "fleetgate-system"
+
+// gatewayAPICRDs matches every Gateway API CRD file of the test bed.
+const gatewayAPICRDs = "gateway.networking.k8s.io_"
+
+// newPrereqEnv is newTrafficEnv on an API server started without some of fleetgate's
+// prerequisite CRDs.
+func newPrereqEnv(t *testing.T, o testbed.Options) *trafficEnv {
+	t.Helper()
+	c := testbed.ForTestWith(t, "hub", o)
+	binary, err := testbed.BuildOperator(t.TempDir())
+	must(t, err)
+	if err := c.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	e := &trafficEnv{t: t, c: c, binary: binary, stateDir: t.TempDir()}
+	e.startOperator()
+	t.Cleanup(func() {
+		if err := e.op.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e
+}
+
+// logged waits until the operator's log has a line holding every one of parts.
+func (e *trafficEnv) logged(timeout time.Duration, parts ...string) {
+	e.t.Helper()
+	testbed.Eventually(e.t, timeout, func() error {
+		b, err := os.ReadFile(e.op.Log)
+		if err != nil {
+			return err
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if containsAll(line, parts) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no operator log line with all of %q", parts)
+	})
+}
+
+// prereqEvent waits for an Event of the reason in the operator's namespace whose note holds every
+// one of parts.
+func (e *trafficEnv) prereqEvent(reason string, parts ...string) {
+	e.t.Helper()
+	testbed.Eventually(e.t, 30*time.Second, func() error {
+		var evs eventsv1.EventList
+		if err := e.c.Client.List(e.t.Context(), &evs, client.InNamespace(operatorNamespace)); err != nil {
+			return err
+		}
+		for _, ev := range evs.Items {
+			if ev.Reason == reason && ev.Regarding.Kind == "Namespace" && containsAll(ev.Note, parts) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s Event in %s with all of %q among %d", reason, operatorNamespace, parts, len(evs.Items))
+	})
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPrerequisitesHubWithoutGatewayAPI: a hub without the Gateway API CRDs still serves Ingresses,
+// names each missing CRD in its log and in an Event, serves Gateways and HTTPRoutes once the CRDs
+// are installed without a restart, and survives a CRD removed under it.
+func TestPrerequisitesHubWithoutGatewayAPI(t *testing.T) {
+	e := newPrereqEnv(t, testbed.Options{Without: []string{gatewayAPICRDs}})
+	e.backend(40, "app", 9080)
+	ctx, c := t.Context(), e.c.Client
+
+	must(t, c.Create(ctx, &networkingv1.IngressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "fleetgate"},
+		Spec:       networkingv1.IngressClassSpec{Controller: v1alpha1.IngressControllerName},
+	}))
+	must(t, c.Create(ctx, &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: networkingv1.IngressSpec{IngressClassName: ptr.To("fleetgate"), Rules: []networkingv1.IngressRule{
+			ingressRule("ingress.example.com", ingressPath(networkingv1.PathTypePrefix, "/", "app")),
+		}},
+	}))
+	ingAddr := net.JoinHostPort(e.ingressAddress("default", "web", 60*time.Second), "80")
+	e.answers(ingAddr, "ingress.example.com", "/", 200, "app", 10*time.Second)
+
+	for _, crd := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tcproutes", "referencegrants"} {
+		e.logged(10*time.Second, "kind not served", crd+".gateway.networking.k8s.io")
+	}
+	e.prereqEvent(fleet.ReasonCRDsMissing, "gateways.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io")
+
+	t.Run("CRDs installed later are used without a restart", func(t *testing.T) {
+		must(t, e.c.InstallCRDs(gatewayAPICRDs))
+		must(t, c.Create(ctx, httpRoute("web", "gateway.example.com", "app")))
+		e.gateway(gwv1.Listener{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType})
+		addr, _ := e.programmed(metav1.ConditionTrue, 60*time.Second)
+		e.serves(net.JoinHostPort(addr, "80"), "gateway.example.com", "app", 10*time.Second)
+		e.prereqEvent(fleet.ReasonInstalled, "every CRD")
+	})
+
+	t.Run("a CRD removed at runtime reads as absent again", func(t *testing.T) {
+		must(t, e.c.UninstallCRDs("_tcproutes"))
+		e.logged(30*time.Second, "kind no longer served", "tcproutes.gateway.networking.k8s.io")
+		e.prereqEvent(fleet.ReasonCRDsMissing, "tcproutes.gateway.networking.k8s.io")
+		// Everything else keeps being served: a new route reaches the proxy.
+		must(t, c.Create(ctx, httpRoute("more", "more.example.com", "app")))
+		addr, _ := e.programmed(metav1.ConditionTrue, 30*time.Second)
+		e.serves(net.JoinHostPort(addr, "80"), "more.example.com", "app", 30*time.Second)
+		e.answers(ingAddr, "ingress.example.com", "/", 200, "app", 10*time.Second)
+	})
+}
