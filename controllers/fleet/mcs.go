@@ -231,7 +231,9 @@ func syncImports(ctx context.Context, m Member, desired map[types.NamespacedName
 			}
 			cur = &mcsv1a1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name,
 				Labels: map[string]string{LabelManagedBy: managedByMCS}}, Spec: spec}
-			if err := m.Writer.Create(ctx, cur); err != nil && !apierrors.IsAlreadyExists(err) {
+			if err := m.Writer.Create(ctx, cur); meta.IsNoMatchError(err) {
+				return nil // the member lacks the MCS CRDs, as its PrerequisitesInstalled condition says
+			} else if err != nil && !apierrors.IsAlreadyExists(err) {
 				errs = append(errs, fmt.Errorf("creating ServiceImport %s in %s: %w", k, m.Name, err))
 				continue
 			}

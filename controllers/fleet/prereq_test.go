@@ -22,7 +22,9 @@ func TestPrerequisitesCondition(t *testing.T) {
 		ObservedGeneration int64
 	}
 	previous := cond{metav1.ConditionFalse, ReasonCRDsMissing, "before", 2}
-	synced := func(missing ...string) state { return state{known: true, synced: true, healthy: true, missing: missing} }
+	synced := func(missing ...string) state {
+		return state{known: true, synced: true, healthy: true, missing: missing}
+	}
 	tests := []struct {
 		name string
 		o    observation

@@ -8,16 +8,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/controllers/fleet"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
@@ -137,4 +142,70 @@ func TestPrerequisitesHubWithoutGatewayAPI(t *testing.T) {
 		e.serves(net.JoinHostPort(addr, "80"), "more.example.com", "app", 30*time.Second)
 		e.answers(ingAddr, "ingress.example.com", "/", 200, "app", 10*time.Second)
 	})
+}
+
+// memberCondition waits until MemberCluster name has the condition of type t with the status and a
+// message holding every one of parts.
+func memberCondition(t *testing.T, c client.Client, name, typ string, status metav1.ConditionStatus, parts ...string) {
+	t.Helper()
+	testbed.Eventually(t, 60*time.Second, func() error {
+		var mc v1alpha1.MemberCluster
+		if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &mc); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(mc.Status.Conditions, typ)
+		if cond == nil || cond.Status != status || cond.ObservedGeneration != mc.Generation || !containsAll(cond.Message, parts) {
+			return fmt.Errorf("MemberCluster %s %s = %+v, want %s with %q", name, typ, cond, status, parts)
+		}
+		return nil
+	})
+}
+
+// TestPrerequisitesMemberWithoutMCS: a member without the MCS CRDs is connected and read all the
+// same, its MemberCluster says which CRDs it lacks (condition and Event), the MCS controller keeps
+// serving the others, and once the CRDs are installed the member gets its ServiceImports without
+// a restart.
+func TestPrerequisitesMemberWithoutMCS(t *testing.T) {
+	hub := testbed.ForTestWith(t, "hub", testbed.Options{})
+	member := testbed.ForTestWith(t, "member", testbed.Options{Without: []string{"multicluster.x-k8s.io_"}})
+	ctx := t.Context()
+	runOperator(t, hub, testr.NewWithOptions(t, testr.Options{Verbosity: 0}), controllers.Options{
+		Registry: prometheus.NewRegistry(),
+		Fleet:    &controllers.FleetOptions{Namespace: operatorNamespace, HubIsMember: true, MCSController: true},
+	})
+	must(t, testbed.RegisterMember(ctx, hub, member, operatorNamespace, v1alpha1.DefaultClusterWeight, nil))
+
+	memberCondition(t, hub.Client, "member", v1alpha1.MemberClusterReady, metav1.ConditionTrue)
+	memberCondition(t, hub.Client, "member", fleet.PrerequisitesInstalled, metav1.ConditionFalse,
+		"serviceexports.multicluster.x-k8s.io", "serviceimports.multicluster.x-k8s.io")
+	testbed.Eventually(t, 30*time.Second, func() error {
+		var evs eventsv1.EventList
+		if err := hub.Client.List(ctx, &evs); err != nil {
+			return err
+		}
+		for _, ev := range evs.Items {
+			if ev.Regarding.Kind == "MemberCluster" && ev.Regarding.Name == "member" && ev.Reason == fleet.ReasonCRDsMissing &&
+				strings.Contains(ev.Note, "serviceimports.multicluster.x-k8s.io") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s Event for MemberCluster member among %d", fleet.ReasonCRDsMissing, len(evs.Items))
+	})
+
+	// The hub exports a Service: its own ServiceImport is made although the member cannot hold one.
+	must(t, hub.Client.Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "shared"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+	}))
+	must(t, hub.Client.Create(ctx, &mcsv1a1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "shared"}}))
+	imported := func(c *testbed.Cluster) func() error {
+		return func() error {
+			return c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "shared"}, &mcsv1a1.ServiceImport{})
+		}
+	}
+	testbed.Eventually(t, 30*time.Second, imported(hub))
+
+	must(t, member.InstallCRDs("multicluster.x-k8s.io_"))
+	memberCondition(t, hub.Client, "member", fleet.PrerequisitesInstalled, metav1.ConditionTrue, "every CRD")
+	testbed.Eventually(t, 30*time.Second, imported(member))
 }
