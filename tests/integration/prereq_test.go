@@ -209,3 +209,18 @@ func TestPrerequisitesMemberWithoutMCS(t *testing.T) {
 	memberCondition(t, hub.Client, "member", fleet.PrerequisitesInstalled, metav1.ConditionTrue, "every CRD")
 	testbed.Eventually(t, 30*time.Second, imported(member))
 }
+
+// TestPrerequisitesStandardChannel: a hub with the Gateway API standard channel only (no TCPRoute,
+// UDPRoute or TLSRoute CRDs, a very common install) serves HTTPRoutes and names the missing CRDs.
+func TestPrerequisitesStandardChannel(t *testing.T) {
+	e := newPrereqEnv(t, testbed.Options{Without: []string{"_tcproutes", "_udproutes", "_tlsroutes"}})
+	e.backend(41, "app", 9080)
+	must(t, e.c.Client.Create(t.Context(), httpRoute("web", "www.example.com", "app")))
+	e.gateway(gwv1.Listener{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType})
+	addr, _ := e.programmed(metav1.ConditionTrue, 60*time.Second)
+	e.serves(net.JoinHostPort(addr, "80"), "www.example.com", "app", 10*time.Second)
+	for _, crd := range []string{"tcproutes", "udproutes", "tlsroutes"} {
+		e.logged(10*time.Second, "kind not served", crd+".gateway.networking.k8s.io")
+	}
+	e.prereqEvent(fleet.ReasonCRDsMissing, "tcproutes.gateway.networking.k8s.io", "tlsroutes.gateway.networking.k8s.io", "udproutes.gateway.networking.k8s.io")
+}
