@@ -94,6 +94,13 @@ func (k *missingKinds) served(gvk schema.GroupVersionKind) {
 	delete(k.kinds, gvk)
 }
 
+// isPending tells whether obj's kind has no informer started.
+func (k *missingKinds) isPending(obj client.Object) bool {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return slices.Contains(k.pending, obj)
+}
+
 // list returns the kinds read as empty.
 func (k *missingKinds) list() []schema.GroupVersionKind {
 	k.mu.RLock()
@@ -198,15 +205,43 @@ func (w *kindWatcher) recheck(ctx context.Context) {
 	if !due {
 		return
 	}
-	w.drop(ctx)
-	w.adopt(ctx)
+	d := discovered{}
+	w.drop(ctx, d)
+	w.adopt(ctx, d)
+}
+
+// discovered holds what one recheck learnt of the kinds each group version serves.
+type discovered map[schema.GroupVersion]map[string]bool
+
+// serves tells whether the cluster serves gvk; ok is false when it cannot be told.
+func (w *kindWatcher) serves(d discovered, gvk schema.GroupVersionKind) (served, ok bool) {
+	gv := gvk.GroupVersion()
+	kinds, known := d[gv]
+	if !known {
+		var err error
+		if kinds, err = w.servedKinds(gv); err != nil {
+			w.log.V(1).Info("cannot tell which kinds the cluster serves", "groupVersion", gv.String(), "error", err.Error())
+			return false, false
+		}
+		d[gv] = kinds
+	}
+	return kinds[gvk.Kind], true
 }
 
 // adopt starts informers for the missing kinds the cluster serves now, without reconnecting it:
 // its other kinds keep being read. Once an informer has synced, its kind is read like the others.
-func (w *kindWatcher) adopt(ctx context.Context) {
+func (w *kindWatcher) adopt(ctx context.Context, d discovered) {
 	for _, obj := range w.missing.due() {
 		kind := kindName(obj)
+		gvk, err := apiutil.GVKForObject(obj, w.scheme)
+		if err != nil {
+			continue
+		}
+		// Discovery first: the REST mapper may still know a kind whose CRD was deleted, and an
+		// informer for it would fail to list forever.
+		if served, _ := w.serves(d, gvk); !served {
+			continue
+		}
 		inf, err := w.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 		if err != nil {
 			if !meta.IsNoMatchError(err) {
@@ -219,10 +254,6 @@ func (w *kindWatcher) adopt(ctx context.Context) {
 			continue
 		}
 		w.missing.started(obj)
-		gvk, err := apiutil.GVKForObject(obj, w.scheme)
-		if err != nil {
-			continue
-		}
 		go func() {
 			if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 				return
@@ -236,26 +267,14 @@ func (w *kindWatcher) adopt(ctx context.Context) {
 
 // drop removes the informers of the prerequisite kinds the cluster no longer serves (their CRD
 // was deleted): left running they would fail to list forever. Their kinds read as empty again.
-func (w *kindWatcher) drop(ctx context.Context) {
-	gone := w.missing.list()
-	served := map[schema.GroupVersion]map[string]bool{}
+func (w *kindWatcher) drop(ctx context.Context, d discovered) {
 	dropped := false
 	for _, k := range w.kinds {
 		gvk, err := apiutil.GVKForObject(k.Object, w.scheme)
-		if k.CRD == "" || err != nil || slices.Contains(gone, gvk) {
-			continue
+		if k.CRD == "" || err != nil || w.missing.isPending(k.Object) {
+			continue // no informer to stop
 		}
-		gv := gvk.GroupVersion()
-		kinds, ok := served[gv]
-		if !ok {
-			kinds, err = w.servedKinds(gv)
-			if err != nil {
-				w.log.V(1).Info("cannot tell which kinds the cluster serves", "groupVersion", gv.String(), "error", err.Error())
-				continue
-			}
-			served[gv] = kinds
-		}
-		if kinds[gvk.Kind] {
+		if served, ok := w.serves(d, gvk); served || !ok {
 			continue
 		}
 		if err := w.cache.RemoveInformer(ctx, k.Object); err != nil {

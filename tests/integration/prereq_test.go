@@ -54,19 +54,26 @@ func newPrereqEnv(t *testing.T, o testbed.Options) *trafficEnv {
 }
 
 // logged waits until the operator's log has a line holding every one of parts.
-func (e *trafficEnv) logged(timeout time.Duration, parts ...string) {
+func (e *trafficEnv) logged(timeout time.Duration, parts ...string) { e.loggedTimes(timeout, 1, parts...) }
+
+// loggedTimes waits until the operator's log has n lines holding every one of parts.
+func (e *trafficEnv) loggedTimes(timeout time.Duration, n int, parts ...string) {
 	e.t.Helper()
 	testbed.Eventually(e.t, timeout, func() error {
 		b, err := os.ReadFile(e.op.Log)
 		if err != nil {
 			return err
 		}
+		got := 0
 		for line := range strings.SplitSeq(string(b), "\n") {
 			if containsAll(line, parts) {
-				return nil
+				got++
 			}
 		}
-		return fmt.Errorf("no operator log line with all of %q", parts)
+		if got < n {
+			return fmt.Errorf("%d operator log lines with all of %q, want %d", got, parts, n)
+		}
+		return nil
 	})
 }
 
@@ -141,6 +148,12 @@ func TestPrerequisitesHubWithoutGatewayAPI(t *testing.T) {
 		addr, _ := e.programmed(metav1.ConditionTrue, 30*time.Second)
 		e.serves(net.JoinHostPort(addr, "80"), "more.example.com", "app", 30*time.Second)
 		e.answers(ingAddr, "ingress.example.com", "/", 200, "app", 10*time.Second)
+	})
+
+	t.Run("a CRD installed again is read again", func(t *testing.T) {
+		must(t, e.c.InstallCRDs("_tcproutes"))
+		// The first time was when the whole Gateway API was installed.
+		e.loggedTimes(30*time.Second, 2, "kind served now", "TCPRoute")
 	})
 }
 
