@@ -179,7 +179,7 @@ func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *Status
 		members := fl.Members()
 		out := make([]ClusterReader, 0, len(members))
 		for _, m := range members {
-			out = append(out, ClusterReader{Cluster: m.Name, Reader: m.Reader, Weight: m.Weight,
+			out = append(out, ClusterReader{Cluster: m.Name, Reader: m.Reader, Weight: m.Weight, Unserved: m.Unserved,
 				LegacyReferencePolicy: legacy && m.Name == v1alpha1.HubCluster})
 		}
 		return out

@@ -35,6 +35,8 @@ type Member struct {
 	Writer client.Client
 	// Recorder emits Events in the member.
 	Recorder events.EventRecorder
+	// Unserved are the kinds fleetgate reads whose CRD the member does not serve, sorted.
+	Unserved []string
 }
 
 // Options configure the fleet.
@@ -134,6 +136,9 @@ func (f *Fleet) Members() []Member {
 	if f.o.Hub != nil {
 		hub := *f.o.Hub
 		hub.Name, hub.Weight = v1alpha1.HubCluster, f.hubWeight
+		if f.hubKinds != nil {
+			hub.Unserved = f.hubKinds.unserved()
+		}
 		out = append(out, hub)
 	}
 	names := make([]string, 0, len(f.members))
@@ -150,7 +155,8 @@ func (f *Fleet) Members() []Member {
 }
 
 func (f *Fleet) memberLocked(m *member) Member {
-	return Member{Name: m.name, Weight: m.weight, Reader: m.reader, Writer: m.writer, Recorder: m.cl.GetEventRecorder("fleetgate")}
+	return Member{Name: m.name, Weight: m.weight, Reader: m.reader, Writer: m.writer, Recorder: m.cl.GetEventRecorder("fleetgate"),
+		Unserved: m.kinds.unserved()}
 }
 
 // NeedLeaderElection: members are connected only on the leader, which alone runs the pipeline.

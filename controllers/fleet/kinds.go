@@ -193,6 +193,16 @@ func (w *kindWatcher) Missing() []string {
 	return slices.Compact(out)
 }
 
+// unserved are the kinds read as empty, sorted.
+func (w *kindWatcher) unserved() []string {
+	var out []string
+	for _, gvk := range w.missing.list() {
+		out = append(out, gvk.Kind)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // recheck, at most every kindRecheck, adopts the kinds the cluster serves now and drops those whose
 // CRD was removed.
 func (w *kindWatcher) recheck(ctx context.Context) {

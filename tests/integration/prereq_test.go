@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -224,14 +225,43 @@ func TestPrerequisitesMemberWithoutMCS(t *testing.T) {
 }
 
 // TestPrerequisitesStandardChannel: a hub with the Gateway API standard channel only (no TCPRoute,
-// UDPRoute or TLSRoute CRDs, a very common install) serves HTTPRoutes and names the missing CRDs.
+// UDPRoute or TLSRoute CRDs, a very common install) serves HTTPRoutes, does not offer the missing
+// kinds on its listeners, and names the missing CRDs.
 func TestPrerequisitesStandardChannel(t *testing.T) {
 	e := newPrereqEnv(t, testbed.Options{Without: []string{"_tcproutes", "_udproutes", "_tlsroutes"}})
 	e.backend(41, "app", 9080)
 	must(t, e.c.Client.Create(t.Context(), httpRoute("web", "www.example.com", "app")))
-	e.gateway(gwv1.Listener{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType})
+	e.gateway(gwv1.Listener{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType},
+		gwv1.Listener{Name: "tcp", Port: 9000, Protocol: gwv1.TCPProtocolType})
 	addr, _ := e.programmed(metav1.ConditionTrue, 60*time.Second)
 	e.serves(net.JoinHostPort(addr, "80"), "www.example.com", "app", 10*time.Second)
+
+	// The listeners offer only what the cluster serves: a TCP listener without the TCPRoute CRD
+	// has no kind to offer, which the spec calls InvalidRouteKinds.
+	type listener struct{ Kinds, ResolvedRefs string }
+	want := map[string]listener{"http": {"HTTPRoute,GRPCRoute", "True/ResolvedRefs"}, "tcp": {"", "False/InvalidRouteKinds"}}
+	testbed.Eventually(t, 30*time.Second, func() error {
+		var gw gwv1.Gateway
+		if err := e.c.Client.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "gw"}, &gw); err != nil {
+			return err
+		}
+		got := map[string]listener{}
+		for _, ls := range gw.Status.Listeners {
+			var kinds []string
+			for _, k := range ls.SupportedKinds {
+				kinds = append(kinds, string(k.Kind))
+			}
+			l := listener{Kinds: strings.Join(kinds, ",")}
+			if c := meta.FindStatusCondition(ls.Conditions, string(gwv1.ListenerConditionResolvedRefs)); c != nil {
+				l.ResolvedRefs = string(c.Status) + "/" + c.Reason
+			}
+			got[string(ls.Name)] = l
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			return fmt.Errorf("listener status (-want +got):\n%s", diff)
+		}
+		return nil
+	})
 	for _, crd := range []string{"tcproutes", "udproutes", "tlsroutes"} {
 		e.logged(10*time.Second, "kind not served", crd+".gateway.networking.k8s.io")
 	}
