@@ -128,7 +128,6 @@ type Kind struct {
 // absent reads as empty (partialReader), gets an informer once its CRD appears, and loses it again
 // when its CRD is removed, so that neither case needs a restart nor leaves an informer failing.
 type kindWatcher struct {
-	cluster string
 	cache   cache.Cache
 	disco   discovery.DiscoveryInterface
 	scheme  *runtime.Scheme
@@ -152,7 +151,7 @@ func (f *Fleet) watchKinds(ctx context.Context, name string, c cache.Cache, cfg 
 	if err != nil {
 		return nil, fmt.Errorf("discovery client for %s: %w", name, err)
 	}
-	w := &kindWatcher{cluster: name, cache: c, disco: disco, scheme: f.o.Scheme, kinds: f.o.Kinds, missing: &missingKinds{},
+	w := &kindWatcher{cache: c, disco: disco, scheme: f.o.Scheme, kinds: f.o.Kinds, missing: &missingKinds{},
 		notify: notify, changed: changed, log: f.o.Log.WithValues("cluster", name), checked: time.Now()}
 	for _, k := range w.kinds {
 		inf, err := c.GetInformer(ctx, k.Object, cache.BlockUntilSynced(false))
