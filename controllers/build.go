@@ -26,6 +26,8 @@ type ClusterReader struct {
 	LegacyReferencePolicy bool
 	// Weight is the member's share of ServiceImport traffic (MemberCluster spec.weight).
 	Weight int32
+	// Unserved are the kinds whose CRD the cluster does not serve.
+	Unserved []string
 }
 
 // referencePolicyGVK is the pre-v0.6 name of ReferenceGrant.
@@ -41,6 +43,12 @@ func buildSnapshot(ctx context.Context, table []kind, sources []ClusterReader) (
 	var errs []error
 	for _, src := range sources {
 		s.ClusterWeights[src.Cluster] = src.Weight
+		if len(src.Unserved) > 0 {
+			if s.UnservedKinds == nil {
+				s.UnservedKinds = map[string][]string{}
+			}
+			s.UnservedKinds[src.Cluster] = src.Unserved
+		}
 		for _, k := range table {
 			errs = append(errs, k.read(ctx, src, s))
 		}

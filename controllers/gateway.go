@@ -64,9 +64,10 @@ type GatewayReconciler struct {
 
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// SetupWithManager watches every input kind in the manager's cluster when watchHub is set, and the
+// SetupWithManager watches every input kind in the manager's cluster when watchKinds is set (the
+// fleet watches them otherwise), fleetgate's proxy Deployments there when watchHub is, and the
 // events channels (proxies exiting, member clusters' informers), and the delivery channel (proxy ACKs).
-func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan event.GenericEvent, delivery <-chan event.GenericEvent, watchHub, legacyReferencePolicy, skipNameValidation bool) error {
+func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan event.GenericEvent, delivery <-chan event.GenericEvent, watchKinds, watchHub, legacyReferencePolicy, skipNameValidation bool) error {
 	toFleet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{fleetKey}
 	})
@@ -76,11 +77,13 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan e
 	b := ctrl.NewControllerManagedBy(mgr).Named("gateway-api").
 		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation})
 	r.kinds = kinds()
-	if watchHub {
+	if watchKinds {
 		changed := inputChangedPredicate(newUpdateFilter(r.kinds))
 		for _, k := range r.kinds {
 			b = b.Watches(k.object(), toFleet, builder.WithPredicates(changed))
 		}
+	}
+	if watchHub {
 		// A proxy Deployment becoming available can make its gateway programmed.
 		b = b.Watches(&appsv1.Deployment{}, toFleet)
 	}

@@ -12,6 +12,7 @@ import (
 	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers/fleet"
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
 )
 
@@ -31,6 +32,10 @@ type kind struct {
 	generationGated bool
 	// status says how fleetgate writes the kind's status; nil when it writes none.
 	status *statusKind
+	// crd names the CRD serving the kind when it is a prerequisite fleetgate does not install: a
+	// cluster without it is served all the same, the kind read as empty until the CRD appears.
+	// Another optional kind (say external-dns's DNSEndpoint) is one more entry with its CRD.
+	crd string
 }
 
 // Reading every kind, and writing the status of those that have one:
@@ -51,7 +56,8 @@ func kinds() []kind {
 		listed("GatewayClass",
 			func(l *gwv1.GatewayClassList) []gwv1.GatewayClass { return l.Items },
 			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.GatewayClass] { return &s.GatewayClasses }).
-			gated().writes(classStatus()),
+			gated().writes(classStatus()).
+			requires("gatewayclasses.gateway.networking.k8s.io"),
 		listed("GatewayClassConfig",
 			func(l *v1alpha1.GatewayClassConfigList) []v1alpha1.GatewayClassConfig { return l.Items },
 			func(s *snapshot.Snapshot) *[]snapshot.Object[v1alpha1.GatewayClassConfig] { return &s.ClassConfigs }).
@@ -59,35 +65,43 @@ func kinds() []kind {
 		listed("Gateway",
 			func(l *gwv1.GatewayList) []gwv1.Gateway { return l.Items },
 			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.Gateway] { return &s.Gateways }).
-			gated().writes(gatewayStatus()),
+			gated().writes(gatewayStatus()).
+			requires("gateways.gateway.networking.k8s.io"),
 		listed("ListenerSet",
 			func(l *gwv1.ListenerSetList) []gwv1.ListenerSet { return l.Items },
 			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.ListenerSet] { return &s.ListenerSets }).
-			gated().writes(listenerSetStatus()),
+			gated().writes(listenerSetStatus()).
+			requires("listenersets.gateway.networking.k8s.io"),
 		listed("HTTPRoute",
 			func(l *gwv1.HTTPRouteList) []gwv1.HTTPRoute { return l.Items },
 			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.HTTPRoute] { return &s.HTTPRoutes }).
-			gated().writes(routeStatus(func(r *gwv1.HTTPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })),
+			gated().writes(routeStatus(func(r *gwv1.HTTPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })).
+			requires("httproutes.gateway.networking.k8s.io"),
 		listed("GRPCRoute",
 			func(l *gwv1.GRPCRouteList) []gwv1.GRPCRoute { return l.Items },
 			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.GRPCRoute] { return &s.GRPCRoutes }).
-			gated().writes(routeStatus(func(r *gwv1.GRPCRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })),
+			gated().writes(routeStatus(func(r *gwv1.GRPCRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })).
+			requires("grpcroutes.gateway.networking.k8s.io"),
 		listed("TLSRoute",
 			func(l *gwv1.TLSRouteList) []gwv1.TLSRoute { return l.Items },
 			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.TLSRoute] { return &s.TLSRoutes }).
-			gated().writes(routeStatus(func(r *gwv1.TLSRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })),
+			gated().writes(routeStatus(func(r *gwv1.TLSRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })).
+			requires("tlsroutes.gateway.networking.k8s.io"),
 		listed("TCPRoute",
 			func(l *gwv1.TCPRouteList) []gwv1.TCPRoute { return l.Items },
 			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.TCPRoute] { return &s.TCPRoutes }).
-			gated().writes(routeStatus(func(r *gwv1.TCPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })),
+			gated().writes(routeStatus(func(r *gwv1.TCPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })).
+			requires("tcproutes.gateway.networking.k8s.io"),
 		listed("UDPRoute",
 			func(l *gwv1.UDPRouteList) []gwv1.UDPRoute { return l.Items },
 			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.UDPRoute] { return &s.UDPRoutes }).
-			gated().writes(routeStatus(func(r *gwv1.UDPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })),
+			gated().writes(routeStatus(func(r *gwv1.UDPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })).
+			requires("udproutes.gateway.networking.k8s.io"),
 		listed("ReferenceGrant",
 			func(l *gwv1b1.ReferenceGrantList) []gwv1b1.ReferenceGrant { return l.Items },
 			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1b1.ReferenceGrant] { return &s.ReferenceGrants }).
-			gated(),
+			gated().
+			requires("referencegrants.gateway.networking.k8s.io"),
 		// Services without generation: a LoadBalancer Service's status is ours, its type and
 		// class are spec, and both come as plain updates.
 		listed("Service",
@@ -99,10 +113,12 @@ func kinds() []kind {
 			func(s *snapshot.Snapshot) *[]snapshot.Object[discoveryv1.EndpointSlice] { return &s.EndpointSlices }),
 		listed("ServiceImport",
 			func(l *mcsv1a1.ServiceImportList) []mcsv1a1.ServiceImport { return l.Items },
-			func(s *snapshot.Snapshot) *[]snapshot.Object[mcsv1a1.ServiceImport] { return &s.ServiceImports }),
+			func(s *snapshot.Snapshot) *[]snapshot.Object[mcsv1a1.ServiceImport] { return &s.ServiceImports }).
+			requires("serviceimports.multicluster.x-k8s.io"),
 		listed("ServiceExport",
 			func(l *mcsv1a1.ServiceExportList) []mcsv1a1.ServiceExport { return l.Items },
-			func(s *snapshot.Snapshot) *[]snapshot.Object[mcsv1a1.ServiceExport] { return &s.ServiceExports }),
+			func(s *snapshot.Snapshot) *[]snapshot.Object[mcsv1a1.ServiceExport] { return &s.ServiceExports }).
+			requires("serviceexports.multicluster.x-k8s.io"),
 		listed("Namespace",
 			func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items },
 			func(s *snapshot.Snapshot) *[]snapshot.Object[corev1.Namespace] { return &s.Namespaces }),
@@ -115,7 +131,8 @@ func kinds() []kind {
 		listed("BackendTLSPolicy",
 			func(l *gwv1.BackendTLSPolicyList) []gwv1.BackendTLSPolicy { return l.Items },
 			func(s *snapshot.Snapshot) *[]snapshot.Object[gwv1.BackendTLSPolicy] { return &s.BackendTLSPolicies }).
-			gated().writes(policyStatus()),
+			gated().writes(policyStatus()).
+			requires("backendtlspolicies.gateway.networking.k8s.io"),
 		listed("IngressClass",
 			func(l *networkingv1.IngressClassList) []networkingv1.IngressClass { return l.Items },
 			func(s *snapshot.Snapshot) *[]snapshot.Object[networkingv1.IngressClass] { return &s.IngressClasses }),
@@ -149,6 +166,11 @@ func (k kind) gated() kind {
 	return k
 }
 
+func (k kind) requires(crd string) kind {
+	k.crd = crd
+	return k
+}
+
 func (k kind) writes(s *statusKind) kind {
 	k.status = s
 	return k
@@ -163,11 +185,11 @@ func kindsByName(table []kind) map[string]kind {
 	return out
 }
 
-// watchedObjects are the objects to watch, one per kind.
-func watchedObjects(table []kind) []client.Object {
-	out := make([]client.Object, 0, len(table))
+// fleetKinds are the kinds the fleet watches in every member, with the CRDs they require.
+func fleetKinds(table []kind) []fleet.Kind {
+	out := make([]fleet.Kind, 0, len(table))
 	for _, k := range table {
-		out = append(out, k.object())
+		out = append(out, fleet.Kind{Object: k.object(), CRD: k.crd})
 	}
 	return out
 }

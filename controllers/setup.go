@@ -86,16 +86,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	hubReader := fleet.StoreReader{Reader: mgr.GetClient(), Cache: mgr.GetCache()}
 	hub := []ClusterReader{{Cluster: v1alpha1.HubCluster, Reader: hubReader, LegacyReferencePolicy: legacy, Weight: v1alpha1.DefaultClusterWeight}}
 	sources := func() []ClusterReader { return hub }
-	watchHub := true
+	watchKinds, watchHub := true, true
 	events := []<-chan event.GenericEvent{o.Events.Channel()}
 	if o.Fleet != nil {
 		memberEvents := NewTrigger()
 		events = append(events, memberEvents.Channel())
-		fl, err := setupFleet(mgr, o, writer, memberEvents, legacy)
+		fl, err := setupFleet(ctx, mgr, o, writer, memberEvents, legacy)
 		if err != nil {
 			return err
 		}
-		sources, watchHub = fl, o.Fleet.HubIsMember
+		// The hub's kinds reach the pipeline through the fleet (fleet.WatchHub), which reads those
+		// whose CRDs are absent as empty: only its proxy Deployments are watched here.
+		sources, watchKinds, watchHub = fl, false, o.Fleet.HubIsMember
 	}
 	if d, ok := o.Apply.(*Dataplane); ok {
 		if err := d.setupProvisioning(ctx, mgr, o.Registry, sources, o.MemberClients); err != nil {
@@ -108,7 +110,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Apply:      o.Apply,
 		Status:     writer,
 		Metrics:    m,
-	}).SetupWithManager(mgr, events, o.Delivery.Channel(), watchHub, legacy, o.SkipNameValidation); err != nil {
+	}).SetupWithManager(mgr, events, o.Delivery.Channel(), watchKinds, watchHub, legacy, o.SkipNameValidation); err != nil {
 		return fmt.Errorf("setting up the Gateway API controller: %w", err)
 	}
 	return nil
@@ -124,7 +126,7 @@ func servesLegacyReferencePolicy(mgr ctrl.Manager) bool {
 
 // setupFleet wires the member clusters: their informers fire events, each usable member gets a
 // status target, and the returned function lists the pipeline's sources.
-func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigger, legacy bool) (func() []ClusterReader, error) {
+func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigger, legacy bool) (func() []ClusterReader, error) {
 	table := kinds()
 	var hub *fleet.Member
 	if o.Fleet.HubIsMember {
@@ -135,7 +137,7 @@ func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigg
 	fl := fleet.New(fleet.Options{
 		Namespace: o.Fleet.Namespace,
 		Scheme:    mgr.GetScheme(),
-		Kinds:     watchedObjects(table),
+		Kinds:     fleetKinds(table),
 		Hub:       hub,
 		Changed:   events.Fire,
 		// fleetgate's own status writes come back as updates; they change nothing translation reads.
@@ -146,6 +148,11 @@ func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigg
 		Lost: writer.RemoveTarget,
 		Log:  mgr.GetLogger().WithName("fleet"),
 	})
+	if hub != nil {
+		if err := fl.WatchHub(ctx, mgr.GetCache(), mgr.GetConfig()); err != nil {
+			return nil, fmt.Errorf("watching the hub's kinds: %w", err)
+		}
+	}
 	if o.MemberClients != nil {
 		o.MemberClients.bind(fl.Members)
 	}
@@ -172,7 +179,7 @@ func setupFleet(mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigg
 		members := fl.Members()
 		out := make([]ClusterReader, 0, len(members))
 		for _, m := range members {
-			out = append(out, ClusterReader{Cluster: m.Name, Reader: m.Reader, Weight: m.Weight,
+			out = append(out, ClusterReader{Cluster: m.Name, Reader: m.Reader, Weight: m.Weight, Unserved: m.Unserved,
 				LegacyReferencePolicy: legacy && m.Name == v1alpha1.HubCluster})
 		}
 		return out

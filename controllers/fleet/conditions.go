@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,6 +12,16 @@ import (
 
 // reasonConnecting: the member's kubeconfig works but its caches have not synced yet.
 const reasonConnecting = "Connecting"
+
+// PrerequisitesInstalled is the MemberCluster condition that tells whether the cluster serves every
+// CRD fleetgate reads but does not install (Gateway API, MCS): the kinds of a missing one read as
+// empty, and are read as soon as it is installed.
+const (
+	PrerequisitesInstalled = "fleetgate.dev/PrerequisitesInstalled"
+
+	ReasonInstalled   = "Installed"
+	ReasonCRDsMissing = "CRDsMissing"
+)
 
 // syncRequeue is when a member whose caches are syncing is looked at again; the sync goroutine
 // pokes the reconciler when done, so this is a safety net.
@@ -25,6 +36,23 @@ type observation struct {
 	kubeconfigErr error
 	connectErr    error
 	member        state
+}
+
+// setPrerequisitesCondition says which prerequisite CRDs the member lacks, once its caches are
+// built; a member that is not connected keeps what it had, since nothing new is known of it.
+func setPrerequisitesCondition(mc *v1alpha1.MemberCluster, o observation) {
+	if !o.hub && (o.kubeconfigErr != nil || o.connectErr != nil || !o.member.synced) {
+		return
+	}
+	status, reason := metav1.ConditionTrue, ReasonInstalled
+	msg := "every CRD fleetgate reads is installed"
+	if len(o.member.missing) > 0 {
+		status, reason = metav1.ConditionFalse, ReasonCRDsMissing
+		msg = "not installed, their kinds are read as empty until they are: " + strings.Join(o.member.missing, ", ")
+	}
+	meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{
+		Type: PrerequisitesInstalled, Status: status, Reason: reason, Message: msg, ObservedGeneration: mc.Generation,
+	})
 }
 
 // setReadyCondition sets mc's Ready condition from what was observed, for mc's generation.
@@ -70,6 +98,17 @@ func requeueAfter(o observation, probeInterval time.Duration) time.Duration {
 		return syncRequeue
 	}
 	return 0
+}
+
+// transition tells whether the condition of type t changed status or message from before to after,
+// which is worth an Event, and returns it.
+func transition(before, after *v1alpha1.MemberCluster, t string) (*metav1.Condition, bool) {
+	old := meta.FindStatusCondition(before.Status.Conditions, t)
+	cur := meta.FindStatusCondition(after.Status.Conditions, t)
+	if cur == nil {
+		return nil, false
+	}
+	return cur, old == nil || old.Status != cur.Status || old.Message != cur.Message
 }
 
 // readyTransition tells whether Ready changed status or reason from before to after, which is

@@ -83,7 +83,7 @@ func TestMemberStateMachine(t *testing.T) {
 func TestMemberLifecycle(t *testing.T) {
 	down := errors.New("probing /version: refused")
 	f := New(Options{FailureThreshold: 2, Log: logr.Discard()})
-	m := &member{name: "m", hash: "h", healthy: true}
+	m := &member{name: "m", hash: "h", healthy: true, kinds: &kindWatcher{missing: &missingKinds{}}}
 	f.members["m"] = m
 	steps := []struct {
 		name      string
@@ -104,7 +104,7 @@ func TestMemberLifecycle(t *testing.T) {
 				t.Fatal("a member back from unreachable is not stale")
 			}
 			// The reconciler rebuilds a stale member: a new connection syncs again.
-			f.members["m"] = &member{name: "m", hash: "h", healthy: true, synced: true, version: "v1.36.4"}
+			f.members["m"] = &member{name: "m", hash: "h", healthy: true, synced: true, version: "v1.36.4", kinds: &kindWatcher{missing: &missingKinds{}}}
 		}, ready{metav1.ConditionTrue, v1alpha1.MemberReasonConnected, "API server answers and informer caches are synced", 3, "v1.36.4", 0}, true},
 	}
 	mc := memberCluster()

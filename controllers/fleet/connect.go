@@ -2,9 +2,9 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -33,35 +33,14 @@ func (f *Fleet) connect(ctx context.Context, name, hash string, weight int32, cf
 	if err != nil {
 		return fmt.Errorf("creating writer for member %s: %w", name, err)
 	}
-	notify := toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { f.changed(name) },
-		UpdateFunc: func(old, new any) {
-			if f.o.UpdateMatters == nil || f.o.UpdateMatters(old, new) {
-				f.changed(name)
-			}
-		},
-		DeleteFunc: func(any) { f.changed(name) },
-	}
-	missing := &missingKinds{}
-	for _, obj := range f.o.Kinds {
-		inf, err := cl.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			if meta.IsNoMatchError(err) {
-				// A kind the member does not serve reads as empty until its CRD appears (adoptKinds).
-				log.Info("member does not serve a kind fleetgate reads", "kind", fmt.Sprintf("%T", obj))
-				missing.add(obj, f.o.Scheme)
-				continue
-			}
-			return fmt.Errorf("member %s: informer for %T: %w", name, obj, err)
-		}
-		if _, err := inf.AddEventHandler(notify); err != nil {
-			return fmt.Errorf("member %s: handler for %T: %w", name, obj, err)
-		}
+	notify := f.notifier(name)
+	kinds, err := f.watchKinds(ctx, name, cl.GetCache(), cfg, notify, func() { f.changed(name); f.pokeStatus(name) })
+	if err != nil {
+		return err
 	}
 	mctx, cancel := context.WithCancel(context.Background())
 	m := &member{name: name, hash: hash, weight: weight, cl: cl, writer: writer, cancel: cancel, healthy: true,
-		reader:  partialReader{Reader: cl.GetCache(), store: StoreReader{Reader: cl.GetCache(), Cache: cl.GetCache()}, scheme: f.o.Scheme, missing: missing},
-		missing: missing, notify: notify}
+		reader: kinds.reader(cl.GetCache(), StoreReader{Reader: cl.GetCache(), Cache: cl.GetCache()}), kinds: kinds}
 	f.mu.Lock()
 	if f.stopped {
 		f.mu.Unlock()
@@ -100,6 +79,39 @@ func (f *Fleet) connect(ctx context.Context, name, hash string, weight int32, cf
 	return nil
 }
 
+// notifier calls Changed for a cluster's events, but for updates that UpdateMatters says change nothing.
+func (f *Fleet) notifier(name string) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { f.changed(name) },
+		UpdateFunc: func(old, new any) {
+			if f.o.UpdateMatters == nil || f.o.UpdateMatters(old, new) {
+				f.changed(name)
+			}
+		},
+		DeleteFunc: func(any) { f.changed(name) },
+	}
+}
+
+// WatchHub registers the hub's informers for the kinds it serves in the manager's cache c (cfg is
+// the manager's config), and makes the hub member read the kinds it does not serve as empty until
+// their CRDs are installed. Call it before the manager starts, when the hub is a member.
+func (f *Fleet) WatchHub(ctx context.Context, c cache.Cache, cfg *rest.Config) error {
+	if f.o.Hub == nil {
+		return errors.New("the hub is not a member")
+	}
+	name := v1alpha1.HubCluster
+	kinds, err := f.watchKinds(ctx, name, c, cfg, f.notifier(name), func() { f.changed(name); f.pokeStatus(name) })
+	if err != nil {
+		return err
+	}
+	store := StoreReader{Reader: f.o.Hub.Reader, Cache: c}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hubKinds = kinds
+	f.o.Hub.Reader = kinds.reader(f.o.Hub.Reader, store)
+	return nil
+}
+
 func (f *Fleet) snapshotMember(m *member) Member {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -127,6 +139,8 @@ func (f *Fleet) disconnect(name string) {
 type state struct {
 	known, synced, healthy, stale bool
 	hash, version, probeErr       string
+	// missing names the CRDs (or kinds) fleetgate reads that the member does not serve.
+	missing []string
 }
 
 func (f *Fleet) state(name string) state {
@@ -136,7 +150,8 @@ func (f *Fleet) state(name string) state {
 	if m == nil {
 		return state{}
 	}
-	return state{known: true, synced: m.synced, healthy: m.healthy, stale: m.stale, hash: m.hash, version: m.version, probeErr: m.probeErr}
+	return state{known: true, synced: m.synced, healthy: m.healthy, stale: m.stale, hash: m.hash, version: m.version, probeErr: m.probeErr,
+		missing: m.kinds.Missing()}
 }
 
 // setWeight updates a connected member's weight (or the hub's) and says whether it changed.

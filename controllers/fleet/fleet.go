@@ -9,12 +9,13 @@ package fleet
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -34,6 +35,8 @@ type Member struct {
 	Writer client.Client
 	// Recorder emits Events in the member.
 	Recorder events.EventRecorder
+	// Unserved are the kinds fleetgate reads whose CRD the member does not serve, sorted.
+	Unserved []string
 }
 
 // Options configure the fleet.
@@ -42,8 +45,8 @@ type Options struct {
 	Namespace string
 	// Scheme decodes every kind the pipeline reads.
 	Scheme *runtime.Scheme
-	// Kinds get an informer in every member; any change to one of them calls Changed.
-	Kinds []client.Object
+	// Kinds get an informer in every member that serves them; any change to one of them calls Changed.
+	Kinds []Kind
 	// Hub, when set, is the operator's own cluster as a member named "hub"; its events reach the
 	// pipeline through the manager's own watches.
 	Hub *Member
@@ -78,7 +81,9 @@ type Fleet struct {
 	mu        sync.RWMutex
 	members   map[string]*member
 	hubWeight int32
-	stopped   bool
+	// hubKinds tracks the kinds the hub serves, when it is a member (WatchHub).
+	hubKinds *kindWatcher
+	stopped  bool
 }
 
 // member is one connected member cluster and what its probe last saw.
@@ -88,8 +93,7 @@ type member struct {
 	weight   int32
 	cl       cluster.Cluster
 	reader   client.Reader // cl's cache, reading missing kinds as empty
-	missing  *missingKinds
-	notify   toolscache.ResourceEventHandler // calls Changed for the member's events
+	kinds    *kindWatcher
 	writer   client.Client
 	cancel   context.CancelFunc
 	synced   bool
@@ -132,6 +136,9 @@ func (f *Fleet) Members() []Member {
 	if f.o.Hub != nil {
 		hub := *f.o.Hub
 		hub.Name, hub.Weight = v1alpha1.HubCluster, f.hubWeight
+		if f.hubKinds != nil {
+			hub.Unserved = f.hubKinds.unserved()
+		}
 		out = append(out, hub)
 	}
 	names := make([]string, 0, len(f.members))
@@ -148,7 +155,8 @@ func (f *Fleet) Members() []Member {
 }
 
 func (f *Fleet) memberLocked(m *member) Member {
-	return Member{Name: m.name, Weight: m.weight, Reader: m.reader, Writer: m.writer, Recorder: m.cl.GetEventRecorder("fleetgate")}
+	return Member{Name: m.name, Weight: m.weight, Reader: m.reader, Writer: m.writer, Recorder: m.cl.GetEventRecorder("fleetgate"),
+		Unserved: m.kinds.unserved()}
 }
 
 // NeedLeaderElection: members are connected only on the leader, which alone runs the pipeline.
@@ -157,6 +165,12 @@ func (f *Fleet) NeedLeaderElection() bool { return true }
 // Start waits for ctx to end and then disconnects every member. Members run on contexts of their
 // own (cancelled on disconnect), not on a reconcile's.
 func (f *Fleet) Start(ctx context.Context) error {
+	f.mu.RLock()
+	hub := f.hubKinds
+	f.mu.RUnlock()
+	if hub != nil {
+		go f.recheckHub(ctx, hub)
+	}
 	<-ctx.Done()
 	f.mu.Lock()
 	f.stopped = true
@@ -169,6 +183,42 @@ func (f *Fleet) Start(ctx context.Context) error {
 		f.disconnect(n)
 	}
 	return nil
+}
+
+// recheckHub looks for the hub's CRDs coming and going, as each member's probe does for its own,
+// and reports what the hub lacks with an Event on the operator's namespace whenever that changes:
+// the hub need not have a MemberCluster to carry the condition.
+func (f *Fleet) recheckHub(ctx context.Context, hub *kindWatcher) {
+	t := time.NewTicker(f.o.ProbeInterval)
+	defer t.Stop()
+	reported := ""
+	for {
+		if missing := strings.Join(hub.Missing(), ", "); missing != reported {
+			f.reportHub(missing)
+			reported = missing
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			hub.recheck(ctx)
+		}
+	}
+}
+
+// reportHub records which prerequisite CRDs the hub lacks, or that it lacks none any more.
+func (f *Fleet) reportHub(missing string) {
+	if f.o.Hub.Recorder == nil || f.o.Namespace == "" {
+		return
+	}
+	ns := &corev1.Namespace{}
+	ns.Name, ns.Namespace = f.o.Namespace, f.o.Namespace // the Event lands in the operator's namespace
+	if missing == "" {
+		f.o.Hub.Recorder.Eventf(ns, nil, corev1.EventTypeNormal, ReasonInstalled, "Prerequisites", "hub: every CRD fleetgate reads is installed")
+		return
+	}
+	f.o.Hub.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, ReasonCRDsMissing, "Prerequisites",
+		"hub: not installed, their kinds are read as empty until they are: %s", missing)
 }
 
 // changed tells the pipeline and the MCS controller that a member's objects or health changed.

@@ -3,7 +3,6 @@ package fleet
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -70,13 +69,13 @@ func TestMissingKindsHides(t *testing.T) {
 	}
 }
 
-// TestMissingKindsDue: the kinds without an informer are offered again at most every interval,
-// and a started one is no longer offered although it stays hidden until served.
+// TestMissingKindsDue: the kinds without an informer are offered until started, and a started
+// one stays hidden until served.
 func TestMissingKindsDue(t *testing.T) {
 	scheme := kindsScheme(t)
 	exp, imp := &mcsv1a1.ServiceExport{}, &mcsv1a1.ServiceImport{}
 	var k missingKinds
-	if got := k.due(0); got != nil {
+	if got := k.due(); got != nil {
 		t.Fatalf("due with nothing missing: %v", got)
 	}
 	k.add(exp, scheme)
@@ -89,20 +88,18 @@ func TestMissingKindsDue(t *testing.T) {
 		return out
 	}
 	steps := []struct {
-		name  string
-		do    func()
-		every time.Duration
-		want  []string
+		name string
+		do   func()
+		want []string
 	}{
-		{"first try", func() {}, time.Hour, []string{"*v1alpha1.ServiceExport", "*v1alpha1.ServiceImport"}},
-		{"within the interval", func() {}, time.Hour, nil},
-		{"interval passed", func() {}, 0, []string{"*v1alpha1.ServiceExport", "*v1alpha1.ServiceImport"}},
-		{"one started", func() { k.started(exp) }, 0, []string{"*v1alpha1.ServiceImport"}},
-		{"both started", func() { k.started(imp) }, 0, nil},
+		{"first try", func() {}, []string{"*v1alpha1.ServiceExport", "*v1alpha1.ServiceImport"}},
+		{"tried again", func() {}, []string{"*v1alpha1.ServiceExport", "*v1alpha1.ServiceImport"}},
+		{"one started", func() { k.started(exp) }, []string{"*v1alpha1.ServiceImport"}},
+		{"both started", func() { k.started(imp) }, nil},
 	}
 	for _, s := range steps {
 		s.do()
-		if diff := cmp.Diff(s.want, names(k.due(s.every))); diff != "" {
+		if diff := cmp.Diff(s.want, names(k.due())); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", s.name, diff)
 		}
 	}

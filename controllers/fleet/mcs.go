@@ -42,21 +42,16 @@ type MCS struct {
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceimports,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceexports/status;serviceimports/status,verbs=get;update;patch
 
-// SetupWithManager runs the controller on the fleet's member events and, when the hub is a member,
-// on the hub's Services, ServiceExports and ServiceImports.
+// SetupWithManager runs the controller on the fleet's member events, the hub's among them when it
+// is a member (WatchHub): those reach it whether or not the hub serves the MCS CRDs.
 func (c *MCS) SetupWithManager(mgr ctrl.Manager, skipNameValidation bool) error {
 	toKey := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{mcsKey}
 	})
-	b := ctrl.NewControllerManagedBy(mgr).Named("mcs").
+	return ctrl.NewControllerManagedBy(mgr).Named("mcs").
 		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation}).
-		WatchesRawSource(source.Channel(c.Fleet.mcs, toKey))
-	if c.Fleet.o.Hub != nil {
-		for _, obj := range []client.Object{&corev1.Service{}, &mcsv1a1.ServiceExport{}, &mcsv1a1.ServiceImport{}, &corev1.Namespace{}} {
-			b = b.Watches(obj, toKey)
-		}
-	}
-	return b.Complete(c)
+		WatchesRawSource(source.Channel(c.Fleet.mcs, toKey)).
+		Complete(c)
 }
 
 // export is one ServiceExport that names an existing Service.
@@ -236,7 +231,9 @@ func syncImports(ctx context.Context, m Member, desired map[types.NamespacedName
 			}
 			cur = &mcsv1a1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name,
 				Labels: map[string]string{LabelManagedBy: managedByMCS}}, Spec: spec}
-			if err := m.Writer.Create(ctx, cur); err != nil && !apierrors.IsAlreadyExists(err) {
+			if err := m.Writer.Create(ctx, cur); meta.IsNoMatchError(err) {
+				return nil // the member lacks the MCS CRDs, as its PrerequisitesInstalled condition says
+			} else if err != nil && !apierrors.IsAlreadyExists(err) {
 				errs = append(errs, fmt.Errorf("creating ServiceImport %s in %s: %w", k, m.Name, err))
 				continue
 			}

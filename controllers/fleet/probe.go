@@ -33,7 +33,7 @@ func (f *Fleet) probe(ctx context.Context, m *member, cfg *rest.Config) {
 			f.pokeStatus(m.name)
 		}
 		if err == nil {
-			f.adoptKinds(ctx, m)
+			m.kinds.recheck(ctx)
 		}
 		select {
 		case <-ctx.Done():

@@ -99,6 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ re
 		o = r.observe(ctx, &mc)
 	}
 	setReadyCondition(&mc, o)
+	setPrerequisitesCondition(&mc, o)
 	setKubernetesVersion(&mc, o)
 	return reconcile.Result{RequeueAfter: requeueAfter(o, f.o.ProbeInterval)}, nil
 }
@@ -108,7 +109,13 @@ func (r *Reconciler) observeHub(mc *v1alpha1.MemberCluster) observation {
 	if r.Fleet.setWeight(v1alpha1.HubCluster, mc.Spec.Weight) {
 		r.Fleet.changed(v1alpha1.HubCluster)
 	}
-	return observation{hub: true, member: state{known: true, synced: true, healthy: true, version: r.HubVersion}}
+	var missing []string
+	r.Fleet.mu.RLock()
+	if k := r.Fleet.hubKinds; k != nil {
+		missing = k.Missing()
+	}
+	r.Fleet.mu.RUnlock()
+	return observation{hub: true, member: state{known: true, synced: true, healthy: true, version: r.HubVersion, missing: missing}}
 }
 
 // observe looks at a member in order — its kubeconfig Secret, the connection built from it, then
@@ -170,6 +177,13 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, mc *v1alpha1.Membe
 	}
 	if err := r.Client.Status().Patch(ctx, mc, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("writing MemberCluster %s status: %w", mc.Name, err)
+	}
+	if c, ok := transition(before, mc, PrerequisitesInstalled); ok && r.Recorder != nil {
+		eventType := corev1.EventTypeNormal
+		if c.Status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(mc, nil, eventType, c.Reason, "Prerequisites", "%s=%s: %s", c.Type, c.Status, c.Message)
 	}
 	ready := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.MemberClusterReady)
 	if ready == nil {

@@ -64,6 +64,9 @@ type Snapshot struct {
 	// ClusterWeights are the members' MemberCluster weights, which split ServiceImport traffic
 	// across clusters (see ClusterWeight).
 	ClusterWeights map[string]int32 `json:",omitempty"`
+	// UnservedKinds are, per cluster, the kinds whose CRD the cluster does not serve (a Gateway API
+	// standard-channel install has no TCPRoute): its listeners do not offer them.
+	UnservedKinds map[string][]string `json:",omitempty"`
 	// IngressClasses and Ingresses feed the Ingress pipeline; LoadBalancer Services are in Services.
 	IngressClasses []Object[networkingv1.IngressClass]
 	Ingresses      []Object[networkingv1.Ingress]

@@ -161,11 +161,19 @@ func (t *translator) validateListener(l *listener) {
 func (t *translator) listenerKinds(l *listener, supported []string) {
 	ar := l.spec.AllowedRoutes
 	caps := l.group.class.caps.ForProtocol(string(l.spec.Protocol))
+	cluster := l.cluster()
+	unserved := t.snap.UnservedKinds[cluster]
+	var absent []string
 	if ar == nil || len(ar.Kinds) == 0 {
 		for _, k := range supported {
-			if caps.RouteKind(k) {
+			if slices.Contains(unserved, k) {
+				absent = append(absent, k)
+			} else if caps.RouteKind(k) {
 				l.kinds = append(l.kinds, gwv1.RouteGroupKind{Group: &routeGroup, Kind: gwv1.Kind(k)})
 			}
+		}
+		if len(l.kinds) == 0 && len(absent) > 0 {
+			l.unresolved(gwv1.ListenerReasonInvalidRouteKinds, notInstalled(absent, cluster))
 		}
 		return
 	}
@@ -174,6 +182,10 @@ func (t *translator) listenerKinds(l *listener, supported []string) {
 		group := gwv1.GroupName
 		if k.Group != nil {
 			group = string(*k.Group)
+		}
+		if group == gwv1.GroupName && slices.Contains(unserved, string(k.Kind)) {
+			absent = append(absent, string(k.Kind))
+			continue
 		}
 		if group == gwv1.GroupName && slices.Contains(supported, string(k.Kind)) && !caps.RouteKind(string(k.Kind)) {
 			refused = append(refused, string(k.Kind))
@@ -193,6 +205,21 @@ func (t *translator) listenerKinds(l *listener, supported []string) {
 	if len(refused) > 0 {
 		l.unresolved(gwv1.ListenerReasonInvalidRouteKinds, unsupported("allowedRoutes.kinds", strings.Join(refused, ", "), l.group.class.provider))
 	}
+	if len(absent) > 0 {
+		l.unresolved(gwv1.ListenerReasonInvalidRouteKinds, notInstalled(absent, cluster))
+	}
+}
+
+// cluster is the member cluster of the object that defines the listener.
+func (l *listener) cluster() string {
+	if l.set != nil {
+		return l.set.obj.Cluster
+	}
+	return l.gateway.obj.Cluster
+}
+
+func notInstalled(kinds []string, cluster string) string {
+	return fmt.Sprintf("route kinds whose CRD is not installed in cluster %s: %s", cluster, strings.Join(kinds, ", "))
 }
 
 func (t *translator) listenerNamespaces(l *listener) {

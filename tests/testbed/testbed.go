@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -68,8 +70,42 @@ func CRDDirs() []string {
 	}
 }
 
+// Options change what a test bed's API server has installed.
+type Options struct {
+	// Without leaves out the CRDs whose file name (in CRDDirs) contains any of these, e.g.
+	// "gateway.networking.k8s.io_" for the whole Gateway API, "_tcproutes" for one kind or
+	// "multicluster.x-k8s.io_" for the MCS API: a cluster without fleetgate's prerequisites.
+	Without []string
+}
+
+// CRDFiles are the CRD files of CRDDirs whose name contains any of match, or all of them when
+// match is empty.
+func CRDFiles(match ...string) ([]string, error) {
+	var out []string
+	for _, dir := range CRDDirs() {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("reading CRD directory: %w", err)
+		}
+		for _, e := range entries {
+			if e.IsDir() || filepath.Ext(e.Name()) != ".yaml" {
+				continue
+			}
+			if len(match) == 0 || slices.ContainsFunc(match, func(m string) bool { return strings.Contains(e.Name(), m) }) {
+				out = append(out, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	return out, nil
+}
+
 // Start starts one API server named name and waits until its CRDs are served.
 func Start(ctx context.Context, name string) (*Cluster, error) {
+	return StartWith(ctx, name, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, name string, o Options) (*Cluster, error) {
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(AssetsDir(), bin)); err != nil {
 			return nil, fmt.Errorf("test control plane binary missing (run `make testbed`): %w", err)
@@ -78,6 +114,16 @@ func Start(ctx context.Context, name string) (*Cluster, error) {
 	scheme, err := controllers.NewScheme()
 	if err != nil {
 		return nil, err
+	}
+	all, err := CRDFiles()
+	if err != nil {
+		return nil, err
+	}
+	var crds []string
+	for _, f := range all {
+		if !slices.ContainsFunc(o.Without, func(m string) bool { return strings.Contains(filepath.Base(f), m) }) {
+			crds = append(crds, f)
+		}
 	}
 	dir, err := os.MkdirTemp("", "fleetgate-"+name+"-")
 	if err != nil {
@@ -88,9 +134,9 @@ func Start(ctx context.Context, name string) (*Cluster, error) {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	env := &envtest.Environment{
+		CRDDirectoryPaths:        crds,
 		Scheme:                   scheme,
 		BinaryAssetsDirectory:    AssetsDir(),
-		CRDDirectoryPaths:        CRDDirs(),
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 90 * time.Second,
 		// CRDs take longer to be served when several servers start on two busy cores.
@@ -128,6 +174,31 @@ func (c *Cluster) init(scheme *runtime.Scheme) error {
 	c.KubeconfigPath = filepath.Join(c.dir, "kubeconfig")
 	if err := os.WriteFile(c.KubeconfigPath, c.Kubeconfig, 0o600); err != nil {
 		return fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// InstallCRDs installs the test bed's CRD files whose name contains any of match, and waits until
+// they are served: prerequisites installed after the operator started.
+func (c *Cluster) InstallCRDs(match ...string) error {
+	files, err := CRDFiles(match...)
+	if err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: files, ErrorIfPathMissing: true, MaxTime: 90 * time.Second}); err != nil {
+		return fmt.Errorf("installing CRDs %v in %s: %w", match, c.Name, err)
+	}
+	return nil
+}
+
+// UninstallCRDs deletes the test bed's CRD files whose name contains any of match.
+func (c *Cluster) UninstallCRDs(match ...string) error {
+	files, err := CRDFiles(match...)
+	if err != nil {
+		return err
+	}
+	if err := envtest.UninstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: files}); err != nil {
+		return fmt.Errorf("uninstalling CRDs %v in %s: %w", match, c.Name, err)
 	}
 	return nil
 }
@@ -176,6 +247,25 @@ func ForTest(t testing.TB, names ...string) []*Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopWithTest(t, clusters)
+	return clusters
+}
+
+// ForTestWith is ForTest for one API server started with o.
+func ForTestWith(t testing.TB, name string, o Options) *Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs real API servers; skipped in -short mode")
+	}
+	c, err := StartWith(t.Context(), name, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopWithTest(t, []*Cluster{c})
+	return c
+}
+
+func stopWithTest(t testing.TB, clusters []*Cluster) {
 	t.Cleanup(func() {
 		for _, c := range clusters {
 			if err := c.Stop(); err != nil {
@@ -183,7 +273,6 @@ func ForTest(t testing.TB, names ...string) []*Cluster {
 			}
 		}
 	})
-	return clusters
 }
 
 // QuietGlobalLogger gives controller-runtime's process-wide logger (which envtest's CRD installer
