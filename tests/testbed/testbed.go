@@ -66,8 +66,31 @@ func CRDDirs() []string {
 	}
 }
 
+// Options change how StartWith starts a server; the zero value is Start's.
+type Options struct {
+	// AuditLog, when set, is the file the server writes its audit log to: every request, at the
+	// Metadata level (user, verb, resource, response code), as JSON lines.
+	AuditLog string
+	// PrerequisitesOnly installs only the third-party CRDs, so that a test installs fleetgate's
+	// own itself (from the OLM bundle, for instance).
+	PrerequisitesOnly bool
+}
+
+// auditPolicy logs every request's metadata, so that a test can see each one the operator made.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+`
+
 // Start starts one API server named name and waits until its CRDs are served.
 func Start(ctx context.Context, name string) (*Cluster, error) {
+	return StartWith(ctx, name, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, name string, o Options) (*Cluster, error) {
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(AssetsDir(), bin)); err != nil {
 			return nil, fmt.Errorf("test control plane binary missing (run `make testbed`): %w", err)
@@ -77,15 +100,29 @@ func Start(ctx context.Context, name string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	crdDirs := CRDDirs()
+	if o.PrerequisitesOnly {
+		crdDirs = []string{filepath.Join(RepoRoot(), "tests", "testbed", "crds")}
+	}
 	env := &envtest.Environment{
 		Scheme:                   scheme,
 		BinaryAssetsDirectory:    AssetsDir(),
-		CRDDirectoryPaths:        CRDDirs(),
+		CRDDirectoryPaths:        crdDirs,
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 90 * time.Second,
 		// CRDs take longer to be served when several servers start on two busy cores.
 		CRDInstallOptions:       envtest.CRDInstallOptions{MaxTime: 90 * time.Second},
 		ControlPlaneStopTimeout: 30 * time.Second,
+	}
+	if o.AuditLog != "" {
+		policy := filepath.Join(filepath.Dir(o.AuditLog), "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return nil, fmt.Errorf("writing audit policy: %w", err)
+		}
+		env.ControlPlane.GetAPIServer().Configure().
+			Set("audit-policy-file", policy).
+			Set("audit-log-path", o.AuditLog).
+			Set("audit-log-mode", "blocking")
 	}
 	cfg, err := env.Start()
 	if err != nil {
