@@ -33,6 +33,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -156,6 +157,19 @@ func TestInstallWithBundleRBAC(t *testing.T) {
 	demo.SetName("demo")
 	must(t, c.Delete(ctx, demo))
 	testbed.Eventually(t, 30*time.Second, func() error { return proxyObjectsGone(ctx, c, "default", "hub/default/demo") })
+
+	// An unexported Service's ServiceImport is the operator's to delete.
+	export := unstructuredOf(gvk("multicluster.x-k8s.io", "v1alpha1", "ServiceExport"))
+	export.SetNamespace("backend")
+	export.SetName("web")
+	must(t, c.Delete(ctx, export))
+	testbed.Eventually(t, 30*time.Second, func() error {
+		err := c.Get(ctx, client.ObjectKey{Namespace: "backend", Name: "web"}, unstructuredOf(gvk("multicluster.x-k8s.io", "v1alpha1", "ServiceImport")))
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("ServiceImport backend/web still there after its export was deleted (%v)", err)
+	})
 
 	stopOperator()
 }
