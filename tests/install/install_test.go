@@ -37,6 +37,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -135,11 +136,16 @@ func TestInstallWithBundleRBAC(t *testing.T) {
 	}{
 		{"HTTPRoute", "v1", "default", "echo"},
 		{"HTTPRoute", "v1", "app", "web"},
+		{"HTTPRoute", "v1", "app", "secure-backend"},
 		{"GRPCRoute", "v1", "app", "grpc"},
 		{"TCPRoute", "v1alpha2", "app", "tcp"},
+		{"TLSRoute", "v1", "app", "tls"},
+		{"UDPRoute", "v1", "app", "udp"},
 	} {
 		waitRoute(t, c, gvk("gateway.networking.k8s.io", r.version, r.kind), r.ns, r.name)
 	}
+	waitCondition(t, c, gvk("gateway.networking.k8s.io", "v1", "ListenerSet"), "infra", "extra", "Programmed")
+	waitAncestors(t, c, gvk("gateway.networking.k8s.io", "v1", "BackendTLSPolicy"), "backend", "secure-tls")
 	waitCondition(t, c, gvk(v1alpha1.Group, "v1alpha1", "MemberCluster"), "", member.Name, v1alpha1.MemberClusterReady)
 	waitLoadBalancer(t, c, gvk("networking.k8s.io", "v1", "Ingress"), "app", "web")
 	waitLoadBalancer(t, c, gvk("", "v1", "Service"), "app", "lb")
@@ -158,7 +164,22 @@ func TestInstallWithBundleRBAC(t *testing.T) {
 	must(t, c.Delete(ctx, demo))
 	testbed.Eventually(t, 30*time.Second, func() error { return proxyObjectsGone(ctx, c, "default", "hub/default/demo") })
 
-	// An unexported Service's ServiceImport is the operator's to delete.
+	// A ServiceImport follows its exported Service's ports (a patch), and is the operator's to
+	// delete once the Service is no longer exported.
+	web := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "backend", Name: "web"}}
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(web), web))
+	web.Spec.Ports = append(web.Spec.Ports, corev1.ServicePort{Name: "admin", Port: 81, TargetPort: intstr.FromInt32(9081)})
+	must(t, c.Update(ctx, web))
+	testbed.Eventually(t, 30*time.Second, func() error {
+		si := unstructuredOf(gvk("multicluster.x-k8s.io", "v1alpha1", "ServiceImport"))
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "backend", Name: "web"}, si); err != nil {
+			return err
+		}
+		if ports, _, _ := unstructured.NestedSlice(si.Object, "spec", "ports"); len(ports) != 2 {
+			return fmt.Errorf("ServiceImport backend/web has %d ports, want the Service's 2", len(ports))
+		}
+		return nil
+	})
 	export := unstructuredOf(gvk("multicluster.x-k8s.io", "v1alpha1", "ServiceExport"))
 	export.SetNamespace("backend")
 	export.SetName("web")
@@ -462,6 +483,13 @@ func applyConformance(t *testing.T, c client.Client) {
 	ctx := t.Context()
 	for _, o := range decodeFile(t, filepath.Join("testdata", "conformance.yaml")) {
 		must(t, c.Create(ctx, o))
+		if o.GetKind() == "Namespace" && o.GetName() == "backend" {
+			crt, _ := selfSigned(t, "secure.backend.svc")
+			must(t, c.Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "backend", Name: "backend-ca"},
+				Data:       map[string]string{"ca.crt": string(crt)},
+			}))
+		}
 		if o.GetKind() == "Namespace" && o.GetName() == "infra" {
 			crt, key := selfSigned(t, "secure.example.com")
 			must(t, c.Create(ctx, &corev1.Secret{
@@ -474,7 +502,7 @@ func applyConformance(t *testing.T, c client.Client) {
 	for _, s := range []struct {
 		ns, name string
 		port     int32
-	}{{"backend", "web", 9080}, {"backend", "grpc", 9090}, {"app", "app-web", 9080}, {"app", "lb", 9080}} {
+	}{{"backend", "web", 9080}, {"backend", "grpc", 9090}, {"backend", "dns", 9053}, {"backend", "secure", 9443}, {"app", "app-web", 9080}, {"app", "lb", 9080}} {
 		must(t, c.Create(ctx, &discoveryv1.EndpointSlice{
 			ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: s.name + "-1",
 				Labels: map[string]string{discoveryv1.LabelServiceName: s.name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
@@ -546,6 +574,28 @@ func conditionTrue(conds []any, typ string, generation int64) error {
 		return nil
 	}
 	return fmt.Errorf("no %s condition", typ)
+}
+
+// waitAncestors waits until every ancestor in a policy's status has Accepted True.
+func waitAncestors(t *testing.T, c client.Client, kind schema.GroupVersionKind, ns, name string) {
+	t.Helper()
+	testbed.Eventually(t, 60*time.Second, func() error {
+		o := unstructuredOf(kind)
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, o); err != nil {
+			return err
+		}
+		ancestors, _, _ := unstructured.NestedSlice(o.Object, "status", "ancestors")
+		if len(ancestors) == 0 {
+			return fmt.Errorf("%s %s/%s has no ancestors in status", kind.Kind, ns, name)
+		}
+		for _, a := range ancestors {
+			conds, _, _ := unstructured.NestedSlice(a.(map[string]any), "conditions")
+			if err := conditionTrue(conds, "Accepted", o.GetGeneration()); err != nil {
+				return fmt.Errorf("%s %s/%s ancestor %v: %w", kind.Kind, ns, name, a.(map[string]any)["ancestorRef"], err)
+			}
+		}
+		return nil
+	})
 }
 
 // waitLoadBalancer waits until the object has an address in status.loadBalancer.ingress.
