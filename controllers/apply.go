@@ -36,9 +36,12 @@ type ProviderSource interface {
 	Names() []string
 }
 
-// The in-cluster provider's objects, and the CA Secret of the config server.
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;serviceaccounts;secrets,verbs=get;list;watch;create;update;patch;delete
+// The in-cluster provider's objects, and the CA Secret of the config server. Server-side apply
+// writes them (patch), and an apply that creates is also authorized as create; nothing updates them,
+// and nothing watches ServiceAccounts (they are listed by label to be deleted).
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;create;patch;delete
 
 // Cloud health checks follow the readiness probe of a backend's pods (one pod read per backend).
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get

@@ -17,9 +17,9 @@ import (
 )
 
 // Finalizer writes are metadata patches on the objects that own load balancers.
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=update;patch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=update;patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=update;patch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=patch
 
 // provisioned is what the finalizers need of the provisioning engine.
 type provisioned interface {

@@ -38,16 +38,17 @@ type kind struct {
 	crd string
 }
 
-// Reading every kind, and writing the status of those that have one:
+// Reading every kind, and writing the status of those that have one (the status writer updates
+// /status and never reads it; the local provider patches a LoadBalancer Service's):
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses;gateways;listenersets;httproutes;grpcroutes;tlsroutes;tcproutes;udproutes;referencegrants;referencepolicies;backendtlspolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses/status;gateways/status;listenersets/status;httproutes/status;grpcroutes/status;tlsroutes/status;tcproutes/status;udproutes/status;backendtlspolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses/status;gateways/status;listenersets/status;httproutes/status;grpcroutes/status;tlsroutes/status;tcproutes/status;udproutes/status;backendtlspolicies/status,verbs=update
 // +kubebuilder:rbac:groups=fleetgate.dev,resources=gatewayclassconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services;namespaces;secrets;configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceimports;serviceexports,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;ingressclasses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=services/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses/status,verbs=update
+// +kubebuilder:rbac:groups="",resources=services/status,verbs=update;patch
 
 // kinds is the table of every kind translation reads. Adding a kind is one entry here, its field
 // in snapshot.Snapshot, and the translation code that reads it.

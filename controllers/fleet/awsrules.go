@@ -48,7 +48,7 @@ type AWSRules struct {
 	wake chan struct{}
 }
 
-// +kubebuilder:rbac:groups=fleetgate.dev,resources=memberclusters,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=fleetgate.dev,resources=memberclusters,verbs=get;list;watch;patch
 
 // NewAWSRules returns the records on MemberClusters read and written through c; Sweep and Swept
 // are set once the provider exists.

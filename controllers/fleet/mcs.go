@@ -39,8 +39,9 @@ type MCS struct {
 	Fleet *Fleet
 }
 
-// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceimports,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceexports/status;serviceimports/status,verbs=get;update;patch
+// ServiceImports are created and merge-patched, their and the exports' status merge-patched.
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceimports,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceexports/status;serviceimports/status,verbs=patch
 
 // SetupWithManager runs the controller on the fleet's member events, the hub's among them when it
 // is a member (WatchHub): those reach it whether or not the hub serves the MCS CRDs.

@@ -37,7 +37,7 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=fleetgate.dev,resources=memberclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=fleetgate.dev,resources=memberclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleetgate.dev,resources=memberclusters/status,verbs=patch
 
 // SetupWithManager watches MemberClusters, the Secrets in the operator namespace they name, and the
 // fleet's own health changes.

@@ -70,19 +70,38 @@ func CRDDirs() []string {
 	}
 }
 
-// Options change what a test bed's API server has installed.
+// Options change what a test bed's API server has installed and how it runs; the zero value is
+// Start's.
 type Options struct {
 	// Without leaves out the CRDs whose file name (in CRDDirs) contains any of these, e.g.
 	// "gateway.networking.k8s.io_" for the whole Gateway API, "_tcproutes" for one kind or
 	// "multicluster.x-k8s.io_" for the MCS API: a cluster without fleetgate's prerequisites.
 	Without []string
+	// PrerequisitesOnly installs only the third-party CRDs, so that a test installs fleetgate's
+	// own itself (from the OLM bundle, for instance).
+	PrerequisitesOnly bool
+	// AuditLog, when set, is the file the server writes its audit log to: every request, at the
+	// Metadata level (user, verb, resource, response code), as JSON lines.
+	AuditLog string
 }
+
+// auditPolicy logs every request's metadata, so that a test can see each one the operator made.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+`
 
 // CRDFiles are the CRD files of CRDDirs whose name contains any of match, or all of them when
 // match is empty.
 func CRDFiles(match ...string) ([]string, error) {
+	return crdFiles(CRDDirs(), match...)
+}
+
+func crdFiles(dirs []string, match ...string) ([]string, error) {
 	var out []string
-	for _, dir := range CRDDirs() {
+	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return nil, fmt.Errorf("reading CRD directory: %w", err)
@@ -115,7 +134,11 @@ func StartWith(ctx context.Context, name string, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := CRDFiles()
+	dirs := CRDDirs()
+	if o.PrerequisitesOnly {
+		dirs = []string{filepath.Join(RepoRoot(), "tests", "testbed", "crds")}
+	}
+	all, err := crdFiles(dirs)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +165,16 @@ func StartWith(ctx context.Context, name string, o Options) (*Cluster, error) {
 		// CRDs take longer to be served when several servers start on two busy cores.
 		CRDInstallOptions:       envtest.CRDInstallOptions{MaxTime: 90 * time.Second},
 		ControlPlaneStopTimeout: 30 * time.Second,
+	}
+	if o.AuditLog != "" {
+		policy := filepath.Join(dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return nil, errors.Join(fmt.Errorf("writing audit policy: %w", err), os.RemoveAll(dir))
+		}
+		env.ControlPlane.GetAPIServer().Configure().
+			Set("audit-policy-file", policy).
+			Set("audit-log-path", o.AuditLog).
+			Set("audit-log-mode", "blocking")
 	}
 	// Explicit paths: envtest would prefer $KUBEBUILDER_ASSETS to the wrappers' directory.
 	env.ControlPlane.GetAPIServer().Path = filepath.Join(assets, "kube-apiserver")
