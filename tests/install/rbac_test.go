@@ -200,6 +200,8 @@ func whyUnused(p permission) string {
 		return "informers start with a streaming WatchList on this API server (audited as watch); list is their fallback where WatchList is off"
 	case p == permission{"", "pods", "get"}:
 		return "AWS provider only: target health checks follow a backend pod's readiness probe"
+	case p == permission{"fleetgate.dev", "memberclusters", "patch"}:
+		return "AWS member rules only: the accounts they are in are recorded on the MemberCluster (annotation and finalizer)"
 	case p == permission{"", "services/status", "patch"}:
 		return "local mode only: the local provider patches a LoadBalancer Service's status"
 	case p.Verb == "create" && slices.Contains([]string{"services", "serviceaccounts", "deployments"}, p.Resource):
