@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
@@ -148,7 +150,16 @@ func Config(ctx context.Context, endpoint string) (aws.Config, error) {
 		config.WithRegion(Region),
 		config.WithBaseEndpoint(endpoint),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("testing", "testing", "")),
-		config.WithRetryMaxAttempts(1),
+		// API errors are never retried (tests see each fault they inject), but a connection moto
+		// reset under load is: the SDK reads it as "connection reset" or "use of closed network
+		// connection", and one such reset failed a clean-clone CI run.
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts, o.MaxBackoff = 3, 50*time.Millisecond
+				o.Retryables = []retry.IsErrorRetryable{retry.RetryableConnectionError{}}
+				o.RateLimiter = ratelimit.None
+			})
+		}),
 	)
 }
 
