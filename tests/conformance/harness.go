@@ -148,7 +148,9 @@ func (e *Env) startControllerManager(logPath string) error {
 	}
 	done := make(chan struct{})
 	go func() {
-		<-waited
+		if err := <-waited; err != nil {
+			fmt.Fprintf(logFile, "kube-controller-manager exited: %v\n", err)
+		}
 		logFile.Close()
 		close(done)
 	}()

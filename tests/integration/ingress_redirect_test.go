@@ -51,7 +51,7 @@ func TestIngressSSLRedirect(t *testing.T) {
 
 	noFollow := &http.Client{Timeout: 5 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{ServerName: "secure.example.com", RootCAs: pool}}}
+		Transport:     &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{ServerName: "secure.example.com", RootCAs: pool}}}
 	type answer struct {
 		Code             int
 		Location, Server string

@@ -55,7 +55,9 @@ func newPrereqEnv(t *testing.T, o testbed.Options) *trafficEnv {
 }
 
 // logged waits until the operator's log has a line holding every one of parts.
-func (e *trafficEnv) logged(timeout time.Duration, parts ...string) { e.loggedTimes(timeout, 1, parts...) }
+func (e *trafficEnv) logged(timeout time.Duration, parts ...string) {
+	e.loggedTimes(timeout, 1, parts...)
+}
 
 // loggedTimes waits until the operator's log has n lines holding every one of parts.
 func (e *trafficEnv) loggedTimes(timeout time.Duration, n int, parts ...string) {

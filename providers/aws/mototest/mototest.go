@@ -36,8 +36,9 @@ type Server struct {
 	// URL is its endpoint, for config.WithBaseEndpoint: one endpoint serves every service.
 	URL string
 	cmd *exec.Cmd
-	// exited is closed once cmd has been waited for.
-	exited chan struct{}
+	// exited is closed once cmd has been waited for, with exitErr what Wait said.
+	exited  chan struct{}
+	exitErr error
 }
 
 // Find returns the moto_server executable: $FLEETGATE_MOTO_SERVER, else bin/moto/bin/moto_server
@@ -99,12 +100,11 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	exited := make(chan struct{})
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, exited: make(chan struct{})}
 	go func() {
-		<-waited
-		close(exited)
+		s.exitErr = <-waited
+		close(s.exited)
 	}()
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, exited: exited}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(s.URL + "/moto-api/")
@@ -113,6 +113,11 @@ func Start() (*Server, error) {
 			if resp.StatusCode == http.StatusOK {
 				return s, nil
 			}
+		}
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("moto at %s exited before it answered: %v", s.URL, s.exitErr)
+		default:
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
