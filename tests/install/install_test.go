@@ -8,17 +8,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -484,14 +477,14 @@ func applyConformance(t *testing.T, c client.Client) {
 	for _, o := range decodeFile(t, filepath.Join("testdata", "conformance.yaml")) {
 		must(t, c.Create(ctx, o))
 		if o.GetKind() == "Namespace" && o.GetName() == "backend" {
-			crt, _ := selfSigned(t, "secure.backend.svc")
+			crt, _, _ := testbed.SelfSignedPEM(t, "secure.backend.svc")
 			must(t, c.Create(ctx, &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "backend", Name: "backend-ca"},
 				Data:       map[string]string{"ca.crt": string(crt)},
 			}))
 		}
 		if o.GetKind() == "Namespace" && o.GetName() == "infra" {
-			crt, key := selfSigned(t, "secure.example.com")
+			crt, key, _ := testbed.SelfSignedPEM(t, "secure.example.com")
 			must(t, c.Create(ctx, &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "gw-tls"},
 				Type:       corev1.SecretTypeTLS,
@@ -696,22 +689,4 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// selfSigned returns a PEM certificate and key for host.
-func selfSigned(t *testing.T, host string) (crt, key []byte) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	must(t, err)
-	kder, err := x509.MarshalECPrivateKey(k)
-	must(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
 }

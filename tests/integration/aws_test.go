@@ -139,7 +139,7 @@ func TestAWSProvisioning(t *testing.T) {
 	must(t, cl.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web2-0"}, Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "app", Image: "web", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}}}}}}))
-	crt, key, _ := selfSignedPEM(t, "grpc.example.com")
+	crt, key, _ := testbed.SelfSignedPEM(t, "grpc.example.com")
 	tlsSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "grpc-tls"}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}}
 	must(t, cl.Create(ctx, tlsSecret))
@@ -288,7 +288,7 @@ func TestAWSProvisioning(t *testing.T) {
 
 	// A rotated certificate is re-imported into the same ACM certificate.
 	imports := len(e.shim.Calls("ImportCertificate"))
-	crt2, key2, _ := selfSignedPEM(t, "grpc.example.com")
+	crt2, key2, _ := testbed.SelfSignedPEM(t, "grpc.example.com")
 	update(t, cl, tlsSecret, func() { tlsSecret.Data = map[string][]byte{corev1.TLSCertKey: crt2, corev1.TLSPrivateKeyKey: key2} })
 	testbed.Eventually(t, 60*time.Second, func() error {
 		calls := e.shim.Calls("ImportCertificate")

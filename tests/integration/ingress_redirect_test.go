@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
 // TestIngressSSLRedirect sends real requests through the local-mode proxy of an Ingress with
@@ -25,7 +26,7 @@ func TestIngressSSLRedirect(t *testing.T) {
 	e := newTrafficEnv(t)
 	e.backend(30, "a", 9080)
 	ctx, c := t.Context(), e.c.Client
-	crt, key, pool := selfSignedPEM(t, "secure.example.com")
+	crt, key, pool := testbed.SelfSignedPEM(t, "secure.example.com")
 	P := networkingv1.PathTypePrefix
 	must(t, c.Create(ctx, &networkingv1.IngressClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "fleetgate"},

@@ -1,16 +1,9 @@
 package integration
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"strings"
@@ -84,7 +77,7 @@ func TestIngressServesTraffic(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "fleetgate"},
 		Spec:       networkingv1.IngressClassSpec{Controller: v1alpha1.IngressControllerName},
 	}))
-	crt, key, pool := selfSignedPEM(t, "secure.example.com")
+	crt, key, pool := testbed.SelfSignedPEM(t, "secure.example.com")
 	must(t, c.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "secure-tls"},
 		Type:       corev1.SecretTypeTLS,
@@ -263,26 +256,4 @@ func (e *trafficEnv) loadBalancerService(t *testing.T) {
 	if len(other.Status.LoadBalancer.Ingress) != 0 {
 		t.Errorf("Service of another class got status %+v", other.Status.LoadBalancer)
 	}
-}
-
-// selfSignedPEM returns a certificate and key for host, and a pool that trusts it.
-func selfSignedPEM(t *testing.T, host string) (crt, key []byte, pool *x509.CertPool) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	must(t, err)
-	kder, err := x509.MarshalECPrivateKey(k)
-	must(t, err)
-	cert, err := x509.ParseCertificate(der)
-	must(t, err)
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), pool
 }

@@ -66,7 +66,7 @@ func TestNLBThroughProxies(t *testing.T) {
 	tr.backend(150, "nlb-v1", 9180)
 	tr.backend(151, "nlb-v2", 9180)
 	tr.backend(152, "nlb-tcp", 9190)
-	crt, key, pool := selfSignedPEM(t, "www.example.com")
+	crt, key, pool := testbed.SelfSignedPEM(t, "www.example.com")
 	must(t, cl.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "www-tls"}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}}))
 	must(t, cl.Create(ctx, nlbRoute("nlb-v1")))

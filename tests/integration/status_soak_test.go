@@ -339,7 +339,7 @@ func (s *soak) churn(ctx context.Context) {
 		host := ns + ".example.com"
 		tls := soakIngress(ns, "tls", "fleetgate", host, "grow")
 		tls.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: "cert"}}
-		crt, key, _ := selfSignedPEM(s.t, host)
+		crt, key, _ := testbed.SelfSignedPEM(s.t, host)
 		defaultOnly := &networkingv1.Ingress{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default-only"},
 			Spec: networkingv1.IngressSpec{IngressClassName: ptr.To("fleetgate"),
