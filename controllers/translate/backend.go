@@ -358,7 +358,13 @@ func (t *translator) endpoints(pol *proxyPolicy, cluster, ns, svc, portName stri
 					notes.denied = append(notes.denied, a)
 					continue
 				}
-				out = append(out, ir.Endpoint{Address: a, Port: uint32(port), Cluster: cluster})
+				ep := ir.Endpoint{Address: a, Port: uint32(port), Cluster: cluster}
+				// Where it runs, for clouds that target endpoints per zone and VM; a value no
+				// cloud API would take is left out rather than handed on.
+				if zone, node := ptrStr(e.Zone), ptrStr(e.NodeName); ir.ValidPlacement(zone, node) {
+					ep.Zone, ep.Node = zone, node
+				}
+				out = append(out, ep)
 			}
 		}
 	}

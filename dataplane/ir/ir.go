@@ -336,6 +336,11 @@ type Endpoint struct {
 	Cluster string `json:"cluster,omitempty"`
 	// Weight spreads traffic across clusters; 0 means 1.
 	Weight uint32 `json:"weight,omitempty"`
+	// Zone and Node are where the endpoint runs (its EndpointSlice's zone and nodeName), when
+	// known: a cloud load balancer that targets endpoints per zone and VM needs them (GCP NEGs);
+	// the proxy ignores them.
+	Zone string `json:"zone,omitempty"`
+	Node string `json:"node,omitempty"`
 }
 
 // SNIRoute routes TLS connections whose SNI matches one of Hostnames.

@@ -277,9 +277,31 @@ func validateBackends(at string, backends []Backend) []error {
 			if e.Address == "" || e.Port == 0 || e.Port > 65535 {
 				errs = append(errs, fmt.Errorf("%s backend %q: bad endpoint %q:%d", at, b.Name, e.Address, e.Port))
 			}
+			if !ValidPlacement(e.Zone, e.Node) {
+				errs = append(errs, fmt.Errorf("%s backend %q: endpoint %q: bad zone %q or node %q", at, b.Name, e.Address, e.Zone, e.Node))
+			}
 		}
 	}
 	return errs
+}
+
+// ValidPlacement tells whether an endpoint's zone and node are empty or names a cloud API can be
+// given as they are: a zone a DNS label of at most 63 characters, a node a DNS subdomain.
+func ValidPlacement(zone, node string) bool {
+	return dnsName(zone, 63, false) && dnsName(node, 253, true)
+}
+
+func dnsName(s string, max int, dots bool) bool {
+	if len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || dots && c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // RegexInstructions parses a regex as Go's regexp does and returns the size of its compiled

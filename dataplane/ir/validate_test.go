@@ -59,6 +59,16 @@ func TestValidate(t *testing.T) {
 		{name: "bad endpoint", mutate: func(c *Config) {
 			c.Listeners[0].VirtualHosts[0].Routes[0].Backends[0].Endpoints[0].Port = 0
 		}, want: "bad endpoint"},
+		{name: "endpoint placement", mutate: func(c *Config) {
+			e := &c.Listeners[0].VirtualHosts[0].Routes[0].Backends[0].Endpoints[0]
+			e.Zone, e.Node = "europe-west1-b", "gke-pool-1-abc.internal"
+		}},
+		{name: "bad endpoint zone", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Backends[0].Endpoints[0].Zone = "zone/../x"
+		}, want: "bad zone"},
+		{name: "bad endpoint node", mutate: func(c *Config) {
+			c.Listeners[0].VirtualHosts[0].Routes[0].Backends[0].Endpoints[0].Node = "Node\n"
+		}, want: "bad zone"},
 		{name: "bad redirect status", mutate: func(c *Config) {
 			c.Listeners[0].VirtualHosts[0].Routes[0].Filters.Redirect = &Redirect{StatusCode: 200}
 		}, want: "redirect status 200"},
