@@ -405,16 +405,129 @@ type AWSHealthCheck struct {
 	Matcher string `json:"matcher,omitempty"`
 }
 
-// GCPOptions tune the GCP load balancers.
-type GCPOptions struct {
-	// Project is the GCP project that owns the load balancers.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	Project string `json:"project"`
+// GCPLoadBalancerType is the kind of Cloud Load Balancing load balancer a class gets.
+// +kubebuilder:validation:Enum=global;regional;network
+type GCPLoadBalancerType string
 
-	// Global selects a global load balancer; otherwise a regional one in each member's region.
+const (
+	// GCPGlobal is a global external Application Load Balancer (EXTERNAL_MANAGED): HTTP and HTTPS
+	// listeners, HTTPRoute rules as URL map route rules, one anycast address.
+	GCPGlobal GCPLoadBalancerType = "global"
+	// GCPRegional is a regional external Application Load Balancer in the class's region.
+	GCPRegional GCPLoadBalancerType = "regional"
+	// GCPNetwork is a regional external passthrough Network Load Balancer: TCP and UDP listeners
+	// (TCPRoute, UDPRoute, LoadBalancer Services) straight to the endpoints' VMs.
+	GCPNetwork GCPLoadBalancerType = "network"
+)
+
+// GCPOptions tune the GCP load balancers of a class and name the project they live in. Unset
+// fields take the operator's defaults (its --gcp-* flags).
+type GCPOptions struct {
+	// Project is the GCP project that owns the load balancers; the operator's --gcp-project when unset.
 	// +optional
-	Global bool `json:"global,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[a-z][-a-z0-9]{4,28}[a-z0-9]$`
+	Project string `json:"project,omitempty"`
+
+	// LoadBalancerType is global, regional (Application Load Balancers) or network (passthrough).
+	// +optional
+	// +kubebuilder:default=global
+	LoadBalancerType GCPLoadBalancerType `json:"loadBalancerType,omitempty"`
+
+	// Region of regional and network load balancers; the operator's --gcp-region when unset.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-z]+-[a-z]+[0-9]+$`
+	Region string `json:"region,omitempty"`
+
+	// Network is the VPC network of the endpoints' network endpoint groups (a name or a self
+	// link); a member's spec.provider.network overrides it for that member's endpoints. Default "default".
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Network string `json:"network,omitempty"`
+
+	// Endpoint overrides the Compute Engine API endpoint (Private Service Connect, or a test
+	// server): scheme and host, no path.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://[^/]+$`
+	// +kubebuilder:validation:MaxLength=256
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// Credentials name the identity the calls are made as; the operator's Application Default
+	// Credentials (GKE workload identity through the metadata server, GOOGLE_APPLICATION_CREDENTIALS)
+	// when unset.
+	// +optional
+	Credentials *GCPCredentials `json:"credentials,omitempty"`
+
+	// Labels are put on every resource fleetgate creates for this class that takes labels
+	// (forwarding rules and addresses), next to fleetgate's ownership labels.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// HealthCheck of the backend services; unset fields follow the backends' readiness probes,
+	// then GCP's defaults.
+	// +optional
+	HealthCheck *GCPHealthCheck `json:"healthCheck,omitempty"`
+
+	// DryRun computes the calls the provider would make and shows them, making no mutating call.
+	// A Gateway can ask for it alone with the infrastructure annotation fleetgate.dev/dry-run: "true".
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// GCPCredentials say which identity the compute calls run as. At most one of secretRef and
+// workloadIdentity; impersonate may be added on top of either (or of the operator's own).
+// +kubebuilder:validation:XValidation:rule="!(has(self.secretRef) && has(self.workloadIdentity))",message="secretRef and workloadIdentity are exclusive"
+type GCPCredentials struct {
+	// SecretRef names a Secret whose key "key.json" holds a service account key.
+	// +optional
+	SecretRef *ObjectRef `json:"secretRef,omitempty"`
+
+	// WorkloadIdentity exchanges a projected token file for Google credentials through workload
+	// identity federation (an external_account configuration).
+	// +optional
+	WorkloadIdentity *GCPWorkloadIdentity `json:"workloadIdentity,omitempty"`
+
+	// Impersonate is the email of a service account the identity above acts as.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-z][-a-z0-9]{4,28}[a-z0-9]@[-a-z0-9.]+\.iam\.gserviceaccount\.com$`
+	Impersonate string `json:"impersonate,omitempty"`
+}
+
+// GCPWorkloadIdentity is a workload identity federation pool provider and the token file the
+// operator's pod has for it.
+type GCPWorkloadIdentity struct {
+	// Audience is the pool provider's full resource name
+	// (//iam.googleapis.com/projects/N/locations/global/workloadIdentityPools/P/providers/Q).
+	// +kubebuilder:validation:Pattern=`^//iam\.googleapis\.com/projects/[0-9]+/locations/global/workloadIdentityPools/[^/]+/providers/[^/]+$`
+	Audience string `json:"audience"`
+	// TokenFile is the path of the projected token in the operator's pod.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	TokenFile string `json:"tokenFile"`
+}
+
+// GCPHealthCheck tunes backend service health checks.
+type GCPHealthCheck struct {
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/`
+	Path string `json:"path,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=300
+	IntervalSeconds *int32 `json:"intervalSeconds,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=300
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	HealthyThreshold *int32 `json:"healthyThreshold,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	UnhealthyThreshold *int32 `json:"unhealthyThreshold,omitempty"`
 }
 
 // GatewayClassConfigStatus reports which GatewayClasses use this config.
