@@ -24,20 +24,21 @@ import (
 )
 
 type options struct {
-	metricsAddr, probeAddr, pprofAddr string
-	leaderElect                       bool
-	leaderElectNS                     string
-	logLevel, logFormat               string
-	shutdownTimeout                   time.Duration
-	namespace                         string
-	localMode                         bool
-	xdsAddr, xdsPublicAddr            string
-	proxyImage, stateDir              string
-	hubIsMember, mcsController        bool
-	fleetID                           string
-	awsRegion, awsEndpoint            string
-	awsQPS                            float64
-	awsBurst                          int
+	metricsAddr, probeAddr, pprofAddr  string
+	leaderElect                        bool
+	leaderElectNS                      string
+	logLevel, logFormat                string
+	shutdownTimeout                    time.Duration
+	namespace                          string
+	localMode                          bool
+	xdsAddr, xdsPublicAddr             string
+	proxyImage, stateDir               string
+	hubIsMember, mcsController         bool
+	fleetID                            string
+	awsRegion, awsEndpoint             string
+	awsQPS                             float64
+	awsBurst                           int
+	gcpProject, gcpRegion, gcpEndpoint string
 }
 
 func main() {
@@ -66,6 +67,7 @@ func main() {
 	flag.BoolVar(&o.hubIsMember, "hub-is-member", true, "serve the Gateway API objects of the operator's own cluster as the member \"hub\"")
 	flag.BoolVar(&o.mcsController, "mcs-controller", true, "maintain ServiceImports in every member from ServiceExports (disable when another MCS implementation runs)")
 	addAWSFlags(flag.CommandLine, &o)
+	addGCPFlags(flag.CommandLine, &o)
 	flag.Parse()
 
 	logger, err := controllers.NewLogger(o.logLevel, o.logFormat)

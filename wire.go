@@ -106,6 +106,11 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	if err := memberRules.Watch(members, recheckAWS); err != nil {
 		return controllers.Options{}, err
 	}
+	gcpProvider, err := newGCP(ctx, o, direct, logger)
+	if err != nil {
+		return controllers.Options{}, err
+	}
+	registry.Register(string(v1alpha1.ProviderGCP), gcpProvider)
 	setup.Apply, setup.Catalog = dataplane, registry
 	// The config server runs on the leader only: it alone translates, so it alone has configs.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {

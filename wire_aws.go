@@ -35,25 +35,14 @@ func addAWSFlags(fs *flag.FlagSet, o *options) {
 // proxies serve the HTTP and HTTPS listeners of network load balancers; nil refuses them. probes
 // find backends' readiness probes for the health checks.
 func newAWS(ctx context.Context, o options, direct client.Client, records aws.MemberRecords, proxies aws.Proxies, probes aws.ReadinessProbes, reg prometheus.Registerer, logger logr.Logger) (*aws.Provider, error) {
-	fleet := o.fleetID
-	if fleet == "" {
-		// The hub's kube-system namespace lives as long as the hub: a stable, unique fleet ID.
-		var ns corev1.Namespace
-		if err := direct.Get(ctx, client.ObjectKey{Name: "kube-system"}, &ns); err != nil {
-			return nil, fmt.Errorf("deriving the fleet ID from the kube-system namespace (or set --fleet-id): %w", err)
-		}
-		fleet = string(ns.UID)
+	fleet, err := fleetID(ctx, o, direct)
+	if err != nil {
+		return nil, err
 	}
 	return aws.New(aws.Options{
 		Fleet:    fleet,
 		Defaults: v1alpha1.AWSOptions{Region: o.awsRegion, Endpoint: o.awsEndpoint},
-		Secrets: func(ctx context.Context, namespace, name string) (map[string][]byte, error) {
-			var s corev1.Secret
-			if err := direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
-				return nil, err
-			}
-			return s.Data, nil
-		},
+		Secrets:  secretData(direct),
 		Classes: func(ctx context.Context) ([]v1alpha1.AWSOptions, error) {
 			var list v1alpha1.GatewayClassConfigList
 			if err := direct.List(ctx, &list); err != nil {
@@ -77,6 +66,30 @@ func newAWS(ctx context.Context, o options, direct client.Client, records aws.Me
 		Registerer: reg,
 		Log:        logger.WithName("aws"),
 	})
+}
+
+// fleetID is --fleet-id, or the UID of the hub's kube-system namespace, which lives as long as
+// the hub: a stable, unique fleet ID for the tags and names of every cloud resource.
+func fleetID(ctx context.Context, o options, direct client.Client) (string, error) {
+	if o.fleetID != "" {
+		return o.fleetID, nil
+	}
+	var ns corev1.Namespace
+	if err := direct.Get(ctx, client.ObjectKey{Name: "kube-system"}, &ns); err != nil {
+		return "", fmt.Errorf("deriving the fleet ID from the kube-system namespace (or set --fleet-id): %w", err)
+	}
+	return string(ns.UID), nil
+}
+
+// secretData reads a Secret's data directly (the manager caches no Secrets of other namespaces).
+func secretData(direct client.Client) func(ctx context.Context, namespace, name string) (map[string][]byte, error) {
+	return func(ctx context.Context, namespace, name string) (map[string][]byte, error) {
+		var s corev1.Secret
+		if err := direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
+			return nil, err
+		}
+		return s.Data, nil
+	}
 }
 
 // memberSpecs reads the spec of every MemberCluster by name, the name endpoints carry as their

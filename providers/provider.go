@@ -176,6 +176,20 @@ func OwnerOf(labels, annotations map[string]string) (key, name string, ok bool) 
 	return key, name, true
 }
 
+// SplitKey reads the namespace and name out of a gateway key: "cluster/namespace/name",
+// "namespace/name", or "cluster/service:namespace/name" for a Service.
+func SplitKey(key string) (namespace, name string) {
+	parts := strings.Split(key, "/")
+	name = parts[len(parts)-1]
+	if len(parts) > 1 {
+		namespace = parts[len(parts)-2]
+		if i := strings.LastIndex(namespace, ":"); i >= 0 {
+			namespace = namespace[i+1:]
+		}
+	}
+	return namespace, name
+}
+
 // Listed is what List returns from the gateways a provider found by key: sorted by key, each with
 // its clusters sorted and without duplicates.
 func Listed(found map[string]*LoadBalancer) []LoadBalancer {

@@ -50,9 +50,12 @@ const (
 	annotationLBCTags = "service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags"
 )
 
-// awsNLBParameters make the AWS provider build a network load balancer for a Service; the rest of
-// its options come from the operator's defaults.
-const awsNLBParameters = `{"loadBalancerType":"network"}`
+// awsNLBParameters and gcpNetworkParameters make the AWS and GCP providers build a network load
+// balancer for a Service; the rest of their options come from the operator's defaults.
+const (
+	awsNLBParameters     = `{"loadBalancerType":"network"}`
+	gcpNetworkParameters = `{"loadBalancerType":"network"}`
+)
 
 // lbClassProvider maps our Service load-balancer classes to providers and the parameters they stand for.
 func lbClassProvider(class string) (v1alpha1.Provider, json.RawMessage, bool) {
@@ -62,7 +65,7 @@ func lbClassProvider(class string) (v1alpha1.Provider, json.RawMessage, bool) {
 	case v1alpha1.LoadBalancerClassAWSNLB:
 		return v1alpha1.ProviderAWS, json.RawMessage(awsNLBParameters), true
 	case v1alpha1.LoadBalancerClassGCP:
-		return v1alpha1.ProviderGCP, nil, true
+		return v1alpha1.ProviderGCP, json.RawMessage(gcpNetworkParameters), true
 	}
 	return "", nil, false
 }

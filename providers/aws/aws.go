@@ -338,7 +338,7 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 			if _, dup := found[ow.Gateway]; dup {
 				continue
 			}
-			ns, name := splitKey(ow.Gateway)
+			ns, name := providers.SplitKey(ow.Gateway)
 			found[ow.Gateway] = &providers.LoadBalancer{Gateway: ow.Gateway, Namespace: ns, Name: name,
 				Provider: string(v1alpha1.ProviderAWS), Clusters: ow.Clusters, Parameters: c.raw}
 		}
@@ -374,20 +374,6 @@ func (p *Provider) classes(ctx context.Context) ([]decodedClass, error) {
 		out = append(out, decodedClass{o, raw})
 	}
 	return out, nil
-}
-
-// splitKey reads the namespace and name out of a gateway key: "cluster/namespace/name",
-// "namespace/name", or "cluster/service:namespace/name" for a Service.
-func splitKey(key string) (namespace, name string) {
-	parts := strings.Split(key, "/")
-	name = parts[len(parts)-1]
-	if len(parts) > 1 {
-		namespace = parts[len(parts)-2]
-		if i := strings.LastIndex(namespace, ":"); i >= 0 {
-			namespace = namespace[i+1:]
-		}
-	}
-	return namespace, name
 }
 
 func (p *Provider) deployer(ctx context.Context, o v1alpha1.AWSOptions) (*deployer, *clients, error) {

@@ -142,7 +142,7 @@ func (p *Provider) listMembers(ctx context.Context, members map[string]v1alpha1.
 		}
 		for _, ow := range owned {
 			if _, dup := found[ow.Gateway]; !dup {
-				ns, name := splitKey(ow.Gateway)
+				ns, name := providers.SplitKey(ow.Gateway)
 				found[ow.Gateway] = &providers.LoadBalancer{Gateway: ow.Gateway, Namespace: ns, Name: name,
 					Provider: string(v1alpha1.ProviderAWS), Parameters: raw}
 			}

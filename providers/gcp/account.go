@@ -1,0 +1,234 @@
+package gcp
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"cloud.google.com/go/auth"
+	"golang.org/x/oauth2"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/impersonate"
+	"google.golang.org/api/option"
+
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/providers"
+)
+
+// secretKeyServiceAccount is the key of a credentials Secret (GCPCredentials.SecretRef) holding
+// a service account key, as `gcloud iam service-accounts keys create` writes it.
+const secretKeyServiceAccount = "key.json"
+
+// computeScope is what the compute calls need.
+const computeScope = "https://www.googleapis.com/auth/compute"
+
+// Where workload identity federation and impersonation exchange tokens.
+const (
+	stsTokenURL       = "https://sts.googleapis.com/v1/token"
+	impersonationURLf = "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/%s:generateAccessToken"
+)
+
+// accounts keeps one set of clients per project, endpoint and identity (with the version of a
+// key Secret's content, so that a rotated key gets new clients).
+type accounts struct {
+	secrets func(ctx context.Context, namespace, name string) (map[string][]byte, error)
+	extra   []option.ClientOption
+
+	mu    sync.Mutex
+	byKey map[string]*clients
+}
+
+func newAccounts(secrets func(context.Context, string, string) (map[string][]byte, error), extra []option.ClientOption) *accounts {
+	return &accounts{secrets: secrets, extra: extra, byKey: map[string]*clients{}}
+}
+
+// accountKey names a class's project and identity for messages: never the credentials.
+func accountKey(o v1alpha1.GCPOptions) string {
+	who := "application default credentials"
+	if c := o.Credentials; c != nil {
+		switch {
+		case c.SecretRef != nil:
+			who = "key in Secret " + c.SecretRef.Namespace + "/" + c.SecretRef.Name
+		case c.WorkloadIdentity != nil:
+			who = "workload identity " + c.WorkloadIdentity.Audience
+		}
+		if c.Impersonate != "" {
+			who += " as " + c.Impersonate
+		}
+	}
+	key := "project " + o.Project + ", " + who
+	if o.Endpoint != "" {
+		key += ", endpoint " + o.Endpoint
+	}
+	return key
+}
+
+// clients returns the clients of o's project and identity, making them on first use.
+func (a *accounts) clients(ctx context.Context, o v1alpha1.GCPOptions) (*clients, string, error) {
+	account := accountKey(o)
+	opts, version, err := a.credentials(ctx, o)
+	if err != nil {
+		return nil, account, err
+	}
+	key := account + "|" + version
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c, ok := a.byKey[key]; ok {
+		return c, account, nil
+	}
+	if o.Endpoint != "" {
+		opts = append(opts, option.WithEndpoint(o.Endpoint))
+	}
+	c, err := newClients(ctx, o.Project, append(opts, a.extra...)...)
+	if err != nil {
+		return nil, account, err
+	}
+	// Clients of an older version of the same account (a rotated key) go.
+	for k, old := range a.byKey {
+		if strings.HasPrefix(k, account+"|") {
+			old.Close()
+			delete(a.byKey, k)
+		}
+	}
+	a.byKey[key] = c
+	return c, account, nil
+}
+
+func (a *accounts) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, c := range a.byKey {
+		c.Close()
+		delete(a.byKey, k)
+	}
+}
+
+// credentials are the client options of o's identity and a version that changes when its key does.
+func (a *accounts) credentials(ctx context.Context, o v1alpha1.GCPOptions) ([]option.ClientOption, string, error) {
+	c := o.Credentials
+	if c == nil {
+		return nil, "", nil // application default credentials
+	}
+	switch {
+	case c.SecretRef != nil:
+		key, err := a.serviceAccountKey(ctx, c.SecretRef)
+		if err != nil {
+			return nil, "", err
+		}
+		sum := sha256.Sum256(key)
+		version := hex.EncodeToString(sum[:8])
+		if c.Impersonate == "" {
+			return []option.ClientOption{option.WithAuthCredentialsJSON(option.ServiceAccount, key)}, version, nil
+		}
+		cfg, err := json.Marshal(map[string]any{
+			"type":                              "impersonated_service_account",
+			"service_account_impersonation_url": fmt.Sprintf(impersonationURLf, c.Impersonate),
+			"source_credentials":                json.RawMessage(key),
+		})
+		if err != nil {
+			return nil, "", fmt.Errorf("encoding the impersonation configuration: %w", err)
+		}
+		return []option.ClientOption{option.WithAuthCredentialsJSON(option.ImpersonatedServiceAccount, cfg)}, version, nil
+	case c.WorkloadIdentity != nil:
+		w := c.WorkloadIdentity
+		cfg := map[string]any{
+			"type":               "external_account",
+			"audience":           w.Audience,
+			"subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+			"token_url":          stsTokenURL,
+			"credential_source":  map[string]string{"file": w.TokenFile},
+		}
+		if c.Impersonate != "" {
+			cfg["service_account_impersonation_url"] = fmt.Sprintf(impersonationURLf, c.Impersonate)
+		}
+		b, err := json.Marshal(cfg)
+		if err != nil {
+			return nil, "", fmt.Errorf("encoding the workload identity configuration: %w", err)
+		}
+		return []option.ClientOption{option.WithAuthCredentialsJSON(option.ExternalAccount, b)}, "", nil
+	case c.Impersonate != "":
+		ts, err := impersonate.CredentialsTokenSource(ctx, impersonate.CredentialsConfig{
+			TargetPrincipal: c.Impersonate, Scopes: []string{computeScope}})
+		if err != nil {
+			return nil, "", &providers.CredentialsError{Reason: providers.ReasonCredentialsUnavailable, Account: accountKey(o),
+				Operation: "impersonating " + c.Impersonate, Message: err.Error(), Err: err}
+		}
+		return []option.ClientOption{option.WithTokenSource(ts)}, "", nil
+	}
+	return nil, "", nil
+}
+
+// serviceAccountKey reads and checks the key of a credentials Secret. Only a service account key
+// is taken: a credentials file of another type could make the client read files or call URLs
+// of the Secret author's choosing.
+func (a *accounts) serviceAccountKey(ctx context.Context, ref *v1alpha1.ObjectRef) ([]byte, error) {
+	unavailable := func(msg string, err error) error {
+		return &providers.CredentialsError{Reason: providers.ReasonCredentialsUnavailable, Account: "Secret " + ref.Namespace + "/" + ref.Name,
+			Operation: "reading Secret " + ref.Namespace + "/" + ref.Name, Message: msg, Err: err}
+	}
+	if a.secrets == nil {
+		return nil, unavailable("this operator reads no credentials Secrets", nil)
+	}
+	data, err := a.secrets(ctx, ref.Namespace, ref.Name)
+	if err != nil {
+		return nil, unavailable(err.Error(), err)
+	}
+	key := data[secretKeyServiceAccount]
+	var f struct {
+		Type string `json:"type"`
+	}
+	if len(key) == 0 {
+		return nil, unavailable("no "+secretKeyServiceAccount+" in the Secret", nil)
+	}
+	if err := json.Unmarshal(key, &f); err != nil || f.Type != "service_account" {
+		return nil, unavailable(secretKeyServiceAccount+" is not a service account key", err)
+	}
+	return key, nil
+}
+
+// credentialsError turns a failure that is about who made a call into a
+// *providers.CredentialsError: the API refusing the credentials (401) or a permission (403
+// without a quota reason), or the token exchange failing.
+func credentialsError(err error, account string) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*providers.CredentialsError](err); ok {
+		return err
+	}
+	if ge, ok := errors.AsType[*googleapi.Error](err); ok {
+		reason := ""
+		if len(ge.Errors) > 0 {
+			reason = ge.Errors[0].Reason
+		}
+		switch {
+		case ge.Code == http.StatusUnauthorized:
+			return &providers.CredentialsError{Reason: providers.ReasonCredentialsRejected, Account: account,
+				Operation: "Compute Engine API", Code: cmp.Or(reason, "unauthorized"), Message: ge.Message, Err: err}
+		case ge.Code == http.StatusForbidden && !strings.Contains(reason, "rateLimit") && !strings.Contains(reason, "quota"):
+			return &providers.CredentialsError{Reason: providers.ReasonPermissionDenied, Account: account,
+				Operation: "Compute Engine API", Code: cmp.Or(reason, "forbidden"), Message: ge.Message, Err: err}
+		}
+		return err
+	}
+	if ae, ok := errors.AsType[*auth.Error](err); ok {
+		return &providers.CredentialsError{Reason: providers.ReasonCredentialsRejected, Account: account,
+			Operation: "fetching an access token", Message: ae.Error(), Err: err}
+	}
+	if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok {
+		return &providers.CredentialsError{Reason: providers.ReasonCredentialsRejected, Account: account,
+			Operation: "fetching an access token", Code: re.ErrorCode, Message: re.Error(), Err: err}
+	}
+	if strings.Contains(err.Error(), "could not find default credentials") {
+		return &providers.CredentialsError{Reason: providers.ReasonCredentialsUnavailable, Account: account,
+			Operation: "finding application default credentials", Message: err.Error(), Err: err}
+	}
+	return err
+}

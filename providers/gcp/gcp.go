@@ -1,0 +1,267 @@
+package gcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/api/option"
+
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/providers"
+)
+
+// Options configure the provider.
+type Options struct {
+	// Fleet is this operator's fleet ID: only resources of this fleet are seen.
+	Fleet string
+	// Defaults fill what a class leaves unset (the operator's --gcp-* flags); LoadBalancer
+	// Services of class fleetgate.dev/gcp use them alone.
+	Defaults v1alpha1.GCPOptions
+	// Secrets reads the data of a Secret holding a service account key.
+	Secrets func(ctx context.Context, namespace, name string) (map[string][]byte, error)
+	// Classes returns the gcp section of every GatewayClassConfig of provider gcp, so that List
+	// looks for orphans in every project and region in use.
+	Classes func(ctx context.Context) ([]v1alpha1.GCPOptions, error)
+	// Members returns the spec of every MemberCluster by name: the VPC network and zones of
+	// their endpoints. Nil knows none (the class's network; endpoints need their own zone).
+	Members func(ctx context.Context) (map[string]v1alpha1.MemberClusterSpec, error)
+	// ClientOptions are added to every client's (tests: an HTTP client); nil adds none.
+	ClientOptions []option.ClientOption
+	Log           logr.Logger
+}
+
+// Provider is the Cloud Load Balancing provider.
+type Provider struct {
+	o        Options
+	accounts *accounts
+}
+
+// New returns the provider.
+func New(o Options) (*Provider, error) {
+	if o.Fleet == "" {
+		return nil, errors.New("gcp provider: a fleet ID is required")
+	}
+	return &Provider{o: o, accounts: newAccounts(o.Secrets, o.ClientOptions)}, nil
+}
+
+// Close closes the clients of every account.
+func (p *Provider) Close() { p.accounts.close() }
+
+// Capabilities decodes the class's gcp section and says what its load balancer type expresses.
+func (p *Provider) Capabilities(params json.RawMessage) (providers.Capabilities, error) {
+	o, err := decodeOptions(params, p.o.Defaults)
+	if err != nil {
+		return providers.Capabilities{}, err
+	}
+	return capabilitiesOf(o), nil
+}
+
+// Ensure builds lb's Stack and deploys it, or only plans it in a dry run.
+func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (providers.Status, error) {
+	o, err := decodeOptions(lb.Parameters, p.o.Defaults)
+	if err != nil {
+		return providers.Status{Reason: providers.ReasonInvalid, Message: err.Error()}, nil
+	}
+	if lb.Annotations[annotationDryRun] == "true" {
+		o.DryRun = true
+	}
+	d, account, err := p.deployer(ctx, o)
+	if err != nil {
+		return providers.Status{}, credentialsError(err, account)
+	}
+	s, err := p.build(ctx, lb, o)
+	if err != nil {
+		return providers.Status{Reason: providers.ReasonInvalid, Message: err.Error()}, nil
+	}
+	dep, err := d.Deploy(ctx, s)
+	if err != nil {
+		return providers.Status{}, credentialsError(err, account)
+	}
+	st := status(dep, s)
+	st.Account = account
+	return st, nil
+}
+
+// annotationDryRun on a Gateway's infrastructure asks for a dry run of its load balancer alone.
+const annotationDryRun = "fleetgate.dev/dry-run"
+
+// Plan returns every mutating call Ensure would make now, making none (`fleetgate plan`).
+func (p *Provider) Plan(ctx context.Context, lb *providers.LoadBalancer) ([]Call, error) {
+	o, err := decodeOptions(lb.Parameters, p.o.Defaults)
+	if err != nil {
+		return nil, fmt.Errorf("planning %s: %w", lb.Gateway, err)
+	}
+	d, _, err := p.deployer(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("planning %s: %w", lb.Gateway, err)
+	}
+	s, err := p.build(ctx, lb, o)
+	if err != nil {
+		return nil, fmt.Errorf("planning %s: %w", lb.Gateway, err)
+	}
+	s.DryRun = true
+	dep, err := d.Deploy(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("planning %s: %w", lb.Gateway, err)
+	}
+	return dep.Calls, nil
+}
+
+func (p *Provider) build(ctx context.Context, lb *providers.LoadBalancer, o v1alpha1.GCPOptions) (*Stack, error) {
+	members := map[string]Member{}
+	if p.o.Members != nil {
+		specs, err := p.o.Members(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the member clusters: %w", err)
+		}
+		for name, m := range specs {
+			members[name] = Member{Network: m.Provider.Network, Zones: m.Zones}
+		}
+	}
+	return Build(lb, o, members, p.o.Fleet)
+}
+
+// status reports a deployed Stack: its addresses once the forwarding rules exist.
+func status(dep Deployed, s *Stack) providers.Status {
+	st := providers.Status{Direct: true, Ready: dep.Ready, Reason: providers.ReasonProgrammed}
+	for _, ip := range dep.Addresses {
+		st.Addresses = append(st.Addresses, providers.Address{Type: providers.AddressTypeIPAddress, Value: ip})
+	}
+	st.Addresses = providers.SortAddresses(st.Addresses)
+	switch {
+	case s.DryRun:
+		st.Ready, st.Reason, st.Message = false, providers.ReasonPending, planSummary(dep.Calls)
+	case !slices.ContainsFunc(s.Resources, func(r Resource) bool { return r.Kind == KindForwardingRule }):
+		st.Ready, st.Reason, st.Message = false, providers.ReasonNoResources, "no listener this load balancer type can serve"
+	case len(st.Addresses) == 0:
+		st.Ready, st.Reason, st.Message = false, providers.ReasonAddressNotAssigned, "the forwarding rules have no address yet"
+	}
+	if len(s.Notes) > 0 {
+		st.Message = strings.TrimPrefix(st.Message+"; "+strings.Join(s.Notes, "; "), "; ")
+	}
+	return st
+}
+
+// planSummary is the condition message of a dry run.
+func planSummary(calls []Call) string {
+	if len(calls) == 0 {
+		return "dry run: the load balancer is in sync, no call would be made"
+	}
+	const shown = 5
+	var b strings.Builder
+	fmt.Fprintf(&b, "dry run: %d calls would be made", len(calls))
+	for i, c := range calls {
+		if i == shown {
+			fmt.Fprintf(&b, "; … and %d more", len(calls)-shown)
+			break
+		}
+		b.WriteString("; " + c.String())
+	}
+	return b.String()
+}
+
+// Delete removes every resource of lb's gateway, unless members outside lb.Clusters still hold
+// it: one load balancer serves them all, and their next Ensure narrows it.
+func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error {
+	o, err := decodeOptions(lb.Parameters, p.o.Defaults)
+	if err != nil {
+		// The class changed into something invalid: its resources are where the defaults say.
+		if o, err = decodeOptions(nil, p.o.Defaults); err != nil {
+			return fmt.Errorf("deleting %s: %w", lb.Gateway, err)
+		}
+	}
+	d, account, err := p.deployer(ctx, o)
+	if err != nil {
+		return fmt.Errorf("deleting %s: %w", lb.Gateway, credentialsError(err, account))
+	}
+	prefix := gatewayPrefix(p.o.Fleet, lb.Gateway)
+	regions := p.regions(ctx, o)
+	owned, err := d.observe(ctx, prefix, regions)
+	if err != nil {
+		return fmt.Errorf("deleting %s: %w", lb.Gateway, credentialsError(err, account))
+	}
+	for _, l := range owned {
+		if slices.ContainsFunc(l.owner.Clusters, func(c string) bool { return !slices.Contains(lb.Clusters, c) }) {
+			return nil // still held elsewhere
+		}
+	}
+	if err := d.cleanup(ctx, owned, nil, &executor{}); err != nil {
+		return fmt.Errorf("deleting %s: %w", lb.Gateway, credentialsError(err, account))
+	}
+	return nil
+}
+
+// List finds every gateway of this fleet with resources in any project and region in use.
+func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
+	classes := []v1alpha1.GCPOptions{{}}
+	if p.o.Classes != nil {
+		more, err := p.o.Classes(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing the gcp classes: %w", err)
+		}
+		classes = append(classes, more...)
+	}
+	found := map[string]*providers.LoadBalancer{}
+	seen := map[string]bool{}
+	var errs []error
+	for _, c := range classes {
+		raw, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encoding class options: %w", err)
+		}
+		o, err := decodeOptions(raw, p.o.Defaults)
+		if err != nil {
+			continue // an invalid class never made anything
+		}
+		d, account, err := p.deployer(ctx, o)
+		if err != nil {
+			errs = append(errs, credentialsError(err, account))
+			continue
+		}
+		key := account + "|" + o.Region
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		owned, err := d.observe(ctx, fleetPrefix(p.o.Fleet), p.regions(ctx, o))
+		if err != nil {
+			errs = append(errs, credentialsError(err, account))
+			continue
+		}
+		for _, l := range owned {
+			lb, ok := found[l.owner.Gateway]
+			if !ok {
+				ns, name := providers.SplitKey(l.owner.Gateway)
+				lb = &providers.LoadBalancer{Gateway: l.owner.Gateway, Namespace: ns, Name: name,
+					Provider: string(v1alpha1.ProviderGCP), Parameters: raw}
+				found[l.owner.Gateway] = lb
+			}
+			lb.Clusters = append(lb.Clusters, l.owner.Clusters...)
+		}
+	}
+	return providers.Listed(found), errors.Join(errs...)
+}
+
+// regions are where a class's regional resources may be: its region and the defaults'.
+func (p *Provider) regions(_ context.Context, o v1alpha1.GCPOptions) []string {
+	var out []string
+	for _, r := range []string{o.Region, p.o.Defaults.Region} {
+		if r != "" && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (p *Provider) deployer(ctx context.Context, o v1alpha1.GCPOptions) (*deployer, string, error) {
+	c, account, err := p.accounts.clients(ctx, o)
+	if err != nil {
+		return nil, account, err
+	}
+	return &deployer{c: c, fleet: p.o.Fleet, log: p.o.Log}, account, nil
+}
