@@ -24,13 +24,13 @@ const testFleet = "fleet-1"
 // goldenInput is one testdata/*.in.yaml: a class's options, the members' placement and a
 // gateway's model with its routing.
 type goldenInput struct {
-	GCP       v1alpha1.GCPOptions   `json:"gcp"`
-	Members   map[string]Member     `json:"members,omitempty"`
-	Gateway   string                `json:"gateway"`
-	Clusters  []string              `json:"clusters"`
-	Addresses []providers.Address   `json:"addresses,omitempty"`
-	Labels    map[string]string     `json:"labels,omitempty"`
-	Routing   ir.Config             `json:"routing"`
+	GCP       v1alpha1.GCPOptions `json:"gcp"`
+	Members   map[string]Member   `json:"members,omitempty"`
+	Gateway   string              `json:"gateway"`
+	Clusters  []string            `json:"clusters"`
+	Addresses []providers.Address `json:"addresses,omitempty"`
+	Labels    map[string]string   `json:"labels,omitempty"`
+	Routing   ir.Config           `json:"routing"`
 }
 
 // goldenResource is a Resource as the golden files show it: the message as the REST API's JSON.

@@ -42,7 +42,9 @@ type Call struct {
 	Name  string
 }
 
-func (c Call) String() string { return c.Verb + " " + c.Kind.String() + " " + c.Scope.String() + "/" + c.Name }
+func (c Call) String() string {
+	return c.Verb + " " + c.Kind.String() + " " + c.Scope.String() + "/" + c.Name
+}
 
 // executor makes mutating calls, or only records them (dry run).
 type executor struct {
