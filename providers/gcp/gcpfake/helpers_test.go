@@ -92,15 +92,18 @@ func (e *env) do(op *compute.Operation, err error) *computepb.Operation {
 	return op.Proto()
 }
 
-// apiErr returns the HTTP status and first reason of a *googleapi.Error, or 0, "" for nil.
+// apiErr returns the HTTP status and first reason ("" if none) of a *googleapi.Error, or 0, "" for nil.
 func apiErr(t *testing.T, err error) (int, string) {
 	t.Helper()
 	if err == nil {
 		return 0, ""
 	}
 	var ge *googleapi.Error
-	if !errors.As(err, &ge) || len(ge.Errors) == 0 {
-		t.Fatalf("error %v is not a *googleapi.Error with errors[]", err)
+	if !errors.As(err, &ge) {
+		t.Fatalf("error %v is not a *googleapi.Error", err)
+	}
+	if len(ge.Errors) == 0 {
+		return ge.Code, ""
 	}
 	return ge.Code, ge.Errors[0].Reason
 }
