@@ -1,0 +1,252 @@
+package gcpfake
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"cloud.google.com/go/compute/apiv1/computepb"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// entry is one listed item with the key it is ordered and paged by.
+type entry struct {
+	key string
+	msg proto.Message
+}
+
+// listPage is the JSON of a compute list response. Items are proto-JSON.
+type listPage struct {
+	Kind          string            `json:"kind"`
+	ID            string            `json:"id"`
+	Items         []json.RawMessage `json:"items,omitempty"`
+	NextPageToken string            `json:"nextPageToken,omitempty"`
+	SelfLink      string            `json:"selfLink"`
+}
+
+func (s *Server) list(req *request, k *kind) (any, *apiError) {
+	prefix := resKey(req.project, req.scope, req.coll, "")
+	var entries []entry
+	for _, key := range sortedKeys(s.res) {
+		if strings.HasPrefix(key, prefix) {
+			entries = append(entries, entry{key, s.view(key, s.res[key])})
+		}
+	}
+	page, next, err := pageOf(req, entries)
+	if err != nil {
+		return nil, err
+	}
+	out := listPage{Kind: k.kind + "List", ID: strings.TrimSuffix(prefix, "/"), NextPageToken: next, SelfLink: Link(strings.TrimSuffix(prefix, "/"))}
+	for _, e := range page {
+		b, merr := protojson.Marshal(e.msg)
+		if merr != nil {
+			return nil, errorf(http.StatusInternalServerError, "backendError", "marshal: %v", merr)
+		}
+		out.Items = append(out.Items, b)
+	}
+	return out, nil
+}
+
+// aggregatedNEGs serves GET aggregated/networkEndpointGroups: items keyed "zones/Z".
+func (s *Server) aggregatedNEGs(req *request) (any, *apiError) {
+	prefix := "projects/" + req.project + "/zones/"
+	var entries []entry
+	for _, key := range sortedKeys(s.res) {
+		if _, coll, _ := splitKey(key); strings.HasPrefix(key, prefix) && coll == "networkEndpointGroups" {
+			entries = append(entries, entry{key, s.view(key, s.res[key])})
+		}
+	}
+	page, next, err := pageOf(req, entries)
+	if err != nil {
+		return nil, err
+	}
+	out := &computepb.NetworkEndpointGroupAggregatedList{
+		Kind:     proto.String("compute#networkEndpointGroupAggregatedList"),
+		Id:       proto.String("projects/" + req.project + "/aggregated/networkEndpointGroups"),
+		SelfLink: proto.String(Link("projects/" + req.project + "/aggregated/networkEndpointGroups")),
+		Items:    map[string]*computepb.NetworkEndpointGroupsScopedList{},
+	}
+	if next != "" {
+		out.NextPageToken = proto.String(next)
+	}
+	for _, e := range page {
+		scope, _, _ := splitKey(e.key)
+		sl := out.Items[scope]
+		if sl == nil {
+			sl = &computepb.NetworkEndpointGroupsScopedList{}
+			out.Items[scope] = sl
+		}
+		sl.NetworkEndpointGroups = append(sl.NetworkEndpointGroups, e.msg.(*computepb.NetworkEndpointGroup))
+	}
+	return out, nil
+}
+
+// listEndpoints serves POST …/networkEndpointGroups/N/listNetworkEndpoints. Health is not modelled,
+// so items carry no healths.
+func (s *Server) listEndpoints(req *request) (any, *apiError) {
+	key := req.key()
+	if _, ok := s.res[key]; !ok {
+		return nil, notFoundError(key)
+	}
+	var entries []entry
+	for i, ep := range s.endpoints[key] {
+		// Attach order, zero-padded so that keys sort in it.
+		entries = append(entries, entry{key: strconv.Itoa(100000 + i), msg: ep})
+	}
+	page, next, err := pageOf(req, entries)
+	if err != nil {
+		return nil, err
+	}
+	out := &computepb.NetworkEndpointGroupsListNetworkEndpoints{
+		Kind: proto.String("compute#networkEndpointGroupsListNetworkEndpoints"),
+		Id:   proto.String(key),
+	}
+	if next != "" {
+		out.NextPageToken = proto.String(next)
+	}
+	for _, e := range page {
+		out.Items = append(out.Items, &computepb.NetworkEndpointWithHealthStatus{NetworkEndpoint: proto.CloneOf(e.msg.(*computepb.NetworkEndpoint))})
+	}
+	return out, nil
+}
+
+// pageOf applies the filter, pageToken and maxResults query parameters to entries sorted by key.
+// The page token is opaque to clients: it encodes the last key returned.
+func pageOf(req *request, entries []entry) ([]entry, string, *apiError) {
+	q := req.call.Query
+	if f := q.Get("filter"); f != "" {
+		match, err := parseFilter(f)
+		if err != nil {
+			return nil, "", err
+		}
+		kept := entries[:0:0]
+		for _, e := range entries {
+			b, _ := protojson.Marshal(e.msg)
+			var obj map[string]any
+			if json.Unmarshal(b, &obj) == nil && match(obj) {
+				kept = append(kept, e)
+			}
+		}
+		entries = kept
+	}
+	// Per the compute v1 reference (maxResults): "Acceptable values are 0 to 500, inclusive.
+	// (Default: 500)".
+	limit := 500
+	if v := q.Get("maxResults"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 500 {
+			return nil, "", errorf(http.StatusBadRequest, "invalid", "Invalid value for field 'maxResults': '%s'. Must be between 0 and 500.", v)
+		}
+		if n > 0 {
+			limit = n
+		}
+	}
+	if tok := q.Get("pageToken"); tok != "" {
+		after, err := base64.RawURLEncoding.DecodeString(tok)
+		if err != nil {
+			return nil, "", errorf(http.StatusBadRequest, "invalid", "Invalid value for field 'pageToken': '%s'.", tok)
+		}
+		i := sort.Search(len(entries), func(i int) bool { return entries[i].key > string(after) })
+		entries = entries[i:]
+	}
+	if len(entries) <= limit {
+		return entries, "", nil
+	}
+	return entries[:limit], base64.RawURLEncoding.EncodeToString([]byte(entries[limit-1].key)), nil
+}
+
+var (
+	// "field eq|ne value": value is an RE2 matched against the whole field.
+	reFilter = regexp.MustCompile(`^([A-Za-z][\w.]*)\s+(eq|ne)\s+(.+)$`)
+	// "field = value" or "field != value": literal comparison.
+	litFilter = regexp.MustCompile(`^([A-Za-z][\w.]*)\s*(=|!=)\s*(.+)$`)
+)
+
+// parseFilter supports the filter forms of the compute v1 list reference that the provider uses:
+// "name eq RE2" / "name ne RE2" (the expression must match the entire field), "name = literal" /
+// "name != literal", quoted with " or ' or bare, on any field (dotted for nested, e.g.
+// labels.owner), and AND of parenthesized expressions "(a) (b)" or "(a) AND (b)". Anything
+// else (OR, ":", "<", …) is refused with 400 rather than silently matching.
+func parseFilter(f string) (func(map[string]any) bool, *apiError) {
+	invalid := errorf(http.StatusBadRequest, "invalid", "Invalid value for field 'filter': '%s'. gcpfake supports eq, ne, = and != joined by AND.", f)
+	var terms []string
+	rest := strings.TrimSpace(f)
+	if !strings.HasPrefix(rest, "(") {
+		terms = []string{rest}
+	}
+	for rest != "" && strings.HasPrefix(rest, "(") {
+		end := strings.IndexByte(rest, ')')
+		if end < 0 {
+			return nil, invalid
+		}
+		terms = append(terms, rest[1:end])
+		rest = strings.TrimSpace(rest[end+1:])
+		if after, ok := strings.CutPrefix(rest, "AND "); ok {
+			rest = strings.TrimSpace(after)
+		}
+		if rest != "" && !strings.HasPrefix(rest, "(") {
+			return nil, invalid
+		}
+	}
+	var preds []func(map[string]any) bool
+	for _, t := range terms {
+		t = strings.TrimSpace(t)
+		if m := reFilter.FindStringSubmatch(t); m != nil {
+			re, err := regexp.Compile("^(?:" + unquote(m[3]) + ")$")
+			if err != nil {
+				return nil, invalid
+			}
+			field, want := m[1], m[2] == "eq"
+			preds = append(preds, func(obj map[string]any) bool { return re.MatchString(fieldOf(obj, field)) == want })
+			continue
+		}
+		if m := litFilter.FindStringSubmatch(t); m != nil && !strings.ContainsAny(m[1], " ") {
+			field, lit, want := m[1], unquote(m[3]), m[2] == "="
+			preds = append(preds, func(obj map[string]any) bool { return (fieldOf(obj, field) == lit) == want })
+			continue
+		}
+		return nil, invalid
+	}
+	return func(obj map[string]any) bool {
+		for _, p := range preds {
+			if !p(obj) {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+func unquote(v string) string {
+	v = strings.TrimSpace(v)
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		return v[1 : len(v)-1]
+	}
+	return v
+}
+
+// fieldOf reads a dotted field of a proto-JSON object as text; a missing field is "".
+func fieldOf(obj map[string]any, path string) string {
+	var v any = obj
+	for _, p := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		v = m[p]
+	}
+	switch v := v.(type) {
+	case string:
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(v)
+	}
+	return ""
+}
