@@ -40,13 +40,14 @@ const (
 type accounts struct {
 	secrets func(ctx context.Context, namespace, name string) (map[string][]byte, error)
 	extra   []option.ClientOption
+	retries Retries
 
 	mu    sync.Mutex
 	byKey map[string]*clients
 }
 
-func newAccounts(secrets func(context.Context, string, string) (map[string][]byte, error), extra []option.ClientOption) *accounts {
-	return &accounts{secrets: secrets, extra: extra, byKey: map[string]*clients{}}
+func newAccounts(secrets func(context.Context, string, string) (map[string][]byte, error), extra []option.ClientOption, retries Retries) *accounts {
+	return &accounts{secrets: secrets, extra: extra, retries: retries, byKey: map[string]*clients{}}
 }
 
 // accountKey names a class's project and identity for messages: never the credentials.
@@ -86,7 +87,7 @@ func (a *accounts) clients(ctx context.Context, o v1alpha1.GCPOptions) (*clients
 	if o.Endpoint != "" {
 		opts = append(opts, option.WithEndpoint(o.Endpoint))
 	}
-	c, err := newClients(ctx, o.Project, append(opts, a.extra...)...)
+	c, err := newClients(ctx, o.Project, a.retries, append(opts, a.extra...)...)
 	if err != nil {
 		return nil, account, err
 	}

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"reflect"
 	"strings"
+	"time"
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
+	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 	"google.golang.org/protobuf/proto"
@@ -17,6 +21,9 @@ import (
 // clients keyed by Kind and Scope: the deployer speaks in resources, not in the eighteen clients.
 type clients struct {
 	project string
+	// co are the call options of every call (Retries). The REST clients apply their CallOptions
+	// to every method but the paged lists, which get co passed explicitly.
+	co []gax.CallOption
 
 	addresses                *compute.AddressesClient
 	globalAddr               *compute.GlobalAddressesClient
@@ -38,8 +45,57 @@ type clients struct {
 	closers                  []func() error
 }
 
+// Retries is how each call is retried: on 429 and 5xx (rate limits and backend errors; an
+// insert whose first attempt did apply then fails alreadyExists, and the next run finds it),
+// MaxAttempts times in all, with jittered exponential backoff from Initial up to Max. Timeout
+// bounds each attempt.
+type Retries struct {
+	MaxAttempts  int
+	Initial, Max time.Duration
+	Timeout      time.Duration
+}
+
+// DefaultRetries are the retries of the operator.
+var DefaultRetries = Retries{MaxAttempts: 5, Initial: 500 * time.Millisecond, Max: 30 * time.Second, Timeout: time.Minute}
+
+// callOptions are the call options of every method: the clients' defaults retry reads without
+// bound for up to 10 minutes and never retry 429 nor a mutation.
+func (r Retries) callOptions() []gax.CallOption {
+	return []gax.CallOption{
+		gax.WithTimeout(r.Timeout),
+		gax.WithRetry(func() gax.Retryer {
+			return &boundedRetryer{left: r.MaxAttempts - 1, Retryer: gax.OnHTTPCodes(gax.Backoff{Initial: r.Initial, Max: r.Max, Multiplier: 2},
+				http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout)}
+		}),
+	}
+}
+
+type boundedRetryer struct {
+	gax.Retryer
+	left int
+}
+
+func (b *boundedRetryer) Retry(err error) (time.Duration, bool) {
+	if b.left <= 0 {
+		return 0, false
+	}
+	b.left--
+	return b.Retryer.Retry(err)
+}
+
+// setCallOptions gives every method of a client's CallOptions (a pointer to a struct of
+// []gax.CallOption fields, one per method) the options opts.
+func setCallOptions(callOptions any, opts []gax.CallOption) {
+	v := reflect.ValueOf(callOptions).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Type() == reflect.TypeFor[[]gax.CallOption]() {
+			f.Set(reflect.ValueOf(opts))
+		}
+	}
+}
+
 // newClients makes every REST client with opts (endpoint, credentials, HTTP client).
-func newClients(ctx context.Context, project string, opts ...option.ClientOption) (*clients, error) {
+func newClients(ctx context.Context, project string, retries Retries, opts ...option.ClientOption) (*clients, error) {
 	c := &clients{project: project}
 	var errs []error
 	mk := func(close func() error, err error) {
@@ -87,6 +143,14 @@ func newClients(ctx context.Context, project string, opts ...option.ClientOption
 	if err := errors.Join(errs...); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("making the compute clients: %w", err)
+	}
+	c.co = retries.callOptions()
+	for _, o := range []any{c.addresses.CallOptions, c.globalAddr.CallOptions, c.healthChecks.CallOptions, c.regionHealthChecks.CallOptions,
+		c.negs.CallOptions, c.backendServices.CallOptions, c.regionBackendServices.CallOptions, c.sslCertificates.CallOptions,
+		c.regionSslCertificates.CallOptions, c.urlMaps.CallOptions, c.regionURLMaps.CallOptions, c.targetHTTPProxies.CallOptions,
+		c.regionTargetHTTPProxies.CallOptions, c.targetHTTPSProxies.CallOptions, c.regionTargetHTTPSProxies.CallOptions,
+		c.globalForwardingRules.CallOptions, c.forwardingRules.CallOptions} {
+		setCallOptions(o, c.co)
 	}
 	return c, nil
 }
@@ -162,45 +226,45 @@ func (c *clients) list(ctx context.Context, k Kind, scope Scope, filter string) 
 	g := scope.Region == ""
 	switch {
 	case k == KindAddress && g:
-		return collect(c.globalAddr.List(ctx, &computepb.ListGlobalAddressesRequest{Project: *p, Filter: f}))
+		return collect(c.globalAddr.List(ctx, &computepb.ListGlobalAddressesRequest{Project: *p, Filter: f}, c.co...))
 	case k == KindAddress:
-		return collect(c.addresses.List(ctx, &computepb.ListAddressesRequest{Project: *p, Region: *r, Filter: f}))
+		return collect(c.addresses.List(ctx, &computepb.ListAddressesRequest{Project: *p, Region: *r, Filter: f}, c.co...))
 	case k == KindHealthCheck && g:
-		return collect(c.healthChecks.List(ctx, &computepb.ListHealthChecksRequest{Project: *p, Filter: f}))
+		return collect(c.healthChecks.List(ctx, &computepb.ListHealthChecksRequest{Project: *p, Filter: f}, c.co...))
 	case k == KindHealthCheck:
-		return collect(c.regionHealthChecks.List(ctx, &computepb.ListRegionHealthChecksRequest{Project: *p, Region: *r, Filter: f}))
+		return collect(c.regionHealthChecks.List(ctx, &computepb.ListRegionHealthChecksRequest{Project: *p, Region: *r, Filter: f}, c.co...))
 	case k == KindNEG:
 		return c.listNEGs(ctx, filter)
 	case k == KindBackendService && g:
-		return collect(c.backendServices.List(ctx, &computepb.ListBackendServicesRequest{Project: *p, Filter: f}))
+		return collect(c.backendServices.List(ctx, &computepb.ListBackendServicesRequest{Project: *p, Filter: f}, c.co...))
 	case k == KindBackendService:
-		return collect(c.regionBackendServices.List(ctx, &computepb.ListRegionBackendServicesRequest{Project: *p, Region: *r, Filter: f}))
+		return collect(c.regionBackendServices.List(ctx, &computepb.ListRegionBackendServicesRequest{Project: *p, Region: *r, Filter: f}, c.co...))
 	case k == KindSSLCertificate && g:
-		return collect(c.sslCertificates.List(ctx, &computepb.ListSslCertificatesRequest{Project: *p, Filter: f}))
+		return collect(c.sslCertificates.List(ctx, &computepb.ListSslCertificatesRequest{Project: *p, Filter: f}, c.co...))
 	case k == KindSSLCertificate:
-		return collect(c.regionSslCertificates.List(ctx, &computepb.ListRegionSslCertificatesRequest{Project: *p, Region: *r, Filter: f}))
+		return collect(c.regionSslCertificates.List(ctx, &computepb.ListRegionSslCertificatesRequest{Project: *p, Region: *r, Filter: f}, c.co...))
 	case k == KindURLMap && g:
-		return collect(c.urlMaps.List(ctx, &computepb.ListUrlMapsRequest{Project: *p, Filter: f}))
+		return collect(c.urlMaps.List(ctx, &computepb.ListUrlMapsRequest{Project: *p, Filter: f}, c.co...))
 	case k == KindURLMap:
-		return collect(c.regionURLMaps.List(ctx, &computepb.ListRegionUrlMapsRequest{Project: *p, Region: *r, Filter: f}))
+		return collect(c.regionURLMaps.List(ctx, &computepb.ListRegionUrlMapsRequest{Project: *p, Region: *r, Filter: f}, c.co...))
 	case k == KindTargetHTTPProxy && g:
-		return collect(c.targetHTTPProxies.List(ctx, &computepb.ListTargetHttpProxiesRequest{Project: *p, Filter: f}))
+		return collect(c.targetHTTPProxies.List(ctx, &computepb.ListTargetHttpProxiesRequest{Project: *p, Filter: f}, c.co...))
 	case k == KindTargetHTTPProxy:
-		return collect(c.regionTargetHTTPProxies.List(ctx, &computepb.ListRegionTargetHttpProxiesRequest{Project: *p, Region: *r, Filter: f}))
+		return collect(c.regionTargetHTTPProxies.List(ctx, &computepb.ListRegionTargetHttpProxiesRequest{Project: *p, Region: *r, Filter: f}, c.co...))
 	case k == KindTargetHTTPSProxy && g:
-		return collect(c.targetHTTPSProxies.List(ctx, &computepb.ListTargetHttpsProxiesRequest{Project: *p, Filter: f}))
+		return collect(c.targetHTTPSProxies.List(ctx, &computepb.ListTargetHttpsProxiesRequest{Project: *p, Filter: f}, c.co...))
 	case k == KindTargetHTTPSProxy:
-		return collect(c.regionTargetHTTPSProxies.List(ctx, &computepb.ListRegionTargetHttpsProxiesRequest{Project: *p, Region: *r, Filter: f}))
+		return collect(c.regionTargetHTTPSProxies.List(ctx, &computepb.ListRegionTargetHttpsProxiesRequest{Project: *p, Region: *r, Filter: f}, c.co...))
 	case k == KindForwardingRule && g:
-		return collect(c.globalForwardingRules.List(ctx, &computepb.ListGlobalForwardingRulesRequest{Project: *p, Filter: f}))
+		return collect(c.globalForwardingRules.List(ctx, &computepb.ListGlobalForwardingRulesRequest{Project: *p, Filter: f}, c.co...))
 	case k == KindForwardingRule:
-		return collect(c.forwardingRules.List(ctx, &computepb.ListForwardingRulesRequest{Project: *p, Region: *r, Filter: f}))
+		return collect(c.forwardingRules.List(ctx, &computepb.ListForwardingRulesRequest{Project: *p, Region: *r, Filter: f}, c.co...))
 	}
 	return nil, fmt.Errorf("listing %s: unknown kind", k)
 }
 
 func (c *clients) listNEGs(ctx context.Context, filter string) ([]proto.Message, error) {
-	it := c.negs.AggregatedList(ctx, &computepb.AggregatedListNetworkEndpointGroupsRequest{Project: c.project, Filter: &filter})
+	it := c.negs.AggregatedList(ctx, &computepb.AggregatedListNetworkEndpointGroupsRequest{Project: c.project, Filter: &filter}, c.co...)
 	var out []proto.Message
 	for {
 		pair, err := it.Next()
@@ -392,7 +456,7 @@ func (c *clients) setLabels(ctx context.Context, k Kind, scope Scope, name strin
 // endpoints lists the network endpoints of a NEG.
 func (c *clients) endpoints(ctx context.Context, zone, neg string) ([]*computepb.NetworkEndpoint, error) {
 	it := c.negs.ListNetworkEndpoints(ctx, &computepb.ListNetworkEndpointsNetworkEndpointGroupsRequest{Project: c.project, Zone: zone, NetworkEndpointGroup: neg,
-		NetworkEndpointGroupsListEndpointsRequestResource: &computepb.NetworkEndpointGroupsListEndpointsRequest{}})
+		NetworkEndpointGroupsListEndpointsRequestResource: &computepb.NetworkEndpointGroupsListEndpointsRequest{}}, c.co...)
 	var out []*computepb.NetworkEndpoint
 	for {
 		e, err := it.Next()

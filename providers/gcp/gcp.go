@@ -32,7 +32,9 @@ type Options struct {
 	Members func(ctx context.Context) (map[string]v1alpha1.MemberClusterSpec, error)
 	// ClientOptions are added to every client's (tests: an HTTP client); nil adds none.
 	ClientOptions []option.ClientOption
-	Log           logr.Logger
+	// Retries of each call; zero is DefaultRetries.
+	Retries Retries
+	Log     logr.Logger
 }
 
 // Provider is the Cloud Load Balancing provider.
@@ -46,7 +48,10 @@ func New(o Options) (*Provider, error) {
 	if o.Fleet == "" {
 		return nil, errors.New("gcp provider: a fleet ID is required")
 	}
-	return &Provider{o: o, accounts: newAccounts(o.Secrets, o.ClientOptions)}, nil
+	if o.Retries == (Retries{}) {
+		o.Retries = DefaultRetries
+	}
+	return &Provider{o: o, accounts: newAccounts(o.Secrets, o.ClientOptions, o.Retries)}, nil
 }
 
 // Close closes the clients of every account.
