@@ -117,27 +117,37 @@ func (a *accounts) credentials(ctx context.Context, o v1alpha1.GCPOptions) ([]op
 	if c == nil {
 		return nil, "", nil // application default credentials
 	}
-	switch {
-	case c.SecretRef != nil:
-		key, err := a.serviceAccountKey(ctx, c.SecretRef)
-		if err != nil {
+	var key []byte
+	var version string
+	if c.SecretRef != nil {
+		var err error
+		if key, err = a.serviceAccountKey(ctx, c.SecretRef); err != nil {
 			return nil, "", err
 		}
 		sum := sha256.Sum256(key)
-		version := hex.EncodeToString(sum[:8])
-		if c.Impersonate == "" {
-			return []option.ClientOption{option.WithAuthCredentialsJSON(option.ServiceAccount, key)}, version, nil
-		}
-		cfg, err := json.Marshal(map[string]any{
-			"type":                              "impersonated_service_account",
-			"service_account_impersonation_url": fmt.Sprintf(impersonationURLf, c.Impersonate),
-			"source_credentials":                json.RawMessage(key),
-		})
+		version = hex.EncodeToString(sum[:8])
+	}
+	if c.SecretRef == nil && c.WorkloadIdentity == nil && c.Impersonate != "" {
+		ts, err := impersonate.CredentialsTokenSource(ctx, impersonate.CredentialsConfig{
+			TargetPrincipal: c.Impersonate, Scopes: []string{computeScope}})
 		if err != nil {
-			return nil, "", fmt.Errorf("encoding the impersonation configuration: %w", err)
+			return nil, "", &providers.CredentialsError{Reason: providers.ReasonCredentialsUnavailable, Account: accountKey(o),
+				Operation: "impersonating " + c.Impersonate, Message: err.Error(), Err: err}
 		}
-		return []option.ClientOption{option.WithAuthCredentialsJSON(option.ImpersonatedServiceAccount, cfg)}, version, nil
-	case c.WorkloadIdentity != nil:
+		return []option.ClientOption{option.WithTokenSource(ts)}, "", nil
+	}
+	typ, cfg, err := credentialConfig(c, key)
+	if err != nil {
+		return nil, "", err
+	}
+	return []option.ClientOption{option.WithAuthCredentialsJSON(typ, cfg)}, version, nil
+}
+
+// credentialConfig is the credential configuration (as the auth library reads it) of a service
+// account key (key, from SecretRef) or of workload identity federation, impersonating
+// c.Impersonate on top when set.
+func credentialConfig(c *v1alpha1.GCPCredentials, key []byte) (option.CredentialsType, []byte, error) {
+	if c.WorkloadIdentity != nil {
 		w := c.WorkloadIdentity
 		cfg := map[string]any{
 			"type":               "external_account",
@@ -151,19 +161,22 @@ func (a *accounts) credentials(ctx context.Context, o v1alpha1.GCPOptions) ([]op
 		}
 		b, err := json.Marshal(cfg)
 		if err != nil {
-			return nil, "", fmt.Errorf("encoding the workload identity configuration: %w", err)
+			return "", nil, fmt.Errorf("encoding the workload identity configuration: %w", err)
 		}
-		return []option.ClientOption{option.WithAuthCredentialsJSON(option.ExternalAccount, b)}, "", nil
-	case c.Impersonate != "":
-		ts, err := impersonate.CredentialsTokenSource(ctx, impersonate.CredentialsConfig{
-			TargetPrincipal: c.Impersonate, Scopes: []string{computeScope}})
-		if err != nil {
-			return nil, "", &providers.CredentialsError{Reason: providers.ReasonCredentialsUnavailable, Account: accountKey(o),
-				Operation: "impersonating " + c.Impersonate, Message: err.Error(), Err: err}
-		}
-		return []option.ClientOption{option.WithTokenSource(ts)}, "", nil
+		return option.ExternalAccount, b, nil
 	}
-	return nil, "", nil
+	if c.Impersonate == "" {
+		return option.ServiceAccount, key, nil
+	}
+	b, err := json.Marshal(map[string]any{
+		"type":                              "impersonated_service_account",
+		"service_account_impersonation_url": fmt.Sprintf(impersonationURLf, c.Impersonate),
+		"source_credentials":                json.RawMessage(key),
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("encoding the impersonation configuration: %w", err)
+	}
+	return option.ImpersonatedServiceAccount, b, nil
 }
 
 // serviceAccountKey reads and checks the key of a credentials Secret. Only a service account key

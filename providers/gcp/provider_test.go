@@ -20,6 +20,7 @@ import (
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	gocmp "github.com/google/go-cmp/cmp"
+	"google.golang.org/api/option"
 	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 
@@ -466,4 +467,92 @@ func selfSigned(t *testing.T, host string) (certPEM, keyPEM []byte) {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd})
+}
+
+// TestServiceAccountKeySecret: a class naming a key Secret reaches the API through the key's
+// token exchange; a Secret without a service account key, and a key that was revoked, are
+// CredentialsErrors naming the Secret and never the key.
+func TestServiceAccountKeySecret(t *testing.T) {
+	fake := gcpfake.NewServer(t)
+	fake.RequireAuth()
+	key, err := fake.NewServiceAccountKey("my-project", "fleetgate@my-project.iam.gserviceaccount.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string][]byte{secretKeyServiceAccount: key}
+	p, err := New(Options{Fleet: testFleet, Retries: testRetries,
+		Secrets: func(_ context.Context, ns, name string) (map[string][]byte, error) {
+			if ns != "gcp" || name != "sa" {
+				return nil, errors.New("not found")
+			}
+			return secrets, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	lb, _ := goldenModel(t, "global-https")
+	lb.Parameters = mustJSON(t, v1alpha1.GCPOptions{Project: "my-project", Endpoint: fake.URL(),
+		Credentials: &v1alpha1.GCPCredentials{SecretRef: &v1alpha1.ObjectRef{Namespace: "gcp", Name: "sa"}}})
+	st, err := p.Ensure(context.Background(), lb)
+	if err != nil || !st.Ready {
+		t.Fatalf("Ensure with the key: %+v, %v", st, err)
+	}
+	if !strings.Contains(st.Account, "key in Secret gcp/sa") {
+		t.Errorf("status account %q does not name the Secret", st.Account)
+	}
+
+	fake.Revoke("fleetgate@my-project.iam.gserviceaccount.com")
+	// A new key version (the Secret changed) makes new clients, which need a new token.
+	secrets[secretKeyServiceAccount] = append(slices.Clone(key), ' ')
+	_, err = p.Ensure(context.Background(), lb)
+	ce, ok := errors.AsType[*providers.CredentialsError](err)
+	if !ok || ce.Reason != providers.ReasonCredentialsRejected || strings.Contains(ce.Error(), "PRIVATE KEY") {
+		t.Errorf("revoked key: %v, want CredentialsRejected without the key", err)
+	}
+
+	secrets[secretKeyServiceAccount] = []byte(`{"type":"external_account","credential_source":{"file":"/etc/passwd"}}`)
+	_, err = p.Ensure(context.Background(), lb)
+	if ce, ok := errors.AsType[*providers.CredentialsError](err); !ok || ce.Reason != providers.ReasonCredentialsUnavailable {
+		t.Errorf("not a service account key: %v, want CredentialsUnavailable", err)
+	}
+}
+
+// TestCredentialConfigs: workload identity and impersonation become the credential
+// configurations the auth library reads, pointing at Google's token services.
+func TestCredentialConfigs(t *testing.T) {
+	const audience = "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/q"
+	key := []byte(`{"type":"service_account","client_email":"fg@p.iam.gserviceaccount.com"}`)
+	for _, tt := range []struct {
+		name string
+		c    v1alpha1.GCPCredentials
+		typ  option.CredentialsType
+		want map[string]any
+	}{
+		{"key", v1alpha1.GCPCredentials{SecretRef: &v1alpha1.ObjectRef{}}, option.ServiceAccount,
+			map[string]any{"type": "service_account", "client_email": "fg@p.iam.gserviceaccount.com"}},
+		{"key as another account", v1alpha1.GCPCredentials{SecretRef: &v1alpha1.ObjectRef{}, Impersonate: "lb@p.iam.gserviceaccount.com"},
+			option.ImpersonatedServiceAccount, map[string]any{"type": "impersonated_service_account",
+				"service_account_impersonation_url": "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/lb@p.iam.gserviceaccount.com:generateAccessToken",
+				"source_credentials":                map[string]any{"type": "service_account", "client_email": "fg@p.iam.gserviceaccount.com"}}},
+		{"workload identity", v1alpha1.GCPCredentials{WorkloadIdentity: &v1alpha1.GCPWorkloadIdentity{Audience: audience, TokenFile: "/var/run/token"}},
+			option.ExternalAccount, map[string]any{"type": "external_account", "audience": audience,
+				"subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "token_url": "https://sts.googleapis.com/v1/token",
+				"credential_source": map[string]any{"file": "/var/run/token"}}},
+	} {
+		typ, cfg, err := credentialConfig(&tt.c, key)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(cfg, &got); err != nil {
+			t.Fatal(err)
+		}
+		if typ != tt.typ {
+			t.Errorf("%s: type %s, want %s", tt.name, typ, tt.typ)
+		}
+		if diff := gocmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
 }

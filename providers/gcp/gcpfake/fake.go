@@ -6,6 +6,7 @@
 package gcpfake
 
 import (
+	"crypto/rsa"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,11 +46,12 @@ type Server struct {
 	faults  []*fault
 	rate    *faultRate
 	running bool
+	auth    authState
 }
 
 // New starts a fake; Close stops it.
 func New() *Server {
-	s := &Server{}
+	s := &Server{auth: authState{accounts: map[string]*rsa.PublicKey{}, tokens: map[string]string{}}}
 	s.Reset()
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
@@ -164,6 +166,9 @@ func resKey(project, scope, coll, name string) string {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
