@@ -352,8 +352,9 @@ func (d *deployer) addresses(ctx context.Context, s *Stack) ([]string, error) {
 	return out, nil
 }
 
+// ownerClusters are the clusters r's ownership record holds (see owner.Clusters).
 func ownerClusters(s *Stack, r *Resource) []string {
-	if r.Kind == KindAddress || r.Kind == KindForwardingRule {
+	if r.Kind == KindBackendService {
 		return s.Clusters
 	}
 	return nil

@@ -189,6 +189,22 @@ func TestEnsureGlobalLifecycle(t *testing.T) {
 		t.Errorf("label change calls = %v, want two setLabels", m)
 	}
 
+	// A member joins: the backend services' records are rewritten, nothing is replaced.
+	fake.ResetCalls()
+	lb.Clusters = []string{"east", "hub", "west"}
+	ensure(t, p, lb)
+	if m := mutations(fake); len(m) != 6 || slices.ContainsFunc(m, func(c string) bool { return !strings.HasPrefix(c, "PUT my-project/global/backendServices/") }) {
+		t.Errorf("a member joining made %v, want a PUT of each of the 6 backend services", m)
+	}
+	// One member lets go: the others still hold the load balancer.
+	fake.ResetCalls()
+	if err := p.Delete(context.Background(), &providers.LoadBalancer{Gateway: lb.Gateway, Parameters: lb.Parameters, Clusters: []string{"west"}}); err != nil {
+		t.Fatal(err)
+	}
+	if m := mutations(fake); len(m) != 0 {
+		t.Errorf("deleting for one of three members made %v", m)
+	}
+
 	// Delete leaves nothing.
 	if err := p.Delete(context.Background(), lb); err != nil {
 		t.Fatalf("Delete: %v", err)

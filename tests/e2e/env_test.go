@@ -57,13 +57,18 @@ type fleet struct {
 // newFleet starts the three API servers and the operator, registers member-a with its admin
 // kubeconfig and member-b with a user bound only to config/member's ClusterRole.
 func newFleet(t *testing.T, weightA, weightB int32) *fleet {
+	return newFleetWith(t, weightA, weightB)
+}
+
+// newFleetWith is newFleet with more operator flags.
+func newFleetWith(t *testing.T, weightA, weightB int32, operatorArgs ...string) *fleet {
 	clusters := testbed.ForTest(t, "hub", "member-a", "member-b")
 	binary, err := testbed.BuildOperator(t.TempDir())
 	must(t, err)
 	f := &fleet{t: t, hub: clusters[0], a: clusters[1], b: clusters[2], all: clusters, binary: binary, stateDir: t.TempDir()}
 	ctx := t.Context()
 	must(t, f.hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}}))
-	op, err := testbed.StartOperator(binary, f.hub, f.stateDir, "--namespace="+operatorNS, "--log-level=info")
+	op, err := testbed.StartOperator(binary, f.hub, f.stateDir, append([]string{"--namespace=" + operatorNS, "--log-level=info"}, operatorArgs...)...)
 	must(t, err)
 	f.op = op
 	t.Cleanup(func() {
