@@ -1,6 +1,7 @@
 package gcp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,8 @@ type clients struct {
 	// co are the call options of every call (Retries). The REST clients apply their CallOptions
 	// to every method but the paged lists, which get co passed explicitly.
 	co []gax.CallOption
+	// opTimeout bounds each wait for an operation.
+	opTimeout time.Duration
 
 	addresses                *compute.AddressesClient
 	globalAddr               *compute.GlobalAddressesClient
@@ -48,15 +51,18 @@ type clients struct {
 // Retries is how each call is retried: on 429 and 5xx (rate limits and backend errors; an
 // insert whose first attempt did apply then fails alreadyExists, and the next run finds it),
 // MaxAttempts times in all, with jittered exponential backoff from Initial up to Max. Timeout
-// bounds each attempt.
+// bounds each attempt, Operation the wait for a long-running operation to finish.
 type Retries struct {
 	MaxAttempts  int
 	Initial, Max time.Duration
 	Timeout      time.Duration
+	Operation    time.Duration
 }
 
 // DefaultRetries are the retries of the operator.
-var DefaultRetries = Retries{MaxAttempts: 5, Initial: 500 * time.Millisecond, Max: 30 * time.Second, Timeout: time.Minute}
+func DefaultRetries() Retries {
+	return Retries{MaxAttempts: 5, Initial: 500 * time.Millisecond, Max: 30 * time.Second, Timeout: time.Minute, Operation: 5 * time.Minute}
+}
 
 // callOptions are the call options of every method: the clients' defaults retry reads without
 // bound for up to 10 minutes and never retry 429 nor a mutation.
@@ -96,7 +102,7 @@ func setCallOptions(callOptions any, opts []gax.CallOption) {
 
 // newClients makes every REST client with opts (endpoint, credentials, HTTP client).
 func newClients(ctx context.Context, project string, retries Retries, opts ...option.ClientOption) (*clients, error) {
-	c := &clients{project: project}
+	c := &clients{project: project, opTimeout: cmp.Or(retries.Operation, DefaultRetries().Operation)}
 	var errs []error
 	mk := func(close func() error, err error) {
 		if err != nil {
@@ -184,12 +190,15 @@ func (e *opError) Error() string {
 	return fmt.Sprintf("operation %s failed: %s", e.op, strings.Join(parts, "; "))
 }
 
-// wait returns a function that waits for an operation and checks its error field: wait(ctx)(call(…)).
-func wait(ctx context.Context) func(*compute.Operation, error) error {
+// wait returns a function that waits for an operation, at most Retries.Operation, and checks its
+// error field: c.wait(ctx)(call(…)).
+func (c *clients) wait(ctx context.Context) func(*compute.Operation, error) error {
 	return func(op *compute.Operation, err error) error {
 		if err != nil {
 			return err
 		}
+		ctx, cancel := context.WithTimeout(ctx, c.opTimeout)
+		defer cancel()
 		return waitOp(ctx, op)
 	}
 }
@@ -290,46 +299,46 @@ func (c *clients) insert(ctx context.Context, k Kind, scope Scope, m proto.Messa
 	switch v := m.(type) {
 	case *computepb.Address:
 		if g {
-			return wait(ctx)(c.globalAddr.Insert(ctx, &computepb.InsertGlobalAddressRequest{Project: p, AddressResource: v}))
+			return c.wait(ctx)(c.globalAddr.Insert(ctx, &computepb.InsertGlobalAddressRequest{Project: p, AddressResource: v}))
 		}
-		return wait(ctx)(c.addresses.Insert(ctx, &computepb.InsertAddressRequest{Project: p, Region: r, AddressResource: v}))
+		return c.wait(ctx)(c.addresses.Insert(ctx, &computepb.InsertAddressRequest{Project: p, Region: r, AddressResource: v}))
 	case *computepb.HealthCheck:
 		if g {
-			return wait(ctx)(c.healthChecks.Insert(ctx, &computepb.InsertHealthCheckRequest{Project: p, HealthCheckResource: v}))
+			return c.wait(ctx)(c.healthChecks.Insert(ctx, &computepb.InsertHealthCheckRequest{Project: p, HealthCheckResource: v}))
 		}
-		return wait(ctx)(c.regionHealthChecks.Insert(ctx, &computepb.InsertRegionHealthCheckRequest{Project: p, Region: r, HealthCheckResource: v}))
+		return c.wait(ctx)(c.regionHealthChecks.Insert(ctx, &computepb.InsertRegionHealthCheckRequest{Project: p, Region: r, HealthCheckResource: v}))
 	case *computepb.NetworkEndpointGroup:
-		return wait(ctx)(c.negs.Insert(ctx, &computepb.InsertNetworkEndpointGroupRequest{Project: p, Zone: scope.Zone, NetworkEndpointGroupResource: v}))
+		return c.wait(ctx)(c.negs.Insert(ctx, &computepb.InsertNetworkEndpointGroupRequest{Project: p, Zone: scope.Zone, NetworkEndpointGroupResource: v}))
 	case *computepb.BackendService:
 		if g {
-			return wait(ctx)(c.backendServices.Insert(ctx, &computepb.InsertBackendServiceRequest{Project: p, BackendServiceResource: v}))
+			return c.wait(ctx)(c.backendServices.Insert(ctx, &computepb.InsertBackendServiceRequest{Project: p, BackendServiceResource: v}))
 		}
-		return wait(ctx)(c.regionBackendServices.Insert(ctx, &computepb.InsertRegionBackendServiceRequest{Project: p, Region: r, BackendServiceResource: v}))
+		return c.wait(ctx)(c.regionBackendServices.Insert(ctx, &computepb.InsertRegionBackendServiceRequest{Project: p, Region: r, BackendServiceResource: v}))
 	case *computepb.SslCertificate:
 		if g {
-			return wait(ctx)(c.sslCertificates.Insert(ctx, &computepb.InsertSslCertificateRequest{Project: p, SslCertificateResource: v}))
+			return c.wait(ctx)(c.sslCertificates.Insert(ctx, &computepb.InsertSslCertificateRequest{Project: p, SslCertificateResource: v}))
 		}
-		return wait(ctx)(c.regionSslCertificates.Insert(ctx, &computepb.InsertRegionSslCertificateRequest{Project: p, Region: r, SslCertificateResource: v}))
+		return c.wait(ctx)(c.regionSslCertificates.Insert(ctx, &computepb.InsertRegionSslCertificateRequest{Project: p, Region: r, SslCertificateResource: v}))
 	case *computepb.UrlMap:
 		if g {
-			return wait(ctx)(c.urlMaps.Insert(ctx, &computepb.InsertUrlMapRequest{Project: p, UrlMapResource: v}))
+			return c.wait(ctx)(c.urlMaps.Insert(ctx, &computepb.InsertUrlMapRequest{Project: p, UrlMapResource: v}))
 		}
-		return wait(ctx)(c.regionURLMaps.Insert(ctx, &computepb.InsertRegionUrlMapRequest{Project: p, Region: r, UrlMapResource: v}))
+		return c.wait(ctx)(c.regionURLMaps.Insert(ctx, &computepb.InsertRegionUrlMapRequest{Project: p, Region: r, UrlMapResource: v}))
 	case *computepb.TargetHttpProxy:
 		if g {
-			return wait(ctx)(c.targetHTTPProxies.Insert(ctx, &computepb.InsertTargetHttpProxyRequest{Project: p, TargetHttpProxyResource: v}))
+			return c.wait(ctx)(c.targetHTTPProxies.Insert(ctx, &computepb.InsertTargetHttpProxyRequest{Project: p, TargetHttpProxyResource: v}))
 		}
-		return wait(ctx)(c.regionTargetHTTPProxies.Insert(ctx, &computepb.InsertRegionTargetHttpProxyRequest{Project: p, Region: r, TargetHttpProxyResource: v}))
+		return c.wait(ctx)(c.regionTargetHTTPProxies.Insert(ctx, &computepb.InsertRegionTargetHttpProxyRequest{Project: p, Region: r, TargetHttpProxyResource: v}))
 	case *computepb.TargetHttpsProxy:
 		if g {
-			return wait(ctx)(c.targetHTTPSProxies.Insert(ctx, &computepb.InsertTargetHttpsProxyRequest{Project: p, TargetHttpsProxyResource: v}))
+			return c.wait(ctx)(c.targetHTTPSProxies.Insert(ctx, &computepb.InsertTargetHttpsProxyRequest{Project: p, TargetHttpsProxyResource: v}))
 		}
-		return wait(ctx)(c.regionTargetHTTPSProxies.Insert(ctx, &computepb.InsertRegionTargetHttpsProxyRequest{Project: p, Region: r, TargetHttpsProxyResource: v}))
+		return c.wait(ctx)(c.regionTargetHTTPSProxies.Insert(ctx, &computepb.InsertRegionTargetHttpsProxyRequest{Project: p, Region: r, TargetHttpsProxyResource: v}))
 	case *computepb.ForwardingRule:
 		if g {
-			return wait(ctx)(c.globalForwardingRules.Insert(ctx, &computepb.InsertGlobalForwardingRuleRequest{Project: p, ForwardingRuleResource: v}))
+			return c.wait(ctx)(c.globalForwardingRules.Insert(ctx, &computepb.InsertGlobalForwardingRuleRequest{Project: p, ForwardingRuleResource: v}))
 		}
-		return wait(ctx)(c.forwardingRules.Insert(ctx, &computepb.InsertForwardingRuleRequest{Project: p, Region: r, ForwardingRuleResource: v}))
+		return c.wait(ctx)(c.forwardingRules.Insert(ctx, &computepb.InsertForwardingRuleRequest{Project: p, Region: r, ForwardingRuleResource: v}))
 	}
 	return fmt.Errorf("inserting a %s: unknown kind", k)
 }
@@ -340,39 +349,39 @@ func (c *clients) remove(ctx context.Context, k Kind, scope Scope, name string) 
 	g := r == ""
 	switch {
 	case k == KindAddress && g:
-		return wait(ctx)(c.globalAddr.Delete(ctx, &computepb.DeleteGlobalAddressRequest{Project: p, Address: name}))
+		return c.wait(ctx)(c.globalAddr.Delete(ctx, &computepb.DeleteGlobalAddressRequest{Project: p, Address: name}))
 	case k == KindAddress:
-		return wait(ctx)(c.addresses.Delete(ctx, &computepb.DeleteAddressRequest{Project: p, Region: r, Address: name}))
+		return c.wait(ctx)(c.addresses.Delete(ctx, &computepb.DeleteAddressRequest{Project: p, Region: r, Address: name}))
 	case k == KindHealthCheck && g:
-		return wait(ctx)(c.healthChecks.Delete(ctx, &computepb.DeleteHealthCheckRequest{Project: p, HealthCheck: name}))
+		return c.wait(ctx)(c.healthChecks.Delete(ctx, &computepb.DeleteHealthCheckRequest{Project: p, HealthCheck: name}))
 	case k == KindHealthCheck:
-		return wait(ctx)(c.regionHealthChecks.Delete(ctx, &computepb.DeleteRegionHealthCheckRequest{Project: p, Region: r, HealthCheck: name}))
+		return c.wait(ctx)(c.regionHealthChecks.Delete(ctx, &computepb.DeleteRegionHealthCheckRequest{Project: p, Region: r, HealthCheck: name}))
 	case k == KindNEG:
-		return wait(ctx)(c.negs.Delete(ctx, &computepb.DeleteNetworkEndpointGroupRequest{Project: p, Zone: scope.Zone, NetworkEndpointGroup: name}))
+		return c.wait(ctx)(c.negs.Delete(ctx, &computepb.DeleteNetworkEndpointGroupRequest{Project: p, Zone: scope.Zone, NetworkEndpointGroup: name}))
 	case k == KindBackendService && g:
-		return wait(ctx)(c.backendServices.Delete(ctx, &computepb.DeleteBackendServiceRequest{Project: p, BackendService: name}))
+		return c.wait(ctx)(c.backendServices.Delete(ctx, &computepb.DeleteBackendServiceRequest{Project: p, BackendService: name}))
 	case k == KindBackendService:
-		return wait(ctx)(c.regionBackendServices.Delete(ctx, &computepb.DeleteRegionBackendServiceRequest{Project: p, Region: r, BackendService: name}))
+		return c.wait(ctx)(c.regionBackendServices.Delete(ctx, &computepb.DeleteRegionBackendServiceRequest{Project: p, Region: r, BackendService: name}))
 	case k == KindSSLCertificate && g:
-		return wait(ctx)(c.sslCertificates.Delete(ctx, &computepb.DeleteSslCertificateRequest{Project: p, SslCertificate: name}))
+		return c.wait(ctx)(c.sslCertificates.Delete(ctx, &computepb.DeleteSslCertificateRequest{Project: p, SslCertificate: name}))
 	case k == KindSSLCertificate:
-		return wait(ctx)(c.regionSslCertificates.Delete(ctx, &computepb.DeleteRegionSslCertificateRequest{Project: p, Region: r, SslCertificate: name}))
+		return c.wait(ctx)(c.regionSslCertificates.Delete(ctx, &computepb.DeleteRegionSslCertificateRequest{Project: p, Region: r, SslCertificate: name}))
 	case k == KindURLMap && g:
-		return wait(ctx)(c.urlMaps.Delete(ctx, &computepb.DeleteUrlMapRequest{Project: p, UrlMap: name}))
+		return c.wait(ctx)(c.urlMaps.Delete(ctx, &computepb.DeleteUrlMapRequest{Project: p, UrlMap: name}))
 	case k == KindURLMap:
-		return wait(ctx)(c.regionURLMaps.Delete(ctx, &computepb.DeleteRegionUrlMapRequest{Project: p, Region: r, UrlMap: name}))
+		return c.wait(ctx)(c.regionURLMaps.Delete(ctx, &computepb.DeleteRegionUrlMapRequest{Project: p, Region: r, UrlMap: name}))
 	case k == KindTargetHTTPProxy && g:
-		return wait(ctx)(c.targetHTTPProxies.Delete(ctx, &computepb.DeleteTargetHttpProxyRequest{Project: p, TargetHttpProxy: name}))
+		return c.wait(ctx)(c.targetHTTPProxies.Delete(ctx, &computepb.DeleteTargetHttpProxyRequest{Project: p, TargetHttpProxy: name}))
 	case k == KindTargetHTTPProxy:
-		return wait(ctx)(c.regionTargetHTTPProxies.Delete(ctx, &computepb.DeleteRegionTargetHttpProxyRequest{Project: p, Region: r, TargetHttpProxy: name}))
+		return c.wait(ctx)(c.regionTargetHTTPProxies.Delete(ctx, &computepb.DeleteRegionTargetHttpProxyRequest{Project: p, Region: r, TargetHttpProxy: name}))
 	case k == KindTargetHTTPSProxy && g:
-		return wait(ctx)(c.targetHTTPSProxies.Delete(ctx, &computepb.DeleteTargetHttpsProxyRequest{Project: p, TargetHttpsProxy: name}))
+		return c.wait(ctx)(c.targetHTTPSProxies.Delete(ctx, &computepb.DeleteTargetHttpsProxyRequest{Project: p, TargetHttpsProxy: name}))
 	case k == KindTargetHTTPSProxy:
-		return wait(ctx)(c.regionTargetHTTPSProxies.Delete(ctx, &computepb.DeleteRegionTargetHttpsProxyRequest{Project: p, Region: r, TargetHttpsProxy: name}))
+		return c.wait(ctx)(c.regionTargetHTTPSProxies.Delete(ctx, &computepb.DeleteRegionTargetHttpsProxyRequest{Project: p, Region: r, TargetHttpsProxy: name}))
 	case k == KindForwardingRule && g:
-		return wait(ctx)(c.globalForwardingRules.Delete(ctx, &computepb.DeleteGlobalForwardingRuleRequest{Project: p, ForwardingRule: name}))
+		return c.wait(ctx)(c.globalForwardingRules.Delete(ctx, &computepb.DeleteGlobalForwardingRuleRequest{Project: p, ForwardingRule: name}))
 	case k == KindForwardingRule:
-		return wait(ctx)(c.forwardingRules.Delete(ctx, &computepb.DeleteForwardingRuleRequest{Project: p, Region: r, ForwardingRule: name}))
+		return c.wait(ctx)(c.forwardingRules.Delete(ctx, &computepb.DeleteForwardingRuleRequest{Project: p, Region: r, ForwardingRule: name}))
 	}
 	return fmt.Errorf("deleting a %s: unknown kind", k)
 }
@@ -385,19 +394,19 @@ func (c *clients) put(ctx context.Context, scope Scope, name string, m proto.Mes
 	switch v := m.(type) {
 	case *computepb.HealthCheck:
 		if g {
-			return wait(ctx)(c.healthChecks.Update(ctx, &computepb.UpdateHealthCheckRequest{Project: p, HealthCheck: name, HealthCheckResource: v}))
+			return c.wait(ctx)(c.healthChecks.Update(ctx, &computepb.UpdateHealthCheckRequest{Project: p, HealthCheck: name, HealthCheckResource: v}))
 		}
-		return wait(ctx)(c.regionHealthChecks.Update(ctx, &computepb.UpdateRegionHealthCheckRequest{Project: p, Region: r, HealthCheck: name, HealthCheckResource: v}))
+		return c.wait(ctx)(c.regionHealthChecks.Update(ctx, &computepb.UpdateRegionHealthCheckRequest{Project: p, Region: r, HealthCheck: name, HealthCheckResource: v}))
 	case *computepb.BackendService:
 		if g {
-			return wait(ctx)(c.backendServices.Update(ctx, &computepb.UpdateBackendServiceRequest{Project: p, BackendService: name, BackendServiceResource: v}))
+			return c.wait(ctx)(c.backendServices.Update(ctx, &computepb.UpdateBackendServiceRequest{Project: p, BackendService: name, BackendServiceResource: v}))
 		}
-		return wait(ctx)(c.regionBackendServices.Update(ctx, &computepb.UpdateRegionBackendServiceRequest{Project: p, Region: r, BackendService: name, BackendServiceResource: v}))
+		return c.wait(ctx)(c.regionBackendServices.Update(ctx, &computepb.UpdateRegionBackendServiceRequest{Project: p, Region: r, BackendService: name, BackendServiceResource: v}))
 	case *computepb.UrlMap:
 		if g {
-			return wait(ctx)(c.urlMaps.Update(ctx, &computepb.UpdateUrlMapRequest{Project: p, UrlMap: name, UrlMapResource: v}))
+			return c.wait(ctx)(c.urlMaps.Update(ctx, &computepb.UpdateUrlMapRequest{Project: p, UrlMap: name, UrlMapResource: v}))
 		}
-		return wait(ctx)(c.regionURLMaps.Update(ctx, &computepb.UpdateRegionUrlMapRequest{Project: p, Region: r, UrlMap: name, UrlMapResource: v}))
+		return c.wait(ctx)(c.regionURLMaps.Update(ctx, &computepb.UpdateRegionUrlMapRequest{Project: p, Region: r, UrlMap: name, UrlMapResource: v}))
 	}
 	return fmt.Errorf("updating %s: not an updatable kind", name)
 }
@@ -407,22 +416,22 @@ func (c *clients) setURLMap(ctx context.Context, k Kind, scope Scope, name, urlM
 	p, r, ref := c.project, scope.Region, &computepb.UrlMapReference{UrlMap: &urlMap}
 	switch {
 	case k == KindTargetHTTPProxy && r == "":
-		return wait(ctx)(c.targetHTTPProxies.SetUrlMap(ctx, &computepb.SetUrlMapTargetHttpProxyRequest{Project: p, TargetHttpProxy: name, UrlMapReferenceResource: ref}))
+		return c.wait(ctx)(c.targetHTTPProxies.SetUrlMap(ctx, &computepb.SetUrlMapTargetHttpProxyRequest{Project: p, TargetHttpProxy: name, UrlMapReferenceResource: ref}))
 	case k == KindTargetHTTPProxy:
-		return wait(ctx)(c.regionTargetHTTPProxies.SetUrlMap(ctx, &computepb.SetUrlMapRegionTargetHttpProxyRequest{Project: p, Region: r, TargetHttpProxy: name, UrlMapReferenceResource: ref}))
+		return c.wait(ctx)(c.regionTargetHTTPProxies.SetUrlMap(ctx, &computepb.SetUrlMapRegionTargetHttpProxyRequest{Project: p, Region: r, TargetHttpProxy: name, UrlMapReferenceResource: ref}))
 	case r == "":
-		return wait(ctx)(c.targetHTTPSProxies.SetUrlMap(ctx, &computepb.SetUrlMapTargetHttpsProxyRequest{Project: p, TargetHttpsProxy: name, UrlMapReferenceResource: ref}))
+		return c.wait(ctx)(c.targetHTTPSProxies.SetUrlMap(ctx, &computepb.SetUrlMapTargetHttpsProxyRequest{Project: p, TargetHttpsProxy: name, UrlMapReferenceResource: ref}))
 	}
-	return wait(ctx)(c.regionTargetHTTPSProxies.SetUrlMap(ctx, &computepb.SetUrlMapRegionTargetHttpsProxyRequest{Project: p, Region: r, TargetHttpsProxy: name, UrlMapReferenceResource: ref}))
+	return c.wait(ctx)(c.regionTargetHTTPSProxies.SetUrlMap(ctx, &computepb.SetUrlMapRegionTargetHttpsProxyRequest{Project: p, Region: r, TargetHttpsProxy: name, UrlMapReferenceResource: ref}))
 }
 
 // setCertificates sets a target HTTPS proxy's certificates.
 func (c *clients) setCertificates(ctx context.Context, scope Scope, name string, certs []string) error {
 	if scope.Region == "" {
-		return wait(ctx)(c.targetHTTPSProxies.SetSslCertificates(ctx, &computepb.SetSslCertificatesTargetHttpsProxyRequest{Project: c.project, TargetHttpsProxy: name,
+		return c.wait(ctx)(c.targetHTTPSProxies.SetSslCertificates(ctx, &computepb.SetSslCertificatesTargetHttpsProxyRequest{Project: c.project, TargetHttpsProxy: name,
 			TargetHttpsProxiesSetSslCertificatesRequestResource: &computepb.TargetHttpsProxiesSetSslCertificatesRequest{SslCertificates: certs}}))
 	}
-	return wait(ctx)(c.regionTargetHTTPSProxies.SetSslCertificates(ctx, &computepb.SetSslCertificatesRegionTargetHttpsProxyRequest{Project: c.project, Region: scope.Region, TargetHttpsProxy: name,
+	return c.wait(ctx)(c.regionTargetHTTPSProxies.SetSslCertificates(ctx, &computepb.SetSslCertificatesRegionTargetHttpsProxyRequest{Project: c.project, Region: scope.Region, TargetHttpsProxy: name,
 		RegionTargetHttpsProxiesSetSslCertificatesRequestResource: &computepb.RegionTargetHttpsProxiesSetSslCertificatesRequest{SslCertificates: certs}}))
 }
 
@@ -430,9 +439,9 @@ func (c *clients) setCertificates(ctx context.Context, scope Scope, name string,
 func (c *clients) setTarget(ctx context.Context, scope Scope, name, target string) error {
 	ref := &computepb.TargetReference{Target: &target}
 	if scope.Region == "" {
-		return wait(ctx)(c.globalForwardingRules.SetTarget(ctx, &computepb.SetTargetGlobalForwardingRuleRequest{Project: c.project, ForwardingRule: name, TargetReferenceResource: ref}))
+		return c.wait(ctx)(c.globalForwardingRules.SetTarget(ctx, &computepb.SetTargetGlobalForwardingRuleRequest{Project: c.project, ForwardingRule: name, TargetReferenceResource: ref}))
 	}
-	return wait(ctx)(c.forwardingRules.SetTarget(ctx, &computepb.SetTargetForwardingRuleRequest{Project: c.project, Region: scope.Region, ForwardingRule: name, TargetReferenceResource: ref}))
+	return c.wait(ctx)(c.forwardingRules.SetTarget(ctx, &computepb.SetTargetForwardingRuleRequest{Project: c.project, Region: scope.Region, ForwardingRule: name, TargetReferenceResource: ref}))
 }
 
 // setLabels replaces the labels of an address or forwarding rule, with its label fingerprint.
@@ -440,16 +449,16 @@ func (c *clients) setLabels(ctx context.Context, k Kind, scope Scope, name strin
 	p, r := c.project, scope.Region
 	switch {
 	case k == KindAddress && r == "":
-		return wait(ctx)(c.globalAddr.SetLabels(ctx, &computepb.SetLabelsGlobalAddressRequest{Project: p, Resource: name,
+		return c.wait(ctx)(c.globalAddr.SetLabels(ctx, &computepb.SetLabelsGlobalAddressRequest{Project: p, Resource: name,
 			GlobalSetLabelsRequestResource: &computepb.GlobalSetLabelsRequest{Labels: labels, LabelFingerprint: &fingerprint}}))
 	case k == KindAddress:
-		return wait(ctx)(c.addresses.SetLabels(ctx, &computepb.SetLabelsAddressRequest{Project: p, Region: r, Resource: name,
+		return c.wait(ctx)(c.addresses.SetLabels(ctx, &computepb.SetLabelsAddressRequest{Project: p, Region: r, Resource: name,
 			RegionSetLabelsRequestResource: &computepb.RegionSetLabelsRequest{Labels: labels, LabelFingerprint: &fingerprint}}))
 	case r == "":
-		return wait(ctx)(c.globalForwardingRules.SetLabels(ctx, &computepb.SetLabelsGlobalForwardingRuleRequest{Project: p, Resource: name,
+		return c.wait(ctx)(c.globalForwardingRules.SetLabels(ctx, &computepb.SetLabelsGlobalForwardingRuleRequest{Project: p, Resource: name,
 			GlobalSetLabelsRequestResource: &computepb.GlobalSetLabelsRequest{Labels: labels, LabelFingerprint: &fingerprint}}))
 	}
-	return wait(ctx)(c.forwardingRules.SetLabels(ctx, &computepb.SetLabelsForwardingRuleRequest{Project: p, Region: r, Resource: name,
+	return c.wait(ctx)(c.forwardingRules.SetLabels(ctx, &computepb.SetLabelsForwardingRuleRequest{Project: p, Region: r, Resource: name,
 		RegionSetLabelsRequestResource: &computepb.RegionSetLabelsRequest{Labels: labels, LabelFingerprint: &fingerprint}}))
 }
 
@@ -472,12 +481,12 @@ func (c *clients) endpoints(ctx context.Context, zone, neg string) ([]*computepb
 
 // attach and detach change a NEG's endpoints.
 func (c *clients) attach(ctx context.Context, zone, neg string, eps []*computepb.NetworkEndpoint) error {
-	return wait(ctx)(c.negs.AttachNetworkEndpoints(ctx, &computepb.AttachNetworkEndpointsNetworkEndpointGroupRequest{Project: c.project, Zone: zone, NetworkEndpointGroup: neg,
+	return c.wait(ctx)(c.negs.AttachNetworkEndpoints(ctx, &computepb.AttachNetworkEndpointsNetworkEndpointGroupRequest{Project: c.project, Zone: zone, NetworkEndpointGroup: neg,
 		NetworkEndpointGroupsAttachEndpointsRequestResource: &computepb.NetworkEndpointGroupsAttachEndpointsRequest{NetworkEndpoints: eps}}))
 }
 
 func (c *clients) detach(ctx context.Context, zone, neg string, eps []*computepb.NetworkEndpoint) error {
-	return wait(ctx)(c.negs.DetachNetworkEndpoints(ctx, &computepb.DetachNetworkEndpointsNetworkEndpointGroupRequest{Project: c.project, Zone: zone, NetworkEndpointGroup: neg,
+	return c.wait(ctx)(c.negs.DetachNetworkEndpoints(ctx, &computepb.DetachNetworkEndpointsNetworkEndpointGroupRequest{Project: c.project, Zone: zone, NetworkEndpointGroup: neg,
 		NetworkEndpointGroupsDetachEndpointsRequestResource: &computepb.NetworkEndpointGroupsDetachEndpointsRequest{NetworkEndpoints: eps}}))
 }
 

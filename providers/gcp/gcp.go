@@ -49,7 +49,7 @@ func New(o Options) (*Provider, error) {
 		return nil, errors.New("gcp provider: a fleet ID is required")
 	}
 	if o.Retries == (Retries{}) {
-		o.Retries = DefaultRetries
+		o.Retries = DefaultRetries()
 	}
 	return &Provider{o: o, accounts: newAccounts(o.Secrets, o.ClientOptions, o.Retries)}, nil
 }

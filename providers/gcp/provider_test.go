@@ -31,7 +31,7 @@ import (
 )
 
 // testRetries retry like the operator, without the waits.
-var testRetries = Retries{MaxAttempts: 5, Initial: time.Millisecond, Max: time.Millisecond, Timeout: 10 * time.Second}
+var testRetries = Retries{MaxAttempts: 5, Initial: time.Millisecond, Max: time.Millisecond, Timeout: 10 * time.Second, Operation: 10 * time.Second}
 
 // allCollections are the fake's collections of every kind the provider makes.
 var allCollections = []string{"addresses", "healthChecks", "networkEndpointGroups", "backendServices",

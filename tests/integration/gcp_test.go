@@ -68,7 +68,7 @@ func newGCPEnv(t *testing.T) *gcpEnv {
 			err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)
 			return s.Data, err
 		},
-		Retries: gcp.Retries{MaxAttempts: 3, Initial: time.Millisecond, Max: 10 * time.Millisecond, Timeout: 10 * time.Second},
+		Retries: gcp.Retries{MaxAttempts: 3, Initial: time.Millisecond, Max: 10 * time.Millisecond, Timeout: 10 * time.Second, Operation: 10 * time.Second},
 		Log:     testr.New(t),
 	})
 	must(t, err)
