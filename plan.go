@@ -25,11 +25,10 @@ import (
 	"github.com/fleetgate/fleetgate/controllers/translate"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/providers"
-	"github.com/fleetgate/fleetgate/providers/aws"
 )
 
-// planMain is `fleetgate plan`: it prints the calls the AWS provider would make to bring the live
-// account to each load balancer the hub asks for, and makes no mutating call. It exits 1 when a
+// planMain is `fleetgate plan`: it prints the calls the AWS and GCP providers would make to bring
+// the live accounts and projects to each load balancer the hub asks for, and makes no mutating call. It exits 1 when a
 // plan could not be made.
 func planMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fleetgate plan", flag.ContinueOnError)
@@ -37,11 +36,12 @@ func planMain(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: fleetgate plan [--gateway namespace/name] [flags]\n\n"+
 			"Reads the hub cluster once, translates it, and prints for each load balancer of provider aws\n"+
-			"the AWS calls the operator would make; makes none that mutates.\n\nflags:")
+			"or gcp the cloud calls the operator would make; makes none that mutates.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	var o options
 	addAWSFlags(fs, &o)
+	addGCPFlags(fs, &o)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the hub (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
 	gateway := fs.String("gateway", "", "plan only this Gateway (namespace/name)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
@@ -78,7 +78,7 @@ func planConfig(kubeconfig string) (*rest.Config, error) {
 }
 
 // runPlan translates the hub once, as the operator's next pass would, and writes one block per load
-// balancer of provider aws (only gateway's, when set).
+// balancer of provider aws or gcp (only gateway's, when set).
 func runPlan(ctx context.Context, cfg *rest.Config, o options, gateway string, w io.Writer) error {
 	scheme, err := controllers.NewScheme()
 	if err != nil {
@@ -94,10 +94,16 @@ func runPlan(ctx context.Context, cfg *rest.Config, o options, gateway string, w
 	if err != nil {
 		return err
 	}
-	// Translation consults the provider's capabilities, as in the operator: a rule ALB cannot
-	// express is left out of the model here too.
+	g, err := newGCP(ctx, o, c, logr.Discard())
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	// Translation consults the providers' capabilities, as in the operator: a rule a load
+	// balancer cannot express is left out of the model here too.
 	catalog := providers.NewRegistry()
 	catalog.Register(string(v1alpha1.ProviderAWS), p)
+	catalog.Register(string(v1alpha1.ProviderGCP), g)
 	res, err := controllers.TranslateOnce(ctx, c, translate.WithCatalog(catalog))
 	if err != nil {
 		return err
@@ -106,26 +112,35 @@ func runPlan(ctx context.Context, cfg *rest.Config, o options, gateway string, w
 	found := false
 	for i := range res.LoadBalancers {
 		lb := &res.LoadBalancers[i]
-		if lb.Provider != string(v1alpha1.ProviderAWS) || (gateway != "" && lb.Namespace+"/"+lb.Name != gateway) {
+		if gateway != "" && lb.Namespace+"/"+lb.Name != gateway {
+			continue
+		}
+		switch lb.Provider {
+		case string(v1alpha1.ProviderAWS):
+			calls, err := p.Plan(ctx, lb)
+			writePlan(w, lb, calls, err)
+			errs = append(errs, err)
+		case string(v1alpha1.ProviderGCP):
+			calls, err := g.Plan(ctx, lb)
+			writePlan(w, lb, calls, err)
+			errs = append(errs, err)
+		default:
 			continue
 		}
 		found = true
-		calls, err := p.Plan(ctx, lb)
-		writePlan(w, lb, calls, err)
-		errs = append(errs, err)
 	}
 	if !found && gateway != "" {
-		return fmt.Errorf("no load balancer of provider aws for Gateway %s (is its class accepted and of provider aws?)", gateway)
+		return fmt.Errorf("no load balancer of provider aws or gcp for Gateway %s (is its class accepted and of a cloud provider?)", gateway)
 	}
 	if !found {
-		_, err := fmt.Fprintln(w, "no load balancer of provider aws in the hub")
+		_, err := fmt.Fprintln(w, "no load balancer of provider aws or gcp in the hub")
 		return err
 	}
 	return errors.Join(errs...)
 }
 
 // writePlan writes one load balancer's block: its calls in order, "in sync", or why no plan.
-func writePlan(w io.Writer, lb *providers.LoadBalancer, calls []aws.Call, err error) {
+func writePlan[C fmt.Stringer](w io.Writer, lb *providers.LoadBalancer, calls []C, err error) {
 	head := fmt.Sprintf("%s (class %s)", lb.Gateway, lb.Class)
 	switch {
 	case err != nil:

@@ -23,6 +23,7 @@ import (
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/aws/mototest"
+	"github.com/fleetgate/fleetgate/providers/gcp/gcpfake"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -55,6 +56,18 @@ func TestPlanCommand(t *testing.T) {
 	proxies := inClusterProxies("default", "shop", map[string]bool{"10.0.1.50": true, "10.0.2.50": true, "10.0.1.51": false})
 	objs = append(objs, proxies...)
 	objs = append(objs, proxySlice("default", "shop", "tenant-1", "someone-else", "10.9.9.9"))
+	// A GCP class on the compute fake, which takes only the tokens of the key in its Secret.
+	fake := gcpfake.NewServer(t)
+	fake.RequireAuth()
+	key, err := fake.NewServiceAccountKey("plan-project", "plan@plan-project.iam.gserviceaccount.com")
+	must(t, err)
+	objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleetgate-system", Name: "gcp-key"}, Data: map[string][]byte{"key.json": key}},
+		&v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: "gcp"}, Spec: v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderGCP,
+			GCP: &v1alpha1.GCPOptions{Project: "plan-project", Endpoint: fake.URL(),
+				Credentials: &v1alpha1.GCPCredentials{SecretRef: &v1alpha1.ObjectRef{Namespace: "fleetgate-system", Name: "gcp-key"}}}}},
+		&gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "gcp"}, Spec: gwv1.GatewayClassSpec{ControllerName: v1alpha1.ControllerName,
+			ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: "gcp"}}})
+	objs = append(objs, testbed.HTTPGateway("default", "edge", "gcp", "edge.example.com", "web")...)
 	must(t, testbed.CreateAll(ctx, c.Client, objs...))
 	bin, err := testbed.BuildOperator(t.TempDir())
 	must(t, err)
@@ -86,6 +99,9 @@ func TestPlanCommand(t *testing.T) {
 			want: []string{"hub/default/shop (class aws-nlb):", "CreateLoadBalancer", "CreateListener listener/80: TCP:80",
 				"RegisterTargets", "10.0.1.50:80,10.0.2.50:80"},
 			wantNot: []string{"no plan", "10.0.1.51", "10.9.9.9", "HTTP:80", "hub/default/web"}},
+		{name: "GCP gateway", args: []string{"--gateway", "default/edge"},
+			want: []string{"hub/default/edge (class gcp):", "insert address global/", "insert urlMap global/", "insert forwardingRule global/"},
+			wantNot: []string{"hub/default/web"}},
 		{name: "unknown gateway", args: []string{"--gateway", "default/none"}, wantFail: true},
 	}
 	for _, tt := range tests {
@@ -107,6 +123,9 @@ func TestPlanCommand(t *testing.T) {
 		})
 	}
 
+	if m := fake.Mutations(); len(m) != 0 || len(fake.Calls()) == 0 {
+		t.Errorf("the GCP plan made mutating calls %v (of %d)", m, len(fake.Calls()))
+	}
 	if mutating, reads := shim.Counts(); mutating != 0 || reads == 0 {
 		t.Errorf("the plans made %d mutating and %d read calls, want 0 mutating and some reads", mutating, reads)
 	}
@@ -131,7 +150,7 @@ func TestPlanCommand(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	for _, name := range []string{"web", "api", "shop"} {
+	for _, name := range []string{"web", "api", "shop", "edge"} {
 		testbed.Eventually(t, 60*time.Second, func() error {
 			var gw gwv1.Gateway
 			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &gw); err != nil {
@@ -148,6 +167,7 @@ func TestPlanCommand(t *testing.T) {
 		t.Error("fleetgate plan succeeded although it could not plan the local proxies' gateway")
 	}
 	for _, want := range []string{"hub/default/api (class aws-alb): in sync\n", "hub/default/web (class aws-alb): in sync\n",
+		"hub/default/edge (class gcp): in sync\n",
 		"hub/default/shop (class aws-nlb): no plan: ", "cannot be known outside the operator"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("after the operator deployed, stdout has no %q:\n%s", want, out)
