@@ -98,8 +98,9 @@ func (s *Server) FailNext(method, pathSuffix string, code int, reason string, ti
 	}, Fault{Code: code, Reason: reason}, times)
 }
 
-// SetFaultRate fails that share of all calls (after the injected faults) with 429
-// rateLimitExceeded or 503 backendError, drawn from a generator seeded with seed. 0 turns it off.
+// SetFaultRate fails that share of all calls, operation polls included, (after the injected
+// faults) with 429 rateLimitExceeded or 503 backendError, drawn from a generator seeded with seed.
+// 0 turns it off.
 func (s *Server) SetFaultRate(rate float64, seed int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
