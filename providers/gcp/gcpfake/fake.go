@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -233,7 +234,7 @@ func parsePath(call *Call) (*request, *apiError) {
 	default:
 		return nil, notFound
 	}
-	if req.project == "" || len(seg) > 3 || slicesContain(seg, "") {
+	if req.project == "" || len(seg) > 3 || slices.Contains(seg, "") {
 		return nil, notFound
 	}
 	req.coll = seg[0]
@@ -244,15 +245,6 @@ func parsePath(call *Call) (*request, *apiError) {
 		req.action = seg[2]
 	}
 	return req, nil
-}
-
-func slicesContain(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // route dispatches a parsed call to its handler.

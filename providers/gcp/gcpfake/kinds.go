@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -404,7 +405,7 @@ func (s *Server) resolve(req *request, k *kind, m proto.Message) *apiError {
 		switch {
 		case !ok:
 			return invalid("The URL is malformed.")
-		case !slicesContain(r.colls, coll):
+		case !slices.Contains(r.colls, coll):
 			return invalid("Expected a reference to " + strings.Join(r.colls, " or ") + ".")
 		case !scopeReaches(req.scope, scope):
 			return invalid("A resource in " + req.scope + " cannot reference a resource in " + scope + ".")
@@ -458,7 +459,7 @@ func splitKey(key string) (scope, coll, name string) {
 	default:
 		return "", "", ""
 	}
-	if slicesContain(seg, "") || seg[1] == "" {
+	if slices.Contains(seg, "") || seg[1] == "" {
 		return "", "", ""
 	}
 	return scope, seg[0], seg[1]

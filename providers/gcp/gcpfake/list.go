@@ -41,11 +41,15 @@ func (s *Server) list(req *request, k *kind) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	out := listPage{Kind: k.kind + "List", ID: strings.TrimSuffix(prefix, "/"), NextPageToken: next, SelfLink: Link(strings.TrimSuffix(prefix, "/"))}
+	return listResponse(k.kind+"List", strings.TrimSuffix(prefix, "/"), next, page)
+}
+
+func listResponse(kind, id, next string, page []entry) (any, *apiError) {
+	out := listPage{Kind: kind, ID: id, NextPageToken: next, SelfLink: Link(id)}
 	for _, e := range page {
-		b, merr := protojson.Marshal(e.msg)
-		if merr != nil {
-			return nil, errorf(http.StatusInternalServerError, "backendError", "marshal: %v", merr)
+		b, err := protojson.Marshal(e.msg)
+		if err != nil {
+			return nil, errorf(http.StatusInternalServerError, "backendError", "marshal: %v", err)
 		}
 		out.Items = append(out.Items, b)
 	}
@@ -96,23 +100,13 @@ func (s *Server) listEndpoints(req *request) (any, *apiError) {
 	var entries []entry
 	for i, ep := range s.endpoints[key] {
 		// Attach order, zero-padded so that keys sort in it.
-		entries = append(entries, entry{key: strconv.Itoa(100000 + i), msg: ep})
+		entries = append(entries, entry{key: strconv.Itoa(100000 + i), msg: &computepb.NetworkEndpointWithHealthStatus{NetworkEndpoint: ep}})
 	}
 	page, next, err := pageOf(req, entries)
 	if err != nil {
 		return nil, err
 	}
-	out := &computepb.NetworkEndpointGroupsListNetworkEndpoints{
-		Kind: proto.String("compute#networkEndpointGroupsListNetworkEndpoints"),
-		Id:   proto.String(key),
-	}
-	if next != "" {
-		out.NextPageToken = proto.String(next)
-	}
-	for _, e := range page {
-		out.Items = append(out.Items, &computepb.NetworkEndpointWithHealthStatus{NetworkEndpoint: proto.CloneOf(e.msg.(*computepb.NetworkEndpoint))})
-	}
-	return out, nil
+	return listResponse("compute#networkEndpointGroupsListNetworkEndpoints", key+"/listNetworkEndpoints", next, page)
 }
 
 // pageOf applies the filter, pageToken and maxResults query parameters to entries sorted by key.

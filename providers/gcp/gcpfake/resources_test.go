@@ -140,7 +140,8 @@ func TestNetworkEndpoints(t *testing.T) {
 	}
 	neg, _ := e.neg.Get(ctx, &computepb.GetNetworkEndpointGroupRequest{Project: p, Zone: zone, NetworkEndpointGroup: "port"})
 	ipNEG, _ := gcpfake.Get[*computepb.NetworkEndpointGroup](e.srv, "projects/proj/zones/"+zone+"/networkEndpointGroups/ip")
-	if neg.GetSize() != 2 || ipNEG.GetSize() != 1 || neg.GetNetwork() != gcpfake.Link("projects/proj/global/networks/default") {
+	stored := e.srv.Endpoints("projects/proj/zones/" + zone + "/networkEndpointGroups/port")
+	if neg.GetSize() != 2 || len(stored) != 2 || ipNEG.GetSize() != 1 || neg.GetNetwork() != gcpfake.Link("projects/proj/global/networks/default") {
 		t.Errorf("NEGs: %v, %v", neg, ipNEG)
 	}
 
