@@ -163,26 +163,9 @@ func staleFingerprint(field string) *apiError {
 	return errorf(http.StatusPreconditionFailed, "conditionNotMet", "Invalid fingerprint. Supply the current %s.", field)
 }
 
-type errorItem struct {
-	Domain  string `json:"domain"`
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
-}
-
-type errorBody struct {
-	Error struct {
-		Code    int         `json:"code"`
-		Message string      `json:"message"`
-		Errors  []errorItem `json:"errors"`
-	} `json:"error"`
-}
-
 func (e *apiError) response() (int, []byte) {
-	var b errorBody
-	b.Error.Code = e.code
-	b.Error.Message = e.message
-	b.Error.Errors = []errorItem{{Domain: "global", Reason: e.reason, Message: e.message}}
-	out, err := json.Marshal(b)
+	item := map[string]string{"domain": "global", "reason": e.reason, "message": e.message}
+	out, err := json.Marshal(map[string]any{"error": map[string]any{"code": e.code, "message": e.message, "errors": []any{item}}})
 	if err != nil {
 		return http.StatusInternalServerError, nil
 	}

@@ -245,11 +245,21 @@ func (s *Server) insert(req *request, k *kind) (any, *apiError) {
 			return nil, err
 		}
 	}
-	if err := s.resolve(req, k, m); err != nil {
+	return s.store(req, k, "insert", nil, m, nil)
+}
+
+// store ends insert, update, patch and actions: it checks next's references, then commits next
+// (and extra, for state kept outside the resource) unless the operation fails.
+func (s *Server) store(req *request, k *kind, opType string, cur, next proto.Message, extra func()) (any, *apiError) {
+	if err := s.resolve(req, k, next); err != nil {
 		return nil, err
 	}
-	return s.mutate(req, "insert", key, func() {
-		s.commit(req, key, nil, m)
+	key := req.key()
+	return s.mutate(req, opType, key, func() {
+		s.commit(req, key, cur, next)
+		if extra != nil {
+			extra()
+		}
 	})
 }
 
@@ -314,14 +324,11 @@ func (s *Server) replace(req *request, k *kind, patch bool) (any, *apiError) {
 		// by the setLabels method").
 		copyField(next, cur, "labels")
 	}
-	if err := s.resolve(req, k, next); err != nil {
-		return nil, err
-	}
 	opType := "update"
 	if patch {
 		opType = "patch"
 	}
-	return s.mutate(req, opType, key, func() { s.commit(req, key, cur, next) })
+	return s.store(req, k, opType, cur, next, nil)
 }
 
 func (s *Server) act(req *request, k *kind, a action) (any, *apiError) {
@@ -339,15 +346,7 @@ func (s *Server) act(req *request, k *kind, a action) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.resolve(req, k, next); err != nil {
-		return nil, err
-	}
-	return s.mutate(req, req.action, key, func() {
-		s.commit(req, key, cur, next)
-		if extra != nil {
-			extra()
-		}
-	})
+	return s.store(req, k, req.action, cur, next, extra)
 }
 
 func (s *Server) delete(req *request) (any, *apiError) {

@@ -183,6 +183,23 @@ func TestStack(t *testing.T) {
 				t.Errorf("server fields of %v", got)
 			}
 
+			// The proxy actions reach the fake at the client's paths in both scopes (globally
+			// without "global/").
+			umRef := &computepb.UrlMapReference{UrlMap: proto.String(scope + "/urlMaps/um")}
+			certs := []string{scope + "/sslCertificates/cert"}
+			if tc.region == "" {
+				e.do(e.hp.SetUrlMap(e.ctx, &computepb.SetUrlMapTargetHttpProxyRequest{Project: project, TargetHttpProxy: "hp", UrlMapReferenceResource: umRef}))
+				e.do(e.sp.SetSslCertificates(e.ctx, &computepb.SetSslCertificatesTargetHttpsProxyRequest{Project: project, TargetHttpsProxy: "sp",
+					TargetHttpsProxiesSetSslCertificatesRequestResource: &computepb.TargetHttpsProxiesSetSslCertificatesRequest{SslCertificates: certs}}))
+			} else {
+				e.do(e.rhp.SetUrlMap(e.ctx, &computepb.SetUrlMapRegionTargetHttpProxyRequest{Project: project, Region: tc.region, TargetHttpProxy: "hp", UrlMapReferenceResource: umRef}))
+				e.do(e.rsp.SetSslCertificates(e.ctx, &computepb.SetSslCertificatesRegionTargetHttpsProxyRequest{Project: project, Region: tc.region, TargetHttpsProxy: "sp",
+					RegionTargetHttpsProxiesSetSslCertificatesRequestResource: &computepb.RegionTargetHttpsProxiesSetSslCertificatesRequest{SslCertificates: certs}}))
+			}
+			if sp2, _ := gcpfake.Get[*computepb.TargetHttpsProxy](e.srv, key("targetHttpsProxies", "sp")); sp2.GetFingerprint() == sp.GetFingerprint() {
+				t.Error("setSslCertificates kept the fingerprint")
+			}
+
 			e.deleteAll(tc.region)
 			for _, c := range colls {
 				if n := e.srv.Count(c); n != 0 {
