@@ -67,7 +67,9 @@ func TestAddresses(t *testing.T) {
 // (NetworkEndpoint): instance "is required for network endpoints of type GCE_VM_IP and
 // GCE_VM_IP_PORT"; port "If not specified, the defaultPort for the network endpoint group will be
 // used" and "can not be set for network endpoints of type GCE_VM_IP"; defaultPort "If the network
-// endpoint type is either GCE_VM_IP … this field must not be specified".
+// endpoint type is either GCE_VM_IP … this field must not be specified". The reference is silent on
+// attaching an existing endpoint or detaching a missing one; the fake refuses both with 400 invalid
+// (GCE's form for a bad field value), which is unverified against a real project.
 func TestNetworkEndpoints(t *testing.T) {
 	e := newEnv(t)
 	ctx, p := e.ctx, project
