@@ -100,7 +100,7 @@ func TestPlanCommand(t *testing.T) {
 				"RegisterTargets", "10.0.1.50:80,10.0.2.50:80"},
 			wantNot: []string{"no plan", "10.0.1.51", "10.9.9.9", "HTTP:80", "hub/default/web"}},
 		{name: "GCP gateway", args: []string{"--gateway", "default/edge"},
-			want: []string{"hub/default/edge (class gcp):", "insert address global/", "insert urlMap global/", "insert forwardingRule global/"},
+			want:    []string{"hub/default/edge (class gcp):", "insert address global/", "insert urlMap global/", "insert forwardingRule global/"},
 			wantNot: []string{"hub/default/web"}},
 		{name: "unknown gateway", args: []string{"--gateway", "default/none"}, wantFail: true},
 	}

@@ -161,11 +161,10 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// TestErrorShape pins the JSON of an error as GCE writes it, read over plain HTTP.
-func TestErrorShape(t *testing.T) {
-	e := newEnv(t)
-	e.do(e.hc.Insert(e.ctx, &computepb.InsertHealthCheckRequest{Project: project, HealthCheckResource: &computepb.HealthCheck{Name: proto.String("hc")}}))
-	req, err := http.NewRequestWithContext(e.ctx, http.MethodPost, e.srv.URL()+"/compute/v1/projects/proj/global/healthChecks", strings.NewReader(`{"name":"hc"}`))
+// raw sends one request over plain HTTP and returns the status and the decoded JSON body.
+func raw(t *testing.T, e *env, method, path, body string) (int, any) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(e.ctx, method, e.srv.URL()+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,14 +173,46 @@ func TestErrorShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var got any
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+	var out any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		t.Fatal(err)
 	}
+	return resp.StatusCode, out
+}
+
+// TestErrorShape pins the JSON of an error as GCE writes it.
+func TestErrorShape(t *testing.T) {
+	e := newEnv(t)
+	e.do(e.hc.Insert(e.ctx, &computepb.InsertHealthCheckRequest{Project: project, HealthCheckResource: &computepb.HealthCheck{Name: proto.String("hc")}}))
+	code, got := raw(t, e, http.MethodPost, "/compute/v1/projects/proj/global/healthChecks", `{"name":"hc"}`)
 	msg := "The resource 'projects/proj/global/healthChecks/hc' already exists"
 	want := map[string]any{"error": map[string]any{"code": 409.0, "message": msg,
 		"errors": []any{map[string]any{"domain": "global", "reason": "alreadyExists", "message": msg}}}}
-	if diff := cmp.Diff(want, got); diff != "" || resp.StatusCode != http.StatusConflict {
-		t.Errorf("status %d, error body (-want +got):\n%s", resp.StatusCode, diff)
+	if diff := cmp.Diff(want, got); diff != "" || code != http.StatusConflict {
+		t.Errorf("status %d, error body (-want +got):\n%s", code, diff)
+	}
+}
+
+// TestRouting pins paths the clients never send: per the compute v1 reference the global setUrlMap
+// is POST projects/P/targetHttpProxies/N/setUrlMap, so the global/ form is not served; maxResults
+// is "0 to 500, inclusive".
+func TestRouting(t *testing.T) {
+	e := newEnv(t)
+	e.stack("")
+	for _, tc := range []struct {
+		method, path, body string
+		code               int
+	}{
+		{http.MethodPost, "/compute/v1/projects/proj/targetHttpProxies/hp/setUrlMap", `{"urlMap":"global/urlMaps/um"}`, http.StatusOK},
+		{http.MethodPost, "/compute/v1/projects/proj/global/targetHttpProxies/hp/setUrlMap", `{"urlMap":"global/urlMaps/um"}`, http.StatusNotFound},
+		{http.MethodPost, "/compute/v1/projects/proj/global/forwardingRules/fr-http/setTarget", `{"target":"global/targetHttpProxies/hp"}`, http.StatusOK},
+		{http.MethodPost, "/compute/v1/projects/proj/forwardingRules/fr-http/setTarget", `{"target":"global/targetHttpProxies/hp"}`, http.StatusNotFound},
+		{http.MethodPut, "/compute/v1/projects/proj/global/sslCertificates/cert", `{"name":"cert"}`, http.StatusNotFound},
+		{http.MethodGet, "/compute/v1/projects/proj/zones/" + zone + "/urlMaps", "", http.StatusNotFound},
+		{http.MethodGet, "/compute/v1/projects/proj/global/healthChecks?maxResults=501", "", http.StatusBadRequest},
+	} {
+		if code, body := raw(t, e, tc.method, tc.path, tc.body); code != tc.code {
+			t.Errorf("%s %s: %d %v, want %d", tc.method, tc.path, code, body, tc.code)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -32,7 +33,8 @@ const pathPrefix = "/compute/v1/"
 
 // Server is the fake. All methods are safe for concurrent use.
 type Server struct {
-	srv *httptest.Server
+	srv   *httptest.Server
+	kinds map[string]*kind
 
 	mu sync.Mutex
 	// res holds every resource by its relative link, e.g. "projects/p/global/urlMaps/um".
@@ -51,7 +53,7 @@ type Server struct {
 
 // New starts a fake; Close stops it.
 func New() *Server {
-	s := &Server{auth: authState{accounts: map[string]*rsa.PublicKey{}, tokens: map[string]string{}}}
+	s := &Server{kinds: kindTable(), auth: authState{accounts: map[string]*rsa.PublicKey{}, tokens: map[string]string{}}}
 	s.Reset()
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
@@ -176,15 +178,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	call := Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Body: body}
 
-	s.mu.Lock()
-	code, out := s.handle(&call)
-	call.Status = code
-	s.calls = append(s.calls, call)
-	s.mu.Unlock()
+	code, out := s.handleAndLog(&call)
 
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(code)
 	_, _ = w.Write(out)
+}
+
+func (s *Server) handleAndLog(call *Call) (int, []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	code, out := s.handle(call)
+	call.Status = code
+	s.calls = append(s.calls, *call)
+	return code, out
 }
 
 // handle answers one call with the mu held. A call that fails changes nothing.
@@ -232,7 +239,7 @@ func parsePath(call *Call) (*request, *apiError) {
 	default:
 		return nil, notFound
 	}
-	if req.project == "" || len(seg) > 3 || slicesContain(seg, "") {
+	if req.project == "" || len(seg) > 3 || slices.Contains(seg, "") {
 		return nil, notFound
 	}
 	req.coll = seg[0]
@@ -243,15 +250,6 @@ func parsePath(call *Call) (*request, *apiError) {
 		req.action = seg[2]
 	}
 	return req, nil
-}
-
-func slicesContain(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // route dispatches a parsed call to its handler.
@@ -274,7 +272,7 @@ func (s *Server) route(req *request) (any, *apiError) {
 		}
 		return op, nil
 	}
-	k, ok := kinds[req.coll]
+	k, ok := s.kinds[req.coll]
 	if !ok || !k.servesScope(req.scope) {
 		return nil, unsupported
 	}
@@ -348,7 +346,7 @@ func scopeLink(project, scope string) (field, link string) {
 }
 
 // operation records the Operation of a mutation in the request's scope; f, if set, makes it fail.
-func (s *Server) operation(req *request, opType, target string, f *Fault) *computepb.Operation {
+func (s *Server) operation(req *request, opType, target string, targetID uint64, f *Fault) *computepb.Operation {
 	id := s.next()
 	name := fmt.Sprintf("operation-%d", id)
 	key := resKey(req.project, req.scope, "operations", name)
@@ -366,8 +364,8 @@ func (s *Server) operation(req *request, opType, target string, f *Fault) *compu
 		StartTime:     proto.String(now),
 		EndTime:       proto.String(now),
 	}
-	if m, ok := s.res[target]; ok {
-		op.TargetId = proto.Uint64(getUint(m, "id"))
+	if targetID != 0 {
+		op.TargetId = proto.Uint64(targetID)
 	}
 	switch field, link := scopeLink(req.project, req.scope); field {
 	case "region":
@@ -390,10 +388,17 @@ func (s *Server) operation(req *request, opType, target string, f *Fault) *compu
 // an injected operation fault matches, in which case the operation fails and nothing is applied.
 func (s *Server) mutate(req *request, opType, target string, apply func()) (any, *apiError) {
 	f := s.operationFault(req.call)
+	var targetID uint64
+	if m, ok := s.res[target]; ok {
+		targetID = getUint(m, "id") // before a delete removes it
+	}
 	if f == nil {
 		apply()
 	}
-	op := proto.CloneOf(s.operation(req, opType, target, f))
+	if m, ok := s.res[target]; ok {
+		targetID = getUint(m, "id")
+	}
+	op := proto.CloneOf(s.operation(req, opType, target, targetID, f))
 	if s.running {
 		op.Status = computepb.Operation_RUNNING.Enum()
 		op.Progress = proto.Int32(0)

@@ -98,8 +98,9 @@ func (s *Server) FailNext(method, pathSuffix string, code int, reason string, ti
 	}, Fault{Code: code, Reason: reason}, times)
 }
 
-// SetFaultRate fails that share of all calls (after the injected faults) with 429
-// rateLimitExceeded or 503 backendError, drawn from a generator seeded with seed. 0 turns it off.
+// SetFaultRate fails that share of all calls, operation polls included, (after the injected
+// faults) with 429 rateLimitExceeded or 503 backendError, drawn from a generator seeded with seed.
+// 0 turns it off.
 func (s *Server) SetFaultRate(rate float64, seed int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -162,26 +163,9 @@ func staleFingerprint(field string) *apiError {
 	return errorf(http.StatusPreconditionFailed, "conditionNotMet", "Invalid fingerprint. Supply the current %s.", field)
 }
 
-type errorItem struct {
-	Domain  string `json:"domain"`
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
-}
-
-type errorBody struct {
-	Error struct {
-		Code    int         `json:"code"`
-		Message string      `json:"message"`
-		Errors  []errorItem `json:"errors"`
-	} `json:"error"`
-}
-
 func (e *apiError) response() (int, []byte) {
-	var b errorBody
-	b.Error.Code = e.code
-	b.Error.Message = e.message
-	b.Error.Errors = []errorItem{{Domain: "global", Reason: e.reason, Message: e.message}}
-	out, err := json.Marshal(b)
+	item := map[string]string{"domain": "global", "reason": e.reason, "message": e.message}
+	out, err := json.Marshal(map[string]any{"error": map[string]any{"code": e.code, "message": e.message, "errors": []any{item}}})
 	if err != nil {
 		return http.StatusInternalServerError, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -54,136 +55,139 @@ func (k *kind) servesScope(scope string) bool {
 	return scope == "global" || strings.HasPrefix(scope, "regions/")
 }
 
-var kinds = map[string]*kind{
-	"addresses": {
-		kind: "compute#address", new: func() proto.Message { return &computepb.Address{} },
-		prepare: prepareAddress,
-		actions: map[string]action{"setLabels": setLabels},
-	},
-	"forwardingRules": {
-		kind: "compute#forwardingRule", new: func() proto.Message { return &computepb.ForwardingRule{} },
-		patch: true, optionalFingerprint: true,
-		prepare: prepareForwardingRule,
-		refs: func(m proto.Message) []ref {
-			fr := m.(*computepb.ForwardingRule)
-			return []ref{
-				{"target", fr.Target, []string{"targetHttpProxies", "targetHttpsProxies"}},
-				{"backendService", fr.BackendService, []string{"backendServices"}},
-			}
+// kindTable describes the served collections, by REST name.
+func kindTable() map[string]*kind {
+	setURLMap := action{
+		bareGlobal: true,
+		body:       func() proto.Message { return &computepb.UrlMapReference{} },
+		apply: func(_ *Server, _ *request, next, body proto.Message) (func(), *apiError) {
+			setString(next, "urlMap", body.(*computepb.UrlMapReference).GetUrlMap())
+			return nil, nil
 		},
-		actions: map[string]action{
-			"setLabels": setLabels,
-			"setTarget": {
-				body: func() proto.Message { return &computepb.TargetReference{} },
-				apply: func(_ *Server, _ *request, next, body proto.Message) (func(), *apiError) {
-					next.(*computepb.ForwardingRule).Target = body.(*computepb.TargetReference).Target
-					return nil, nil
+	}
+
+	// setLabels serves addresses and forwarding rules. The global (GlobalSetLabelsRequest) and
+	// regional (RegionSetLabelsRequest) bodies are the same JSON.
+	setLabels := action{
+		body: func() proto.Message { return &computepb.GlobalSetLabelsRequest{} },
+		apply: func(_ *Server, _ *request, next, body proto.Message) (func(), *apiError) {
+			b := body.(*computepb.GlobalSetLabelsRequest)
+			// Per the compute v1 reference (labelFingerprint): "You must always provide an up-to-date
+			// fingerprint hash in order to update or change labels, otherwise the request will fail
+			// with error 412 conditionNotMet."
+			if b.GetLabelFingerprint() != getString(next, "labelFingerprint") {
+				return nil, staleFingerprint("labelFingerprint")
+			}
+			fd := next.ProtoReflect().Descriptor().Fields().ByJSONName("labels")
+			next.ProtoReflect().Clear(fd)
+			lm := next.ProtoReflect().Mutable(fd).Map()
+			for k, v := range b.GetLabels() {
+				lm.Set(protoreflect.ValueOfString(k).MapKey(), protoreflect.ValueOfString(v))
+			}
+			return nil, nil
+		},
+	}
+
+	return map[string]*kind{
+		"addresses": {
+			kind: "compute#address", new: func() proto.Message { return &computepb.Address{} },
+			prepare: prepareAddress,
+			actions: map[string]action{"setLabels": setLabels},
+		},
+		"forwardingRules": {
+			kind: "compute#forwardingRule", new: func() proto.Message { return &computepb.ForwardingRule{} },
+			patch: true, optionalFingerprint: true,
+			prepare: prepareForwardingRule,
+			refs: func(m proto.Message) []ref {
+				fr := m.(*computepb.ForwardingRule)
+				return []ref{
+					{"target", fr.Target, []string{"targetHttpProxies", "targetHttpsProxies"}},
+					{"backendService", fr.BackendService, []string{"backendServices"}},
+				}
+			},
+			actions: map[string]action{
+				"setLabels": setLabels,
+				"setTarget": {
+					body: func() proto.Message { return &computepb.TargetReference{} },
+					apply: func(_ *Server, _ *request, next, body proto.Message) (func(), *apiError) {
+						next.(*computepb.ForwardingRule).Target = body.(*computepb.TargetReference).Target
+						return nil, nil
+					},
 				},
 			},
 		},
-	},
-	"targetHttpProxies": {
-		kind: "compute#targetHttpProxy", new: func() proto.Message { return &computepb.TargetHttpProxy{} },
-		refs: func(m proto.Message) []ref {
-			return []ref{{"urlMap", m.(*computepb.TargetHttpProxy).UrlMap, []string{"urlMaps"}}}
+		"targetHttpProxies": {
+			kind: "compute#targetHttpProxy", new: func() proto.Message { return &computepb.TargetHttpProxy{} },
+			refs: func(m proto.Message) []ref {
+				return []ref{{"urlMap", m.(*computepb.TargetHttpProxy).UrlMap, []string{"urlMaps"}}}
+			},
+			actions: map[string]action{"setUrlMap": setURLMap},
 		},
-		actions: map[string]action{"setUrlMap": setURLMap},
-	},
-	"targetHttpsProxies": {
-		kind: "compute#targetHttpsProxy", new: func() proto.Message { return &computepb.TargetHttpsProxy{} },
-		refs: func(m proto.Message) []ref {
-			p := m.(*computepb.TargetHttpsProxy)
-			refs := []ref{{"urlMap", p.UrlMap, []string{"urlMaps"}}}
-			for i := range p.SslCertificates {
-				refs = append(refs, ref{"sslCertificates", &p.SslCertificates[i], []string{"sslCertificates"}})
-			}
-			return refs
-		},
-		actions: map[string]action{
-			"setUrlMap": setURLMap,
-			"setSslCertificates": {
-				bareGlobal: true,
-				// The global (TargetHttpsProxiesSetSslCertificatesRequest) and regional
-				// (RegionTargetHttpsProxiesSetSslCertificatesRequest) bodies are the same JSON.
-				body: func() proto.Message { return &computepb.TargetHttpsProxiesSetSslCertificatesRequest{} },
-				apply: func(_ *Server, _ *request, next, body proto.Message) (func(), *apiError) {
-					certs := body.(*computepb.TargetHttpsProxiesSetSslCertificatesRequest).SslCertificates
-					if len(certs) == 0 {
-						return nil, errorf(http.StatusBadRequest, "invalid", "Invalid value for field 'resource.sslCertificates': ''. At least one SSL certificate must be specified.")
-					}
-					next.(*computepb.TargetHttpsProxy).SslCertificates = certs
-					return nil, nil
+		"targetHttpsProxies": {
+			kind: "compute#targetHttpsProxy", new: func() proto.Message { return &computepb.TargetHttpsProxy{} },
+			refs: func(m proto.Message) []ref {
+				p := m.(*computepb.TargetHttpsProxy)
+				refs := []ref{{"urlMap", p.UrlMap, []string{"urlMaps"}}}
+				for i := range p.SslCertificates {
+					refs = append(refs, ref{"sslCertificates", &p.SslCertificates[i], []string{"sslCertificates"}})
+				}
+				return refs
+			},
+			actions: map[string]action{
+				"setUrlMap": setURLMap,
+				"setSslCertificates": {
+					bareGlobal: true,
+					// The global (TargetHttpsProxiesSetSslCertificatesRequest) and regional
+					// (RegionTargetHttpsProxiesSetSslCertificatesRequest) bodies are the same JSON.
+					body: func() proto.Message { return &computepb.TargetHttpsProxiesSetSslCertificatesRequest{} },
+					apply: func(_ *Server, _ *request, next, body proto.Message) (func(), *apiError) {
+						certs := body.(*computepb.TargetHttpsProxiesSetSslCertificatesRequest).SslCertificates
+						if len(certs) == 0 {
+							return nil, errorf(http.StatusBadRequest, "invalid", "Invalid value for field 'resource.sslCertificates': ''. At least one SSL certificate must be specified.")
+						}
+						next.(*computepb.TargetHttpsProxy).SslCertificates = certs
+						return nil, nil
+					},
 				},
 			},
 		},
-	},
-	"urlMaps": {
-		kind: "compute#urlMap", new: func() proto.Message { return &computepb.UrlMap{} },
-		update: true, patch: true,
-		refs: urlMapRefs,
-	},
-	"backendServices": {
-		kind: "compute#backendService", new: func() proto.Message { return &computepb.BackendService{} },
-		update: true, patch: true,
-		refs: func(m proto.Message) []ref {
-			bs := m.(*computepb.BackendService)
-			var refs []ref
-			for i := range bs.HealthChecks {
-				refs = append(refs, ref{"healthChecks", &bs.HealthChecks[i], []string{"healthChecks"}})
-			}
-			for _, b := range bs.Backends {
-				refs = append(refs, ref{"backends.group", b.Group, []string{"networkEndpointGroups"}})
-			}
-			return refs
+		"urlMaps": {
+			kind: "compute#urlMap", new: func() proto.Message { return &computepb.UrlMap{} },
+			update: true, patch: true,
+			refs: urlMapRefs,
 		},
-	},
-	"healthChecks": {
-		kind: "compute#healthCheck", new: func() proto.Message { return &computepb.HealthCheck{} },
-		update: true, patch: true,
-	},
-	"sslCertificates": {
-		kind: "compute#sslCertificate", new: func() proto.Message { return &computepb.SslCertificate{} },
-		prepare: prepareCertificate,
-	},
-	"networkEndpointGroups": {
-		kind: "compute#networkEndpointGroup", new: func() proto.Message { return &computepb.NetworkEndpointGroup{} },
-		zonal: true, prepare: prepareNEG,
-		actions: map[string]action{
-			"attachNetworkEndpoints": {body: func() proto.Message { return &computepb.NetworkEndpointGroupsAttachEndpointsRequest{} }, apply: attachEndpoints},
-			"detachNetworkEndpoints": {body: func() proto.Message { return &computepb.NetworkEndpointGroupsDetachEndpointsRequest{} }, apply: detachEndpoints},
+		"backendServices": {
+			kind: "compute#backendService", new: func() proto.Message { return &computepb.BackendService{} },
+			update: true, patch: true,
+			refs: func(m proto.Message) []ref {
+				bs := m.(*computepb.BackendService)
+				var refs []ref
+				for i := range bs.HealthChecks {
+					refs = append(refs, ref{"healthChecks", &bs.HealthChecks[i], []string{"healthChecks"}})
+				}
+				for _, b := range bs.Backends {
+					refs = append(refs, ref{"backends.group", b.Group, []string{"networkEndpointGroups"}})
+				}
+				return refs
+			},
 		},
-	},
-}
-
-var setURLMap = action{
-	bareGlobal: true,
-	body:       func() proto.Message { return &computepb.UrlMapReference{} },
-	apply: func(_ *Server, _ *request, next, body proto.Message) (func(), *apiError) {
-		setString(next, "urlMap", body.(*computepb.UrlMapReference).GetUrlMap())
-		return nil, nil
-	},
-}
-
-// setLabels serves addresses and forwarding rules. The global (GlobalSetLabelsRequest) and
-// regional (RegionSetLabelsRequest) bodies are the same JSON.
-var setLabels = action{
-	body: func() proto.Message { return &computepb.GlobalSetLabelsRequest{} },
-	apply: func(_ *Server, _ *request, next, body proto.Message) (func(), *apiError) {
-		b := body.(*computepb.GlobalSetLabelsRequest)
-		// Per the compute v1 reference (labelFingerprint): "You must always provide an up-to-date
-		// fingerprint hash in order to update or change labels, otherwise the request will fail
-		// with error 412 conditionNotMet."
-		if b.GetLabelFingerprint() != getString(next, "labelFingerprint") {
-			return nil, staleFingerprint("labelFingerprint")
-		}
-		fd := next.ProtoReflect().Descriptor().Fields().ByJSONName("labels")
-		next.ProtoReflect().Clear(fd)
-		lm := next.ProtoReflect().Mutable(fd).Map()
-		for k, v := range b.GetLabels() {
-			lm.Set(protoreflect.ValueOfString(k).MapKey(), protoreflect.ValueOfString(v))
-		}
-		return nil, nil
-	},
+		"healthChecks": {
+			kind: "compute#healthCheck", new: func() proto.Message { return &computepb.HealthCheck{} },
+			update: true, patch: true,
+		},
+		"sslCertificates": {
+			kind: "compute#sslCertificate", new: func() proto.Message { return &computepb.SslCertificate{} },
+			prepare: prepareCertificate,
+		},
+		"networkEndpointGroups": {
+			kind: "compute#networkEndpointGroup", new: func() proto.Message { return &computepb.NetworkEndpointGroup{} },
+			zonal: true, prepare: prepareNEG,
+			actions: map[string]action{
+				"attachNetworkEndpoints": {body: func() proto.Message { return &computepb.NetworkEndpointGroupsAttachEndpointsRequest{} }, apply: attachEndpoints},
+				"detachNetworkEndpoints": {body: func() proto.Message { return &computepb.NetworkEndpointGroupsDetachEndpointsRequest{} }, apply: detachEndpoints},
+			},
+		},
+	}
 }
 
 func urlMapRefs(m proto.Message) []ref {
@@ -216,7 +220,9 @@ func urlMapRefs(m proto.Message) []ref {
 var nameRE = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 // outputOnly are fields the server owns: ignored on insert, kept on update and patch.
-var outputOnly = []string{"id", "kind", "selfLink", "creationTimestamp", "region", "zone", "fingerprint", "labelFingerprint"}
+func outputOnly() []string {
+	return []string{"id", "kind", "selfLink", "creationTimestamp", "region", "zone", "fingerprint", "labelFingerprint"}
+}
 
 func (s *Server) insert(req *request, k *kind) (any, *apiError) {
 	m := k.new()
@@ -231,7 +237,7 @@ func (s *Server) insert(req *request, k *kind) (any, *apiError) {
 	if _, ok := s.res[key]; ok {
 		return nil, errorf(http.StatusConflict, "alreadyExists", "The resource '%s' already exists", key)
 	}
-	for _, f := range outputOnly {
+	for _, f := range outputOnly() {
 		clearField(m, f)
 	}
 	if k.prepare != nil {
@@ -239,11 +245,21 @@ func (s *Server) insert(req *request, k *kind) (any, *apiError) {
 			return nil, err
 		}
 	}
-	if err := s.resolve(req, k, m); err != nil {
+	return s.store(req, k, "insert", nil, m, nil)
+}
+
+// store ends insert, update, patch and actions: it checks next's references, then commits next
+// (and extra, for state kept outside the resource) unless the operation fails.
+func (s *Server) store(req *request, k *kind, opType string, cur, next proto.Message, extra func()) (any, *apiError) {
+	if err := s.resolve(req, k, next); err != nil {
 		return nil, err
 	}
-	return s.mutate(req, "insert", key, func() {
-		s.commit(req, key, nil, m)
+	key := req.key()
+	return s.mutate(req, opType, key, func() {
+		s.commit(req, key, cur, next)
+		if extra != nil {
+			extra()
+		}
 	})
 }
 
@@ -253,14 +269,14 @@ func (s *Server) commit(req *request, key string, prev, next proto.Message) {
 	seq := s.next()
 	if prev == nil {
 		setUint(next, "id", seq)
-		setString(next, "kind", kinds[req.coll].kind)
+		setString(next, "kind", s.kinds[req.coll].kind)
 		setString(next, "selfLink", Link(key))
 		setString(next, "creationTimestamp", s.stamp())
 		if field, link := scopeLink(req.project, req.scope); field != "" {
 			setString(next, field, link)
 		}
 	} else {
-		for _, f := range outputOnly {
+		for _, f := range outputOnly() {
 			copyField(next, prev, f)
 		}
 	}
@@ -308,14 +324,11 @@ func (s *Server) replace(req *request, k *kind, patch bool) (any, *apiError) {
 		// by the setLabels method").
 		copyField(next, cur, "labels")
 	}
-	if err := s.resolve(req, k, next); err != nil {
-		return nil, err
-	}
 	opType := "update"
 	if patch {
 		opType = "patch"
 	}
-	return s.mutate(req, opType, key, func() { s.commit(req, key, cur, next) })
+	return s.store(req, k, opType, cur, next, nil)
 }
 
 func (s *Server) act(req *request, k *kind, a action) (any, *apiError) {
@@ -333,15 +346,7 @@ func (s *Server) act(req *request, k *kind, a action) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.resolve(req, k, next); err != nil {
-		return nil, err
-	}
-	return s.mutate(req, req.action, key, func() {
-		s.commit(req, key, cur, next)
-		if extra != nil {
-			extra()
-		}
-	})
+	return s.store(req, k, req.action, cur, next, extra)
 }
 
 func (s *Server) delete(req *request) (any, *apiError) {
@@ -371,7 +376,7 @@ func (s *Server) userOf(key string) string {
 	link := Link(key)
 	for _, other := range sortedKeys(s.res) {
 		_, coll, _ := splitKey(other)
-		if refs := kinds[coll].refs; refs != nil {
+		if refs := s.kinds[coll].refs; refs != nil {
 			for _, r := range refs(s.res[other]) {
 				if r.ptr != nil && *r.ptr == link {
 					return other
@@ -399,7 +404,7 @@ func (s *Server) resolve(req *request, k *kind, m proto.Message) *apiError {
 		switch {
 		case !ok:
 			return invalid("The URL is malformed.")
-		case !slicesContain(r.colls, coll):
+		case !slices.Contains(r.colls, coll):
 			return invalid("Expected a reference to " + strings.Join(r.colls, " or ") + ".")
 		case !scopeReaches(req.scope, scope):
 			return invalid("A resource in " + req.scope + " cannot reference a resource in " + scope + ".")
@@ -453,7 +458,7 @@ func splitKey(key string) (scope, coll, name string) {
 	default:
 		return "", "", ""
 	}
-	if slicesContain(seg, "") || seg[1] == "" {
+	if slices.Contains(seg, "") || seg[1] == "" {
 		return "", "", ""
 	}
 	return scope, seg[0], seg[1]

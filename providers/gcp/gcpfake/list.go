@@ -41,11 +41,15 @@ func (s *Server) list(req *request, k *kind) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	out := listPage{Kind: k.kind + "List", ID: strings.TrimSuffix(prefix, "/"), NextPageToken: next, SelfLink: Link(strings.TrimSuffix(prefix, "/"))}
+	return listResponse(k.kind+"List", strings.TrimSuffix(prefix, "/"), next, page)
+}
+
+func listResponse(kind, id, next string, page []entry) (any, *apiError) {
+	out := listPage{Kind: kind, ID: id, NextPageToken: next, SelfLink: Link(id)}
 	for _, e := range page {
-		b, merr := protojson.Marshal(e.msg)
-		if merr != nil {
-			return nil, errorf(http.StatusInternalServerError, "backendError", "marshal: %v", merr)
+		b, err := protojson.Marshal(e.msg)
+		if err != nil {
+			return nil, errorf(http.StatusInternalServerError, "backendError", "marshal: %v", err)
 		}
 		out.Items = append(out.Items, b)
 	}
@@ -96,23 +100,13 @@ func (s *Server) listEndpoints(req *request) (any, *apiError) {
 	var entries []entry
 	for i, ep := range s.endpoints[key] {
 		// Attach order, zero-padded so that keys sort in it.
-		entries = append(entries, entry{key: strconv.Itoa(100000 + i), msg: ep})
+		entries = append(entries, entry{key: strconv.Itoa(100000 + i), msg: &computepb.NetworkEndpointWithHealthStatus{NetworkEndpoint: ep}})
 	}
 	page, next, err := pageOf(req, entries)
 	if err != nil {
 		return nil, err
 	}
-	out := &computepb.NetworkEndpointGroupsListNetworkEndpoints{
-		Kind: proto.String("compute#networkEndpointGroupsListNetworkEndpoints"),
-		Id:   proto.String(key),
-	}
-	if next != "" {
-		out.NextPageToken = proto.String(next)
-	}
-	for _, e := range page {
-		out.Items = append(out.Items, &computepb.NetworkEndpointWithHealthStatus{NetworkEndpoint: proto.CloneOf(e.msg.(*computepb.NetworkEndpoint))})
-	}
-	return out, nil
+	return listResponse("compute#networkEndpointGroupsListNetworkEndpoints", key+"/listNetworkEndpoints", next, page)
 }
 
 // pageOf applies the filter, pageToken and maxResults query parameters to entries sorted by key.
@@ -133,6 +127,11 @@ func pageOf(req *request, entries []entry) ([]entry, string, *apiError) {
 			}
 		}
 		entries = kept
+	}
+	// Per the compute v1 reference (orderBy): "By default, results are returned in alphanumerical
+	// order based on the resource name"; the other order it offers is not modelled.
+	if o := q.Get("orderBy"); o != "" && o != "name" {
+		return nil, "", errorf(http.StatusBadRequest, "invalid", "Invalid value for field 'orderBy': '%s'. gcpfake sorts by name only.", o)
 	}
 	// Per the compute v1 reference (maxResults): "Acceptable values are 0 to 500, inclusive.
 	// (Default: 500)".
@@ -168,32 +167,19 @@ var (
 )
 
 // parseFilter supports the filter forms of the compute v1 list reference that the provider uses:
-// "name eq RE2" / "name ne RE2" (the expression must match the entire field), "name = literal" /
-// "name != literal", quoted with " or ' or bare, on any field (dotted for nested, e.g.
-// labels.owner), and AND of parenthesized expressions "(a) (b)" or "(a) AND (b)". Anything
-// else (OR, ":", "<", …) is refused with 400 rather than silently matching.
+// "field eq RE2" / "field ne RE2" ("The literal value must match the entire field"), "field =
+// literal" / "field != literal", values quoted with " or ' or bare, dotted fields (labels.owner),
+// and parenthesized expressions, ANDed ("(a) (b)" or "(a) AND (b)"). The two kinds "cannot be
+// mixed in one request". Anything else (OR, ":", "<", …) is refused with 400 rather than
+// silently matching.
 func parseFilter(f string) (func(map[string]any) bool, *apiError) {
-	invalid := errorf(http.StatusBadRequest, "invalid", "Invalid value for field 'filter': '%s'. gcpfake supports eq, ne, = and != joined by AND.", f)
-	var terms []string
-	rest := strings.TrimSpace(f)
-	if !strings.HasPrefix(rest, "(") {
-		terms = []string{rest}
-	}
-	for rest != "" && strings.HasPrefix(rest, "(") {
-		end := strings.IndexByte(rest, ')')
-		if end < 0 {
-			return nil, invalid
-		}
-		terms = append(terms, rest[1:end])
-		rest = strings.TrimSpace(rest[end+1:])
-		if after, ok := strings.CutPrefix(rest, "AND "); ok {
-			rest = strings.TrimSpace(after)
-		}
-		if rest != "" && !strings.HasPrefix(rest, "(") {
-			return nil, invalid
-		}
+	invalid := errorf(http.StatusBadRequest, "invalid", "Invalid value for field 'filter': '%s'. gcpfake supports eq/ne or =/!= expressions (not mixed) joined by AND.", f)
+	terms, ok := splitTerms(f)
+	if !ok {
+		return nil, invalid
 	}
 	var preds []func(map[string]any) bool
+	var regex, literal bool
 	for _, t := range terms {
 		t = strings.TrimSpace(t)
 		if m := reFilter.FindStringSubmatch(t); m != nil {
@@ -202,14 +188,17 @@ func parseFilter(f string) (func(map[string]any) bool, *apiError) {
 				return nil, invalid
 			}
 			field, want := m[1], m[2] == "eq"
-			preds = append(preds, func(obj map[string]any) bool { return re.MatchString(fieldOf(obj, field)) == want })
+			preds, regex = append(preds, func(obj map[string]any) bool { return re.MatchString(fieldOf(obj, field)) == want }), true
 			continue
 		}
-		if m := litFilter.FindStringSubmatch(t); m != nil && !strings.ContainsAny(m[1], " ") {
+		if m := litFilter.FindStringSubmatch(t); m != nil {
 			field, lit, want := m[1], unquote(m[3]), m[2] == "="
-			preds = append(preds, func(obj map[string]any) bool { return (fieldOf(obj, field) == lit) == want })
+			preds, literal = append(preds, func(obj map[string]any) bool { return (fieldOf(obj, field) == lit) == want }), true
 			continue
 		}
+		return nil, invalid
+	}
+	if regex && literal {
 		return nil, invalid
 	}
 	return func(obj map[string]any) bool {
@@ -220,6 +209,47 @@ func parseFilter(f string) (func(map[string]any) bool, *apiError) {
 		}
 		return true
 	}, nil
+}
+
+// splitTerms splits "(a) (b)" or "(a) AND (b)" into a and b, and a lone expression into itself.
+// Parentheses inside quotes or nested in a term (an RE2 group) do not end it.
+func splitTerms(f string) ([]string, bool) {
+	rest := strings.TrimSpace(f)
+	if !strings.HasPrefix(rest, "(") {
+		return []string{rest}, rest != ""
+	}
+	var terms []string
+	for rest != "" {
+		if rest[0] != '(' {
+			return nil, false
+		}
+		depth, quote, end := 0, byte(0), -1
+		for i := 0; i < len(rest) && end < 0; i++ {
+			switch c := rest[i]; {
+			case quote != 0:
+				if c == quote {
+					quote = 0
+				}
+			case c == '"' || c == '\'':
+				quote = c
+			case c == '(':
+				depth++
+			case c == ')':
+				if depth--; depth == 0 {
+					end = i
+				}
+			}
+		}
+		if end < 0 {
+			return nil, false
+		}
+		terms = append(terms, rest[1:end])
+		rest = strings.TrimSpace(rest[end+1:])
+		if after, ok := strings.CutPrefix(rest, "AND "); ok {
+			rest = strings.TrimSpace(after)
+		}
+	}
+	return terms, true
 }
 
 func unquote(v string) string {

@@ -146,7 +146,9 @@ func TestOperations(t *testing.T) {
 		t.Errorf("operation scopes: %s, %s", regional.GetSelfLink(), zonal.GetSelfLink())
 	}
 
-	insertHC := func(c gcpfake.Call) bool { return c.Method == http.MethodPost && strings.HasSuffix(c.Path, "/global/healthChecks") }
+	insertHC := func(c gcpfake.Call) bool {
+		return c.Method == http.MethodPost && strings.HasSuffix(c.Path, "/global/healthChecks")
+	}
 	for _, tc := range []struct {
 		name       string
 		withStatus bool

@@ -13,8 +13,10 @@ import (
 	"github.com/fleetgate/fleetgate/providers/gcp/gcpfake"
 )
 
-// TestAddresses pins allocation (lowest free address of the scope's test range), RESERVED/IN_USE
-// with users, and the refusal to delete an address a forwarding rule uses.
+// TestAddresses pins allocation (lowest free address of the scope's test range) and, per the
+// compute v1 reference (Address.status): "A RESERVED address is currently reserved and available to
+// use. An IN_USE address is currently being used by another resource", with users ("The URLs of the
+// resources that are using this address"); an address in use cannot be deleted.
 func TestAddresses(t *testing.T) {
 	e := newEnv(t)
 	ctx, p := e.ctx, project
@@ -65,7 +67,9 @@ func TestAddresses(t *testing.T) {
 // (NetworkEndpoint): instance "is required for network endpoints of type GCE_VM_IP and
 // GCE_VM_IP_PORT"; port "If not specified, the defaultPort for the network endpoint group will be
 // used" and "can not be set for network endpoints of type GCE_VM_IP"; defaultPort "If the network
-// endpoint type is either GCE_VM_IP … this field must not be specified".
+// endpoint type is either GCE_VM_IP … this field must not be specified". The reference is silent on
+// attaching an existing endpoint or detaching a missing one; the fake refuses both with 400 invalid
+// (GCE's form for a bad field value), which is unverified against a real project.
 func TestNetworkEndpoints(t *testing.T) {
 	e := newEnv(t)
 	ctx, p := e.ctx, project
@@ -140,7 +144,8 @@ func TestNetworkEndpoints(t *testing.T) {
 	}
 	neg, _ := e.neg.Get(ctx, &computepb.GetNetworkEndpointGroupRequest{Project: p, Zone: zone, NetworkEndpointGroup: "port"})
 	ipNEG, _ := gcpfake.Get[*computepb.NetworkEndpointGroup](e.srv, "projects/proj/zones/"+zone+"/networkEndpointGroups/ip")
-	if neg.GetSize() != 2 || ipNEG.GetSize() != 1 || neg.GetNetwork() != gcpfake.Link("projects/proj/global/networks/default") {
+	stored := e.srv.Endpoints("projects/proj/zones/" + zone + "/networkEndpointGroups/port")
+	if neg.GetSize() != 2 || len(stored) != 2 || ipNEG.GetSize() != 1 || neg.GetNetwork() != gcpfake.Link("projects/proj/global/networks/default") {
 		t.Errorf("NEGs: %v, %v", neg, ipNEG)
 	}
 
@@ -160,9 +165,10 @@ func TestNetworkEndpoints(t *testing.T) {
 	}
 }
 
-// TestListPagingAndFilter pins maxResults/pageToken paging and the filter forms of the compute v1
-// list reference: "eq"/"ne" take an RE2 that must match the entire field, "="/"!=" a literal, and
-// parenthesized expressions are ANDed.
+// TestListPagingAndFilter pins maxResults/pageToken paging, name order, and the filter forms of the
+// compute v1 list reference: "eq"/"ne" take an RE2 ("The literal value must match the entire
+// field"), "="/"!=" a literal, parenthesized expressions are ANDed, and the two kinds "cannot be
+// mixed in one request".
 func TestListPagingAndFilter(t *testing.T) {
 	e := newEnv(t)
 	for _, n := range []string{"hc-c", "hc-a", "hc-e", "other", "hc-b", "hc-d"} {
@@ -185,7 +191,9 @@ func TestListPagingAndFilter(t *testing.T) {
 		{`name = "hc-c"`, []string{"hc-c"}},
 		{`name != "other"`, []string{"hc-a", "hc-b", "hc-c", "hc-d", "hc-e"}},
 		{`(name eq "hc-.*") (name ne "hc-[a-c]")`, []string{"hc-d", "hc-e"}},
-		{`(name eq hc-.*) AND (name != hc-e)`, []string{"hc-a", "hc-b", "hc-c", "hc-d"}},
+		{`(name != other) AND (name != hc-e)`, []string{"hc-a", "hc-b", "hc-c", "hc-d"}},
+		{`(name eq "hc-(a|b)") (name ne 'hc-(b)')`, []string{"hc-a"}},
+		{`name eq hc-(c|d)`, []string{"hc-c", "hc-d"}},
 		{`kind = "compute#healthCheck" `, []string{"hc-a", "hc-b", "hc-c", "hc-d", "hc-e", "other"}},
 	} {
 		got := names(t, e.hc.List(e.ctx, &computepb.ListHealthChecksRequest{Project: project, Filter: proto.String(tc.filter)}).Next)
@@ -193,7 +201,7 @@ func TestListPagingAndFilter(t *testing.T) {
 			t.Errorf("filter %s (-want +got):\n%s", tc.filter, diff)
 		}
 	}
-	for _, f := range []string{`name:hc`, `(name = a) OR (name = b)`, `name eq "("`, `name < b`} {
+	for _, f := range []string{`name:hc`, `(name = a) OR (name = b)`, `name eq "("`, `name < b`, `(name eq hc-.*) (name != hc-e)`, `(name = a`} {
 		_, err := e.hc.List(e.ctx, &computepb.ListHealthChecksRequest{Project: project, Filter: proto.String(f)}).Next()
 		expect(t, "filter "+f, err, http.StatusBadRequest)
 	}

@@ -1,6 +1,8 @@
 package gcpfake_test
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -183,6 +185,23 @@ func TestStack(t *testing.T) {
 				t.Errorf("server fields of %v", got)
 			}
 
+			// The proxy actions reach the fake at the client's paths in both scopes (globally
+			// without "global/").
+			umRef := &computepb.UrlMapReference{UrlMap: proto.String(scope + "/urlMaps/um")}
+			certs := []string{scope + "/sslCertificates/cert"}
+			if tc.region == "" {
+				e.do(e.hp.SetUrlMap(e.ctx, &computepb.SetUrlMapTargetHttpProxyRequest{Project: project, TargetHttpProxy: "hp", UrlMapReferenceResource: umRef}))
+				e.do(e.sp.SetSslCertificates(e.ctx, &computepb.SetSslCertificatesTargetHttpsProxyRequest{Project: project, TargetHttpsProxy: "sp",
+					TargetHttpsProxiesSetSslCertificatesRequestResource: &computepb.TargetHttpsProxiesSetSslCertificatesRequest{SslCertificates: certs}}))
+			} else {
+				e.do(e.rhp.SetUrlMap(e.ctx, &computepb.SetUrlMapRegionTargetHttpProxyRequest{Project: project, Region: tc.region, TargetHttpProxy: "hp", UrlMapReferenceResource: umRef}))
+				e.do(e.rsp.SetSslCertificates(e.ctx, &computepb.SetSslCertificatesRegionTargetHttpsProxyRequest{Project: project, Region: tc.region, TargetHttpsProxy: "sp",
+					RegionTargetHttpsProxiesSetSslCertificatesRequestResource: &computepb.RegionTargetHttpsProxiesSetSslCertificatesRequest{SslCertificates: certs}}))
+			}
+			if sp2, _ := gcpfake.Get[*computepb.TargetHttpsProxy](e.srv, key("targetHttpsProxies", "sp")); sp2.GetFingerprint() == sp.GetFingerprint() {
+				t.Error("setSslCertificates kept the fingerprint")
+			}
+
 			e.deleteAll(tc.region)
 			for _, c := range colls {
 				if n := e.srv.Count(c); n != 0 {
@@ -202,5 +221,30 @@ func TestProjectsAreSeparate(t *testing.T) {
 	e.do(e.hc.Delete(e.ctx, &computepb.DeleteHealthCheckRequest{Project: "a", HealthCheck: "hc"}))
 	if diff := cmp.Diff([]string{"projects/b/global/healthChecks/hc"}, e.srv.Keys("healthChecks")); diff != "" {
 		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+}
+
+// TestConcurrentClients: the fake serves parallel clients (run with -race); IDs stay unique.
+func TestConcurrentClients(t *testing.T) {
+	e := newEnv(t)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 10 {
+				hc := &computepb.HealthCheck{Name: proto.String(fmt.Sprintf("hc-%d-%d", g, i))}
+				if _, err := e.hc.Insert(e.ctx, &computepb.InsertHealthCheckRequest{Project: project, HealthCheckResource: hc}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	ids := map[uint64]bool{}
+	for _, k := range e.srv.Keys("healthChecks") {
+		hc, _ := gcpfake.Get[*computepb.HealthCheck](e.srv, k)
+		ids[hc.GetId()] = true
+	}
+	if len(ids) != 40 {
+		t.Errorf("%d distinct IDs for 40 inserts", len(ids))
 	}
 }
