@@ -144,7 +144,7 @@ func l4Model(name string, params json.RawMessage, protocol ir.Protocol, port uin
 }
 
 // killCertificates are two certificates of kill-b.example.com, as the child gets them (JSON).
-func killCertificates(t *testing.T) (env string, certs []ir.Certificate) {
+func killCertificates(t testing.TB) (env string, certs []ir.Certificate) {
 	t.Helper()
 	for range 2 {
 		crt, key := selfSigned(t, "kill-b.example.com")

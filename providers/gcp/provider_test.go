@@ -449,7 +449,7 @@ func insertAddress(t *testing.T, fake *gcpfake.Server, project, region, name str
 }
 
 // selfSigned is a new ECDSA certificate and key for host, PEM-encoded.
-func selfSigned(t *testing.T, host string) (certPEM, keyPEM []byte) {
+func selfSigned(t testing.TB, host string) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
