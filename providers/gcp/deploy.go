@@ -70,6 +70,8 @@ type live struct {
 	name  string
 	msg   proto.Message
 	owner owner
+	// clusters are the member clusters an anchor's labels record (see labelCluster).
+	clusters []string
 }
 
 type resKey struct {
@@ -115,7 +117,11 @@ func (d *deployer) observe(ctx context.Context, prefix string, regions []string)
 				if neg, ok := m.(*computepb.NetworkEndpointGroup); ok {
 					scope = Scope{Zone: lastSegment(neg.GetZone())}
 				}
-				out[resKey{k, scope, n.GetName()}] = &live{kind: k, scope: scope, name: n.GetName(), msg: m, owner: o}
+				l := &live{kind: k, scope: scope, name: n.GetName(), msg: m, owner: o}
+				if labeled, ok := m.(interface{ GetLabels() map[string]string }); ok {
+					l.clusters = labeledClusters(labeled.GetLabels())
+				}
+				out[resKey{k, scope, n.GetName()}] = l
 			}
 		}
 	}
@@ -179,7 +185,7 @@ func (d *deployer) sync(ctx context.Context, s *Stack, r *Resource, l *live, x *
 		}
 		return d.syncEndpoints(ctx, r, nil, x)
 	}
-	if l.owner.Spec != specHash(r.Kind, r.Msg) || !slices.Equal(l.owner.Clusters, ownerClusters(s, r)) {
+	if l.owner.Spec != specHash(r.Kind, r.Msg) {
 		switch r.Kind {
 		case KindHealthCheck, KindBackendService, KindURLMap:
 			setFingerprint(want, l.msg)
@@ -350,13 +356,6 @@ func (d *deployer) addresses(ctx context.Context, s *Stack) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-func ownerClusters(s *Stack, r *Resource) []string {
-	if r.Kind == KindAddress || r.Kind == KindForwardingRule {
-		return s.Clusters
-	}
-	return nil
 }
 
 func setDescription(m proto.Message, d string) {

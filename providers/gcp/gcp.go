@@ -191,7 +191,7 @@ func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error
 		return fmt.Errorf("deleting %s: %w", lb.Gateway, credentialsError(err, account))
 	}
 	for _, l := range owned {
-		if slices.ContainsFunc(l.owner.Clusters, func(c string) bool { return !slices.Contains(lb.Clusters, c) }) {
+		if slices.ContainsFunc(l.clusters, func(c string) bool { return !slices.Contains(lb.Clusters, c) }) {
 			return nil // still held elsewhere
 		}
 	}
@@ -246,7 +246,7 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 					Provider: string(v1alpha1.ProviderGCP), Parameters: raw}
 				found[l.owner.Gateway] = lb
 			}
-			lb.Clusters = append(lb.Clusters, l.owner.Clusters...)
+			lb.Clusters = append(lb.Clusters, l.clusters...)
 		}
 	}
 	return providers.Listed(found), errors.Join(errs...)

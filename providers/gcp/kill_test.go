@@ -370,7 +370,7 @@ type resource struct {
 	// id is the kind, scope and ownership record's resource ID ("backendService global bs/…").
 	id string
 	// what is the resource as stored, with names of the fleet made "fg-FLEET-" and without what the
-	// fake assigns (IDs, links, fingerprints, addresses), the anchors' clusters, a NEG's endpoints,
+	// fake assigns (IDs, links, fingerprints, addresses), a NEG's endpoints,
 	// and for a forwarding rule not on its gateway's address, its IP.
 	what string
 }
@@ -395,7 +395,7 @@ func inventory(t *testing.T, fake *gcpfake.Server, fleet string) []resource {
 			}
 			parts := strings.Split(key, "/") // projects/P/global/C/N or projects/P/{regions,zones}/S/C/N
 			scope := strings.Join(parts[2:len(parts)-2], "/")
-			what := normalized(t, m, prefix, label) + clustersOf(o) + endpointsOf(fake, key)
+			what := normalized(t, m, prefix, label) + endpointsOf(fake, key)
 			switch v := m.(type) {
 			case *computepb.Address:
 				ips[o.Gateway+" "+scope] = v.GetAddress()
@@ -431,13 +431,6 @@ func normalized(t *testing.T, m proto.Message, prefix, label string) string {
 	}
 	s := strings.ReplaceAll(string(b), prefix, "fg-FLEET-")
 	return strings.ReplaceAll(s, `"`+label+`"`, `"FLEET"`)
-}
-
-func clustersOf(o owner) string {
-	if len(o.Clusters) == 0 {
-		return ""
-	}
-	return " clusters=" + strings.Join(o.Clusters, ",")
 }
 
 // endpointsOf lists a NEG's endpoints, sorted; "" for other kinds.

@@ -81,8 +81,8 @@ type Stack struct {
 	// Type is the class's load balancer type; Region its region (regional and network types).
 	Type   v1alpha1.GCPLoadBalancerType
 	Region string
-	// Clusters are the member clusters of the gateway, sorted: recorded on the anchors (address,
-	// forwarding rules) so that List can tell which clusters hold it.
+	// Clusters are the member clusters of the gateway, sorted: recorded in the anchors' labels
+	// (address, forwarding rules) so that List and Delete can tell which clusters hold it.
 	Clusters []string
 	// Labels go on the resources that take labels, with the ownership labels.
 	Labels map[string]string
@@ -105,8 +105,6 @@ type owner struct {
 	Fleet     string `json:"fleet"`
 	Gateway   string `json:"gateway"`
 	Resource  string `json:"resource"`
-	// Clusters are on the anchors only (addresses, forwarding rules).
-	Clusters []string `json:"clusters,omitempty"`
 	// Spec is the hash of the desired resource it was written from (specHash): an unchanged hash
 	// means nothing to update, whatever defaults GCE filled in.
 	Spec string `json:"spec"`
@@ -117,9 +115,6 @@ const managedBy = "fleetgate"
 // description is the ownership record of r in s.
 func (s *Stack) description(r *Resource) (string, error) {
 	o := owner{ManagedBy: managedBy, Fleet: s.Fleet, Gateway: s.Gateway, Resource: r.ID, Spec: specHash(r.Kind, r.Msg)}
-	if r.Kind == KindAddress || r.Kind == KindForwardingRule {
-		o.Clusters = s.Clusters
-	}
 	b, err := json.Marshal(o)
 	if err != nil {
 		return "", fmt.Errorf("encoding the ownership record of %s: %w", r.Name, err)
