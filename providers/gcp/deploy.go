@@ -70,8 +70,30 @@ type live struct {
 	name  string
 	msg   proto.Message
 	owner owner
-	// clusters are the member clusters an anchor's labels record (see labelCluster).
+	// clusters are the member clusters an anchor's labels record (see labelCluster), or another
+	// kind's ownership record.
 	clusters []string
+}
+
+// holders are the member clusters holding a gateway as its resources l record them: the anchors'
+// labels, or without anchors (an Ensure or a Delete stopped between them and the rest) what the
+// others recorded when they were written.
+func holders(ls []*live) []string {
+	var anchored, others []string
+	hasAnchor := false
+	for _, l := range ls {
+		if l.kind.anchor() {
+			hasAnchor = true
+			anchored = append(anchored, l.clusters...)
+		} else {
+			others = append(others, l.clusters...)
+		}
+	}
+	if hasAnchor {
+		others = anchored
+	}
+	slices.Sort(others)
+	return slices.Compact(others)
 }
 
 type resKey struct {
@@ -117,8 +139,8 @@ func (d *deployer) observe(ctx context.Context, prefix string, regions []string)
 				if neg, ok := m.(*computepb.NetworkEndpointGroup); ok {
 					scope = Scope{Zone: lastSegment(neg.GetZone())}
 				}
-				l := &live{kind: k, scope: scope, name: n.GetName(), msg: m, owner: o}
-				if labeled, ok := m.(interface{ GetLabels() map[string]string }); ok {
+				l := &live{kind: k, scope: scope, name: n.GetName(), msg: m, owner: o, clusters: o.Clusters}
+				if labeled, ok := m.(interface{ GetLabels() map[string]string }); ok && k.anchor() {
 					l.clusters = labeledClusters(labeled.GetLabels())
 				}
 				out[resKey{k, scope, n.GetName()}] = l

@@ -77,11 +77,13 @@ func killOptions(fleet string, opts []option.ClientOption) Options {
 	}
 }
 
-// killModels are a mixed set: a global L7 gateway with four routes to backends in both members
-// (NEGs per cluster and zone), a global one with HTTPS and a certificate, a regional L7 one, and
-// network TCP and UDP ones. round moves: odd rounds take the second certificate and move east's
-// endpoints out of us-east1-c, so that kills land in rotations and in NEG moves between zones.
-func killModels(certs []ir.Certificate, round int) []*providers.LoadBalancer {
+// killModels are a mixed set of fleet's gateways: a global L7 gateway with four routes to
+// backends in both members (NEGs per cluster and zone), a global one with HTTPS and a certificate,
+// a regional L7 one on the fleet's reserved address (reservedAddress: the forwarding rule is then
+// the only resource Ensure keeps the clusters current on), and network TCP and UDP ones. round
+// moves: odd rounds take the second certificate and move east's endpoints out of us-east1-c, so
+// that kills land in rotations and in NEG moves between zones.
+func killModels(fleet string, certs []ir.Certificate, round int) []*providers.LoadBalancer {
 	eastZone := "us-east1-c"
 	if round%2 == 1 {
 		eastZone = "us-east1-b"
@@ -101,9 +103,13 @@ func killModels(certs []ir.Certificate, round int) []*providers.LoadBalancer {
 	b := l7Model("kill-b", global, 80, certs[round%2:round%2+1], []string{"hub"}, routes("kill-b", []ir.Backend{web}, "/")...)
 	c := l7Model("kill-c", json.RawMessage(`{"loadBalancerType":"regional"}`), 8080, nil, []string{"hub"},
 		routes("kill-c", []ir.Backend{{Name: web.Name, Weight: 1, Endpoints: web.Endpoints[:2]}}, "/")...)
+	c.Addresses = []providers.Address{{Type: "NamedAddress", Value: reservedAddress(fleet)}}
 	network := json.RawMessage(`{"loadBalancerType":"network"}`)
 	return []*providers.LoadBalancer{a, b, c, l4Model("kill-d", network, ir.ProtocolTCP, 7000), l4Model("kill-e", network, ir.ProtocolUDP, 5353)}
 }
+
+// reservedAddress is the name of the regional address reserved for fleet's kill-c, as a user would.
+func reservedAddress(fleet string) string { return "kill-c-" + shortHash(8, fleet) }
 
 // routes are one route per path, each to backends.
 func routes(gateway string, backends []ir.Backend, paths ...string) []ir.Route {
@@ -178,7 +184,7 @@ func runKillChild(endpoint string) int {
 	}
 	ctx := context.Background()
 	for round := 0; ; round++ {
-		for i, lb := range killModels(certs, round) {
+		for i, lb := range killModels(os.Getenv(envKillFleet), certs, round) {
 			if (!deletes && (round+i)%3 == 2) || (deletes && round%2 == 1) {
 				announce("delete " + lb.Name)
 				_ = p.Delete(ctx, lb) // errors are retried by the next round
@@ -284,6 +290,9 @@ func TestKillDuringProvisioning(t *testing.T) {
 	}
 	fake := gcpfake.NewServer(t)
 	fleet := "kill-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	for _, f := range []string{fleet, fleet + "-clean"} {
+		insertAddress(t, fake, killProject, killRegion, reservedAddress(f))
+	}
 	certsEnv, certs := killCertificates(t)
 	env := append(os.Environ(), envKillChild+"="+fake.URL(), envKillFleet+"="+fleet, envKillCerts+"="+certsEnv)
 	rng := rand.New(rand.NewPCG(uint64(kills), 17))
@@ -291,6 +300,7 @@ func TestKillDuringProvisioning(t *testing.T) {
 	during := map[string]int{}
 	for i := range kills {
 		during[killOnce(t, env, newKillPlan(rng, (kills-i)%2 == 0))]++
+		checkListed(t, fake, fleet, killModels(fleet, certs, 0))
 	}
 	t.Logf("%d kills in %v, killed during: %v", kills, time.Since(start).Round(time.Millisecond), during)
 	left, dups := kindCounts(inventory(t, fake, fleet)), 0
@@ -299,9 +309,8 @@ func TestKillDuringProvisioning(t *testing.T) {
 	}
 	t.Logf("what the kills left: %v, duplicates among it: %d", left, dups)
 
-	models := killModels(certs, 0)
-	killed := converge(t, fake, fleet, models)
-	clean := converge(t, fake, fleet+"-clean", models)
+	killed := converge(t, fake, fleet, killModels(fleet, certs, 0))
+	clean := converge(t, fake, fleet+"-clean", killModels(fleet+"-clean", certs, 0))
 	if d := gocmp.Diff(clean, killed); d != "" {
 		t.Errorf("after %d kills the project differs from a clean run's (-clean +killed):\n%s", kills, d)
 	}
@@ -310,7 +319,7 @@ func TestKillDuringProvisioning(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, lb := range models {
+		for _, lb := range killModels(f, certs, 0) {
 			if err := p.Delete(t.Context(), lb); err != nil {
 				t.Fatalf("fleet %s: Delete %s: %v", f, lb.Gateway, err)
 			}
@@ -325,10 +334,37 @@ func TestKillDuringProvisioning(t *testing.T) {
 		}
 		p.Close()
 	}
-	if c := counts(fake); len(c) > 0 {
-		t.Errorf("the project still holds %v", c)
+	if diff := gocmp.Diff(map[string]int{"addresses": 2}, counts(fake)); diff != "" {
+		t.Errorf("the project holds more than the two reserved addresses (-want +got):\n%s", diff)
 	}
 	t.Logf("kills, convergence and cleanup took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// checkListed checks, after each kill, that List finds each of fleet's gateways with resources
+// left in the fake with the clusters of its model: the orphan sweep deletes a gateway only in
+// clusters it knows, so a gateway listed without them would stay forever once its Gateway objects
+// are gone (the operator was down when they were deleted).
+func checkListed(t *testing.T, fake *gcpfake.Server, fleet string, models []*providers.LoadBalancer) {
+	t.Helper()
+	p, err := New(killOptions(fleet, fake.ClientOptions()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	listed, err := p.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := describeFleet(t, fake, fleet)
+	if len(listed) != len(left) {
+		t.Errorf("List found %d gateways, the fake holds resources of %d", len(listed), len(left))
+	}
+	for _, lb := range listed {
+		i := slices.IndexFunc(models, func(m *providers.LoadBalancer) bool { return m.Gateway == lb.Gateway })
+		if i < 0 || !slices.Equal(lb.Clusters, models[i].Clusters) {
+			t.Errorf("List found %s in clusters %v, want those of its model", lb.Gateway, lb.Clusters)
+		}
+	}
 }
 
 // converge Ensures models with a fresh provider of fleet until each is ready, checks that one
@@ -381,7 +417,8 @@ func inventory(t *testing.T, fake *gcpfake.Server, fleet string) []resource {
 	var out []resource
 	prefix, label := fleetPrefix(fleet), shortHash(fleetHashLen, fleet)
 	// The IPs of the gateways' own addresses by gateway and scope: a forwarding rule must serve on
-	// its gateway's address, whatever IP the fake allocated to it.
+	// its gateway's address, whatever IP the fake allocated to it (one on a reserved address is
+	// not compared).
 	ips := map[string]string{}
 	for _, coll := range allCollections {
 		for _, key := range fake.Keys(coll) {
@@ -400,7 +437,7 @@ func inventory(t *testing.T, fake *gcpfake.Server, fleet string) []resource {
 			case *computepb.Address:
 				ips[o.Gateway+" "+scope] = v.GetAddress()
 			case *computepb.ForwardingRule:
-				if own, ok := ips[o.Gateway+" "+scope]; !ok || own != v.GetIPAddress() {
+				if own, ok := ips[o.Gateway+" "+scope]; ok && own != v.GetIPAddress() {
 					what += " ip=" + v.GetIPAddress() + ", not the gateway's address " + own
 				}
 			}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
+
+	"github.com/fleetgate/fleetgate/providers/gcp/gcpfake"
 )
 
 // TestMembershipChange: a member cluster joining or leaving a fleet gateway changes only the
@@ -99,5 +101,36 @@ func TestClusterLabels(t *testing.T) {
 		if noted != tt.note {
 			t.Errorf("%v: noted %v, want %v (notes %v)", tt.clusters, noted, tt.note, s.Notes)
 		}
+	}
+}
+
+// TestListWithoutAnchors: a gateway on a reserved address whose Delete stopped after its forwarding
+// rule (the only resource recording clusters that Ensure keeps current) still lists with its
+// clusters, from the others' records: the orphan sweep deletes only in clusters it knows.
+func TestListWithoutAnchors(t *testing.T) {
+	lb, members := goldenModel(t, "regional-named-address")
+	p, fake := testProvider(t, members)
+	o := mustDecode(t, lb.Parameters)
+	insertAddress(t, fake, o.Project, o.Region, "web-ip")
+	ensure(t, p, lb)
+	fake.Inject(func(c gcpfake.Call) bool {
+		return c.Method == "DELETE" && !strings.Contains(c.Path, "/forwardingRules/")
+	},
+		gcpfake.Fault{Code: 503, Reason: "backendError"}, testRetries.MaxAttempts)
+	if err := p.Delete(context.Background(), lb); err == nil {
+		t.Fatal("Delete succeeded through the injected faults")
+	}
+	if n := fake.Count("forwardingRules"); n != 0 {
+		t.Fatalf("%d forwarding rules left, want the Delete to have stopped after them", n)
+	}
+	listed, err := p.List(context.Background())
+	if err != nil || len(listed) != 1 || !slices.Equal(listed[0].Clusters, lb.Clusters) {
+		t.Fatalf("List = %+v, %v; want %s in %v", listed, err, lb.Gateway, lb.Clusters)
+	}
+	if err := p.Delete(context.Background(), &listed[0]); err != nil {
+		t.Fatal(err)
+	}
+	if diff := gocmp.Diff(map[string]int{"addresses": 1}, counts(fake)); diff != "" {
+		t.Errorf("left after Delete (-want: the reserved address +got):\n%s", diff)
 	}
 }

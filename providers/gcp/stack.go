@@ -38,6 +38,10 @@ var collections = [numKinds]string{"addresses", "healthChecks", "networkEndpoint
 
 func (k Kind) String() string { return kindNames[k] }
 
+// anchor tells the kinds that record the gateway's member clusters in labels, which every Ensure
+// keeps current: addresses and forwarding rules.
+func (k Kind) anchor() bool { return k == KindAddress || k == KindForwardingRule }
+
 // Scope is where a resource lives: global (both empty), a region, or a zone (NEGs).
 type Scope struct {
 	Region string `json:"region,omitempty"`
@@ -105,6 +109,9 @@ type owner struct {
 	Fleet     string `json:"fleet"`
 	Gateway   string `json:"gateway"`
 	Resource  string `json:"resource"`
+	// Clusters, on the kinds without labels, are the member clusters that held the gateway when
+	// the resource was written: what List and Delete go by when no anchor is left (see holders).
+	Clusters []string `json:"clusters,omitempty"`
 	// Spec is the hash of the desired resource it was written from (specHash): an unchanged hash
 	// means nothing to update, whatever defaults GCE filled in.
 	Spec string `json:"spec"`
@@ -115,6 +122,9 @@ const managedBy = "fleetgate"
 // description is the ownership record of r in s.
 func (s *Stack) description(r *Resource) (string, error) {
 	o := owner{ManagedBy: managedBy, Fleet: s.Fleet, Gateway: s.Gateway, Resource: r.ID, Spec: specHash(r.Kind, r.Msg)}
+	if !r.Kind.anchor() {
+		o.Clusters = s.Clusters
+	}
 	b, err := json.Marshal(o)
 	if err != nil {
 		return "", fmt.Errorf("encoding the ownership record of %s: %w", r.Name, err)
