@@ -185,7 +185,7 @@ func (d *deployer) run(ctx context.Context, s *Stack, x *executor) (Deployed, er
 	}
 	dep := Deployed{Ready: true}
 	if !x.dry {
-		if dep.Addresses, err = d.addresses(ctx, s); err != nil {
+		if dep.Addresses, err = d.addresses(ctx, s, owned, x.calls); err != nil {
 			return dep, err
 		}
 	}
@@ -357,20 +357,34 @@ func (d *deployer) Delete(ctx context.Context, prefix string, regions []string) 
 }
 
 // addresses are the IPs of the Stack's forwarding rules: the rules' own IPAddress when it is an
-// IP, else the address resource it names.
-func (d *deployer) addresses(ctx context.Context, s *Stack) ([]string, error) {
+// IP, else the address resource it names, read once: as listed (owned) unless this run's calls
+// replaced it, else with a GET.
+func (d *deployer) addresses(ctx context.Context, s *Stack, owned map[resKey]*live, calls []Call) ([]string, error) {
 	var out []string
+	read := map[string]string{} // by link: the forwarding rules share one address
 	for _, r := range s.Resources {
 		fr, ok := r.Msg.(*computepb.ForwardingRule)
 		if !ok {
 			continue
 		}
 		ip := fr.GetIPAddress()
-		if strings.Contains(ip, "/addresses/") {
-			var err error
-			if ip, err = d.c.addressIP(ctx, r.Scope, lastSegment(ip)); err != nil {
-				return nil, fmt.Errorf("reading the address of %s: %w", r.Name, err)
+		if link := ip; strings.Contains(link, "/addresses/") {
+			known, seen := read[link]
+			if !seen {
+				name := lastSegment(link)
+				l := owned[resKey{KindAddress, r.Scope, name}]
+				touched := slices.ContainsFunc(calls, func(c Call) bool { return c.Kind == KindAddress && c.Scope == r.Scope && c.Name == name })
+				if l != nil && !touched {
+					known = l.msg.(*computepb.Address).GetAddress()
+				} else {
+					var err error
+					if known, err = d.c.addressIP(ctx, r.Scope, name); err != nil {
+						return nil, fmt.Errorf("reading the address of %s: %w", r.Name, err)
+					}
+				}
+				read[link] = known
 			}
+			ip = known
 		}
 		if ip != "" && !slices.Contains(out, ip) {
 			out = append(out, ip)
