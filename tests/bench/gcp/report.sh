@@ -58,3 +58,5 @@ too (8 more lists for a global gateway), since it cannot know where an older cla
 Every mutation is followed by one GET of its operation (the REST client's Wait polls even an
 operation that came back DONE); on GCE operations come back RUNNING and take several polls.
 TAIL
+# What was measured once (before/after a change) is kept by hand next to this script.
+cat "$(dirname "$0")/notes.md"
