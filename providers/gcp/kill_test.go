@@ -276,9 +276,10 @@ wait:
 
 // TestKillDuringProvisioning SIGKILLs a process that provisions and deletes a mixed set of
 // gateways, at random points (FLEETGATE_GCP_KILLS times, 10 by default; every other time while it
-// deletes, the last time while it provisions), then lets a fresh provider converge: the project
-// must hold exactly what a clean run (another fleet) makes, a second pass must make no mutating
-// call, and Delete must leave nothing of either fleet.
+// deletes, the last time while it provisions); after each kill List must find every gateway left
+// with its clusters. Then a fresh provider converges: the project must hold exactly what a clean
+// run (another fleet) makes, a second pass must make no mutating call, and Delete must leave
+// nothing of either fleet.
 func TestKillDuringProvisioning(t *testing.T) {
 	kills := 10
 	if v := os.Getenv(envKills); v != "" {
