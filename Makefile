@@ -38,6 +38,8 @@ API_SERVER_PKGS := /tests/|/providers/incluster
 
 # Ops per case of make bench-aws.
 AWS_BENCH_N ?= 50
+# Ops per case of make bench-gcp.
+GCP_BENCH_N ?= 50
 
 # The release: VERSION is the CSV's version, the binary's main.version and (as v$(VERSION)) the
 # image tag that config/manager and the bundle name. `make image VERSION=1.2.3` rewrites those.
@@ -156,6 +158,13 @@ AWS_KILLS ?= 100
 aws-kill: moto ## AWS kill test on moto: SIGKILL the provider AWS_KILLS (default 100) times, then 0 leaks and a clean run's state.
 	$(MOTO_ENV) FLEETGATE_AWS_KILLS=$(AWS_KILLS) go test -count=1 -timeout 60m -v -run '^TestKillDuringProvisioning$$' ./providers/aws/
 
+# How many times `make gcp-kill` SIGKILLs the GCP provider mid-provisioning; `make test` kills it 10 times.
+GCP_KILLS ?= 100
+
+.PHONY: gcp-kill
+gcp-kill: ## GCP kill test on the compute fake: SIGKILL the provider GCP_KILLS (default 100) times, then 0 leaks and a clean run's state.
+	FLEETGATE_GCP_KILLS=$(GCP_KILLS) go test -count=1 -timeout 60m -v -run '^TestKillDuringProvisioning$$' ./providers/gcp/
+
 # How long `make soak` churns; `make test` runs the soak test's short default.
 SOAK ?= 10m
 
@@ -176,6 +185,11 @@ bench-serve: testbed ## Time from applying a route to its first 200 through the 
 bench-aws: moto ## The AWS provider's call budget and Ensure p50/p99 on moto (AWS_BENCH_N ops per case) → tests/bench/results/aws-calls.md.
 	$(MOTO_ENV) go test -count=1 -run xxx -bench Ensure -benchtime $(AWS_BENCH_N)x ./providers/aws/ 2>&1 | grep -v 'proxy error' | tee $(BIN)/bench-aws.txt
 	tests/bench/aws/report.sh $(MOTO_SERVER) < $(BIN)/bench-aws.txt > tests/bench/results/aws-calls.md
+
+.PHONY: bench-gcp
+bench-gcp: ## The GCP provider's call budget and Ensure p50/p99 on the compute fake (GCP_BENCH_N ops per case) → tests/bench/results/gcp-calls.md.
+	go test -count=1 -run xxx -bench Ensure -benchtime $(GCP_BENCH_N)x ./providers/gcp/ 2>&1 | tee $(BIN)/bench-gcp.txt
+	tests/bench/gcp/report.sh < $(BIN)/bench-gcp.txt > tests/bench/results/gcp-calls.md
 
 .PHONY: bench-convergence
 bench-convergence: testbed ## Fleet convergence: 3 members, routes added one at a time (ROUTES=3000), cold start (COLD_ROUTES=5000).

@@ -22,6 +22,10 @@ const (
 	labelManagedBy = labelPrefix + "managed-by"
 	labelFleet     = labelPrefix + "fleet"
 	labelGateway   = labelPrefix + "gateway"
+	// labelCluster starts the key of each member cluster holding the gateway, on the anchors
+	// (address and forwarding rules): setLabels changes them in place as members join and leave,
+	// where a description cannot change and a new address would move the gateway's IP.
+	labelCluster = labelPrefix + "cluster-"
 )
 
 // apiBase is how GCE spells resource URLs (selfLinks), whatever endpoint the calls go to.
@@ -124,7 +128,35 @@ func (b *builder) labels() map[string]string {
 	l[labelManagedBy] = managedBy
 	l[labelFleet] = shortHash(fleetHashLen, b.s.Fleet)
 	l[labelGateway] = providers.GatewayID(b.lb.Gateway)
+	for _, c := range b.s.Clusters {
+		k, v, ok := clusterLabel(c)
+		if !ok {
+			b.note("member cluster %q is not recorded on the load balancer: its name does not fit a GCE label value", c)
+			continue
+		}
+		l[k] = v
+	}
 	return l
+}
+
+// clusterLabel is the label recording member cluster c: ok is false when c's name does not fit
+// a label value (at most 63 characters). Cluster names are DNS subdomains, so '.' is written '_',
+// which they never hold.
+func clusterLabel(c string) (key, value string, ok bool) {
+	v := strings.ReplaceAll(c, ".", "_")
+	return labelCluster + shortHash(idHashLen, c), v, v != "" && labelValueRE.MatchString(v)
+}
+
+// labeledClusters are the member clusters recorded in labels, sorted.
+func labeledClusters(labels map[string]string) []string {
+	var out []string
+	for k, v := range labels {
+		if strings.HasPrefix(k, labelCluster) {
+			out = append(out, strings.ReplaceAll(v, "_", "."))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // address is the IP the forwarding rules share: the one spec.addresses asks for (an IP, or a

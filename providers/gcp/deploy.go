@@ -70,6 +70,30 @@ type live struct {
 	name  string
 	msg   proto.Message
 	owner owner
+	// clusters are the member clusters an anchor's labels record (see labelCluster), or another
+	// kind's ownership record.
+	clusters []string
+}
+
+// holders are the member clusters holding a gateway as its resources l record them: the anchors'
+// labels, or without anchors (an Ensure or a Delete stopped between them and the rest) what the
+// others recorded when they were written.
+func holders(ls []*live) []string {
+	var anchored, others []string
+	hasAnchor := false
+	for _, l := range ls {
+		if l.kind.anchor() {
+			hasAnchor = true
+			anchored = append(anchored, l.clusters...)
+		} else {
+			others = append(others, l.clusters...)
+		}
+	}
+	if hasAnchor {
+		others = anchored
+	}
+	slices.Sort(others)
+	return slices.Compact(others)
 }
 
 type resKey struct {
@@ -115,7 +139,11 @@ func (d *deployer) observe(ctx context.Context, prefix string, regions []string)
 				if neg, ok := m.(*computepb.NetworkEndpointGroup); ok {
 					scope = Scope{Zone: lastSegment(neg.GetZone())}
 				}
-				out[resKey{k, scope, n.GetName()}] = &live{kind: k, scope: scope, name: n.GetName(), msg: m, owner: o}
+				l := &live{kind: k, scope: scope, name: n.GetName(), msg: m, owner: o, clusters: o.Clusters}
+				if labeled, ok := m.(interface{ GetLabels() map[string]string }); ok && k.anchor() {
+					l.clusters = labeledClusters(labeled.GetLabels())
+				}
+				out[resKey{k, scope, n.GetName()}] = l
 			}
 		}
 	}
@@ -157,7 +185,7 @@ func (d *deployer) run(ctx context.Context, s *Stack, x *executor) (Deployed, er
 	}
 	dep := Deployed{Ready: true}
 	if !x.dry {
-		if dep.Addresses, err = d.addresses(ctx, s); err != nil {
+		if dep.Addresses, err = d.addresses(ctx, s, owned, x.calls); err != nil {
 			return dep, err
 		}
 	}
@@ -179,7 +207,7 @@ func (d *deployer) sync(ctx context.Context, s *Stack, r *Resource, l *live, x *
 		}
 		return d.syncEndpoints(ctx, r, nil, x)
 	}
-	if l.owner.Spec != specHash(r.Kind, r.Msg) || !slices.Equal(l.owner.Clusters, ownerClusters(s, r)) {
+	if l.owner.Spec != specHash(r.Kind, r.Msg) {
 		switch r.Kind {
 		case KindHealthCheck, KindBackendService, KindURLMap:
 			setFingerprint(want, l.msg)
@@ -329,20 +357,34 @@ func (d *deployer) Delete(ctx context.Context, prefix string, regions []string) 
 }
 
 // addresses are the IPs of the Stack's forwarding rules: the rules' own IPAddress when it is an
-// IP, else the address resource it names.
-func (d *deployer) addresses(ctx context.Context, s *Stack) ([]string, error) {
+// IP, else the address resource it names, read once: as listed (owned) unless this run's calls
+// replaced it, else with a GET.
+func (d *deployer) addresses(ctx context.Context, s *Stack, owned map[resKey]*live, calls []Call) ([]string, error) {
 	var out []string
+	read := map[string]string{} // by link: the forwarding rules share one address
 	for _, r := range s.Resources {
 		fr, ok := r.Msg.(*computepb.ForwardingRule)
 		if !ok {
 			continue
 		}
 		ip := fr.GetIPAddress()
-		if strings.Contains(ip, "/addresses/") {
-			var err error
-			if ip, err = d.c.addressIP(ctx, r.Scope, lastSegment(ip)); err != nil {
-				return nil, fmt.Errorf("reading the address of %s: %w", r.Name, err)
+		if link := ip; strings.Contains(link, "/addresses/") {
+			known, seen := read[link]
+			if !seen {
+				name := lastSegment(link)
+				l := owned[resKey{KindAddress, r.Scope, name}]
+				touched := slices.ContainsFunc(calls, func(c Call) bool { return c.Kind == KindAddress && c.Scope == r.Scope && c.Name == name })
+				if l != nil && !touched {
+					known = l.msg.(*computepb.Address).GetAddress()
+				} else {
+					var err error
+					if known, err = d.c.addressIP(ctx, r.Scope, name); err != nil {
+						return nil, fmt.Errorf("reading the address of %s: %w", r.Name, err)
+					}
+				}
+				read[link] = known
 			}
+			ip = known
 		}
 		if ip != "" && !slices.Contains(out, ip) {
 			out = append(out, ip)
@@ -350,14 +392,6 @@ func (d *deployer) addresses(ctx context.Context, s *Stack) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// ownerClusters are the clusters r's ownership record holds (see owner.Clusters).
-func ownerClusters(s *Stack, r *Resource) []string {
-	if r.Kind == KindBackendService {
-		return s.Clusters
-	}
-	return nil
 }
 
 func setDescription(m proto.Message, d string) {

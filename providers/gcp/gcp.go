@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -190,10 +191,8 @@ func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", lb.Gateway, credentialsError(err, account))
 	}
-	for _, l := range owned {
-		if slices.ContainsFunc(l.owner.Clusters, func(c string) bool { return !slices.Contains(lb.Clusters, c) }) {
-			return nil // still held elsewhere
-		}
+	if slices.ContainsFunc(holders(slices.Collect(maps.Values(owned))), func(c string) bool { return !slices.Contains(lb.Clusters, c) }) {
+		return nil // still held elsewhere
 	}
 	if err := d.cleanup(ctx, owned, nil, &executor{}); err != nil {
 		return fmt.Errorf("deleting %s: %w", lb.Gateway, credentialsError(err, account))
@@ -238,15 +237,19 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 			errs = append(errs, credentialsError(err, account))
 			continue
 		}
+		byGateway := map[string][]*live{}
 		for _, l := range owned {
-			lb, ok := found[l.owner.Gateway]
+			byGateway[l.owner.Gateway] = append(byGateway[l.owner.Gateway], l)
+		}
+		for gw, ls := range byGateway {
+			lb, ok := found[gw]
 			if !ok {
-				ns, name := providers.SplitKey(l.owner.Gateway)
-				lb = &providers.LoadBalancer{Gateway: l.owner.Gateway, Namespace: ns, Name: name,
+				ns, name := providers.SplitKey(gw)
+				lb = &providers.LoadBalancer{Gateway: gw, Namespace: ns, Name: name,
 					Provider: string(v1alpha1.ProviderGCP), Parameters: raw}
-				found[l.owner.Gateway] = lb
+				found[gw] = lb
 			}
-			lb.Clusters = append(lb.Clusters, l.owner.Clusters...)
+			lb.Clusters = append(lb.Clusters, holders(ls)...)
 		}
 	}
 	return providers.Listed(found), errors.Join(errs...)

@@ -189,12 +189,12 @@ func TestEnsureGlobalLifecycle(t *testing.T) {
 		t.Errorf("label change calls = %v, want two setLabels", m)
 	}
 
-	// A member joins: the backend services' records are rewritten, nothing is replaced.
+	// A member joins: the anchors' labels are rewritten, nothing is replaced.
 	fake.ResetCalls()
 	lb.Clusters = []string{"east", "hub", "west"}
 	ensure(t, p, lb)
-	if m := mutations(fake); len(m) != 6 || slices.ContainsFunc(m, func(c string) bool { return !strings.HasPrefix(c, "PUT my-project/global/backendServices/") }) {
-		t.Errorf("a member joining made %v, want a PUT of each of the 6 backend services", m)
+	if m := mutations(fake); len(m) != 2 || slices.ContainsFunc(m, func(c string) bool { return !strings.HasSuffix(c, "/setLabels") }) {
+		t.Errorf("a member joining made %v, want setLabels on the address and the forwarding rule", m)
 	}
 	// One member lets go: the others still hold the load balancer.
 	fake.ResetCalls()
@@ -466,7 +466,7 @@ func insertAddress(t *testing.T, fake *gcpfake.Server, project, region, name str
 }
 
 // selfSigned is a new ECDSA certificate and key for host, PEM-encoded.
-func selfSigned(t *testing.T, host string) (certPEM, keyPEM []byte) {
+func selfSigned(t testing.TB, host string) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

@@ -38,6 +38,10 @@ var collections = [numKinds]string{"addresses", "healthChecks", "networkEndpoint
 
 func (k Kind) String() string { return kindNames[k] }
 
+// anchor tells the kinds that record the gateway's member clusters in labels, which every Ensure
+// keeps current: addresses and forwarding rules.
+func (k Kind) anchor() bool { return k == KindAddress || k == KindForwardingRule }
+
 // Scope is where a resource lives: global (both empty), a region, or a zone (NEGs).
 type Scope struct {
 	Region string `json:"region,omitempty"`
@@ -81,8 +85,8 @@ type Stack struct {
 	// Type is the class's load balancer type; Region its region (regional and network types).
 	Type   v1alpha1.GCPLoadBalancerType
 	Region string
-	// Clusters are the member clusters of the gateway, sorted: recorded on its backend services so
-	// that List and Delete can tell which clusters hold it.
+	// Clusters are the member clusters of the gateway, sorted: recorded in the anchors' labels
+	// (address, forwarding rules) so that List and Delete can tell which clusters hold it.
 	Clusters []string
 	// Labels go on the resources that take labels, with the ownership labels.
 	Labels map[string]string
@@ -105,8 +109,8 @@ type owner struct {
 	Fleet     string `json:"fleet"`
 	Gateway   string `json:"gateway"`
 	Resource  string `json:"resource"`
-	// Clusters are on backend services only: every Stack that serves anything has one, and their
-	// description can be rewritten (a PUT), unlike an address's or a forwarding rule's.
+	// Clusters, on the kinds without labels, are the member clusters that held the gateway when
+	// the resource was written: what List and Delete go by when no anchor is left (see holders).
 	Clusters []string `json:"clusters,omitempty"`
 	// Spec is the hash of the desired resource it was written from (specHash): an unchanged hash
 	// means nothing to update, whatever defaults GCE filled in.
@@ -118,7 +122,9 @@ const managedBy = "fleetgate"
 // description is the ownership record of r in s.
 func (s *Stack) description(r *Resource) (string, error) {
 	o := owner{ManagedBy: managedBy, Fleet: s.Fleet, Gateway: s.Gateway, Resource: r.ID, Spec: specHash(r.Kind, r.Msg)}
-	o.Clusters = ownerClusters(s, r)
+	if !r.Kind.anchor() {
+		o.Clusters = s.Clusters
+	}
 	b, err := json.Marshal(o)
 	if err != nil {
 		return "", fmt.Errorf("encoding the ownership record of %s: %w", r.Name, err)
