@@ -68,6 +68,121 @@ type GatewayClassConfigSpec struct {
 	// Every field has a default; set one only to change it.
 	// +optional
 	Proxy *ProxyOptions `json:"proxy,omitempty"`
+
+	// DNS publishes the hostnames of this class's programmed Gateways (and Ingresses) into a DNS
+	// zone directly, for platforms without external-dns: through external-dns's plan and TXT
+	// registry, so that only records fleetgate owns are ever changed. DNSEndpoint objects are
+	// written for external-dns whether or not this is set.
+	// +optional
+	DNS *DNSOptions `json:"dns,omitempty"`
+}
+
+// DNSProvider is the DNS service an embedded publisher writes to.
+// +kubebuilder:validation:Enum=rfc2136;route53;google
+type DNSProvider string
+
+const (
+	DNSProviderRFC2136 DNSProvider = "rfc2136"
+	DNSProviderRoute53 DNSProvider = "route53"
+	DNSProviderGoogle  DNSProvider = "google"
+)
+
+// DNSOptions configure the embedded DNS publisher of a class.
+// +kubebuilder:validation:XValidation:rule="self.provider != 'rfc2136' || has(self.rfc2136)",message="provider rfc2136 needs the rfc2136 section"
+// +kubebuilder:validation:XValidation:rule="self.provider != 'route53' || has(self.route53)",message="provider route53 needs the route53 section"
+// +kubebuilder:validation:XValidation:rule="self.provider != 'google' || has(self.google)",message="provider google needs the google section"
+type DNSOptions struct {
+	Provider DNSProvider `json:"provider"`
+
+	// Zones are the DNS domains fleetgate may write names under (external-dns's domain filter);
+	// a hostname outside them is not published.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	Zones []string `json:"zones"`
+
+	// OwnerID marks the records fleetgate owns in the TXT registry; default the operator's fleet ID.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	OwnerID string `json:"ownerID,omitempty"`
+
+	// TTL of the records, in seconds. Default 300.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	TTL *int64 `json:"ttl,omitempty"`
+
+	// MaxDeletesPerPass bounds how many records one pass may delete while their owners still
+	// exist or went less than DeleteGracePeriod ago (external-dns users have lost whole zones to
+	// one bad input). Default 10.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxDeletesPerPass *int32 `json:"maxDeletesPerPass,omitempty"`
+
+	// DeleteGracePeriod is how long records outlive their owners before they may be deleted above
+	// MaxDeletesPerPass. Default 10m.
+	// +optional
+	DeleteGracePeriod *metav1.Duration `json:"deleteGracePeriod,omitempty"`
+
+	// +optional
+	RFC2136 *DNSRFC2136 `json:"rfc2136,omitempty"`
+	// +optional
+	Route53 *DNSRoute53 `json:"route53,omitempty"`
+	// +optional
+	Google *DNSGoogle `json:"google,omitempty"`
+}
+
+// DNSRFC2136 is a DNS server taking dynamic updates (RFC 2136) signed with TSIG.
+type DNSRFC2136 struct {
+	// Host and Port of the primary server.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Host string `json:"host"`
+	// +optional
+	// +kubebuilder:default=53
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+	// Zone updated (the zone's apex, e.g. example.com).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Zone string `json:"zone"`
+	// TSIGKeyName is the name of the TSIG key.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	TSIGKeyName string `json:"tsigKeyName"`
+	// TSIGAlgorithm, default hmac-sha256.
+	// +optional
+	// +kubebuilder:validation:Enum=hmac-sha256;hmac-sha512
+	TSIGAlgorithm string `json:"tsigAlgorithm,omitempty"`
+	// TSIGSecretRef names a Secret in the operator's namespace whose key "secret" holds the
+	// base64 TSIG secret.
+	TSIGSecretRef ObjectRef `json:"tsigSecretRef"`
+}
+
+// DNSRoute53 is an AWS Route53 hosted zone.
+type DNSRoute53 struct {
+	// HostedZoneID; found from Zones when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	HostedZoneID string `json:"hostedZoneID,omitempty"`
+	// Region and Endpoint as in an aws class; the operator's defaults when unset.
+	// +optional
+	Region string `json:"region,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://`
+	Endpoint string `json:"endpoint,omitempty"`
+	// +optional
+	Credentials *AWSCredentials `json:"credentials,omitempty"`
+}
+
+// DNSGoogle is a Google Cloud DNS managed zone.
+type DNSGoogle struct {
+	// Project of the managed zones; the operator's --gcp-project when unset.
+	// +optional
+	Project string `json:"project,omitempty"`
+	// +optional
+	Credentials *GCPCredentials `json:"credentials,omitempty"`
 }
 
 // ProxyOptions are the limits of the fleetgate proxies that serve a class's Gateways. They are
