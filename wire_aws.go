@@ -34,7 +34,7 @@ func addAWSFlags(fs *flag.FlagSet, o *options) {
 // manager caches no Secrets of other namespaces), its accounts from the GatewayClassConfigs.
 // proxies serve the HTTP and HTTPS listeners of network load balancers; nil refuses them. probes
 // find backends' readiness probes for the health checks.
-func newAWS(ctx context.Context, o options, direct client.Client, records aws.MemberRecords, proxies aws.Proxies, probes aws.ReadinessProbes, reg prometheus.Registerer, logger logr.Logger) (*aws.Provider, error) {
+func newAWS(ctx context.Context, o options, direct client.Client, records aws.MemberRecords, proxies aws.Proxies, probes providers.ReadinessProbes, reg prometheus.Registerer, logger logr.Logger) (*aws.Provider, error) {
 	fleet, err := fleetID(ctx, o, direct)
 	if err != nil {
 		return nil, err

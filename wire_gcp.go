@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/gcp"
 )
 
@@ -20,8 +21,9 @@ func addGCPFlags(fs *flag.FlagSet, o *options) {
 }
 
 // newGCP builds the provider of gcp classes: service account keys come from Secrets read
-// directly, the projects and regions to sweep from the GatewayClassConfigs.
-func newGCP(ctx context.Context, o options, direct client.Client, logger logr.Logger) (*gcp.Provider, error) {
+// directly, the projects and regions to sweep from the GatewayClassConfigs; probes find backends'
+// readiness probes for the health checks.
+func newGCP(ctx context.Context, o options, direct client.Client, probes providers.ReadinessProbes, logger logr.Logger) (*gcp.Provider, error) {
 	fleet, err := fleetID(ctx, o, direct)
 	if err != nil {
 		return nil, err
@@ -44,6 +46,7 @@ func newGCP(ctx context.Context, o options, direct client.Client, logger logr.Lo
 			return out, nil
 		},
 		Members: memberSpecs(direct),
+		Probes:  probes,
 		Log:     logger.WithName("gcp"),
 	})
 }

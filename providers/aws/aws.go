@@ -51,7 +51,7 @@ type Options struct {
 	Proxies Proxies
 	// Probes finds backends' readiness probes, which health checks follow where the class names
 	// no path; nil keeps AWS's defaults.
-	Probes ReadinessProbes
+	Probes providers.ReadinessProbes
 	// HTTPClient makes the SDK's requests; nil is the SDK's own.
 	HTTPClient awssdk.HTTPClient
 }

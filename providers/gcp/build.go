@@ -41,9 +41,18 @@ type Member struct {
 // errUnsupported marks a model the load balancer type cannot serve at all.
 var errUnsupported = errors.New("not supported by this GCP load balancer type")
 
-// Build makes the Stack of lb for a class with options o. members maps member cluster names to
-// their placement. It is pure.
-func Build(lb *providers.LoadBalancer, o v1alpha1.GCPOptions, members map[string]Member, fleet string) (*Stack, error) {
+// Env is what Build knows besides the model and the class: where members run and what their
+// backends' pods call ready.
+type Env struct {
+	// Members maps member cluster names to their placement.
+	Members map[string]Member
+	// Probes are backends' HTTP readiness probes by backend name (providers.BackendProbes): their
+	// health checks follow them where the class names no path.
+	Probes map[string]providers.HTTPProbe
+}
+
+// Build makes the Stack of lb for a class with options o. It is pure.
+func Build(lb *providers.LoadBalancer, o v1alpha1.GCPOptions, env Env, fleet string) (*Stack, error) {
 	if lb.Routing == nil {
 		return nil, fmt.Errorf("gateway %s: no routing", lb.Gateway)
 	}
@@ -52,7 +61,7 @@ func Build(lb *providers.LoadBalancer, o v1alpha1.GCPOptions, members map[string
 	if o.LoadBalancerType != v1alpha1.GCPGlobal {
 		s.Region = o.Region
 	}
-	b := &builder{lb: lb, o: o, s: s, members: members, byID: map[string]*Resource{}}
+	b := &builder{lb: lb, o: o, s: s, members: env.Members, probes: env.Probes, byID: map[string]*Resource{}}
 	s.Labels = b.labels()
 	var err error
 	if o.LoadBalancerType == v1alpha1.GCPNetwork {
@@ -79,6 +88,7 @@ type builder struct {
 	o       v1alpha1.GCPOptions
 	s       *Stack
 	members map[string]Member
+	probes  map[string]providers.HTTPProbe
 	byID    map[string]*Resource
 }
 

@@ -21,7 +21,7 @@ func (b *builder) errorService() string {
 	return b.add(KindBackendService, b.scope(), "bs/error", nil, &computepb.BackendService{
 		Protocol:            proto.String("HTTP"),
 		LoadBalancingScheme: proto.String("EXTERNAL_MANAGED"),
-		HealthChecks:        []string{b.healthCheck("HTTP", 0)},
+		HealthChecks:        []string{b.healthCheck("HTTP", 0, nil)},
 	})
 }
 
@@ -33,10 +33,14 @@ func (b *builder) backendService(s *providers.ClusterShare) string {
 	if r, ok := b.byID[id]; ok {
 		return b.link(r.Kind, r.Scope, r.Name)
 	}
+	var probe *providers.HTTPProbe
+	if p, ok := b.probes[s.Backend.Name]; ok {
+		probe = &p
+	}
 	bs := &computepb.BackendService{
 		Protocol:            proto.String(protocol),
 		LoadBalancingScheme: proto.String("EXTERNAL_MANAGED"),
-		HealthChecks:        []string{b.healthCheck(protocol, 0)},
+		HealthChecks:        []string{b.healthCheck(protocol, 0, probe)},
 	}
 	for _, neg := range b.negs(id, s.Cluster, s.Backend.Name, s.Endpoints, "GCE_VM_IP_PORT") {
 		bs.Backends = append(bs.Backends, &computepb.Backend{Group: proto.String(neg),
@@ -99,16 +103,22 @@ func (b *builder) negs(serviceID, cluster, backend string, eps []ir.Endpoint, ne
 }
 
 // healthCheck is the gateway's health check for a backend protocol (port 0: the serving port;
-// passthrough backends need the port itself). The class's settings apply on top.
-func (b *builder) healthCheck(protocol string, port int32) string {
+// passthrough backends need the port itself). The class's settings apply on top; where the class
+// names no path, an HTTP backend's health check follows its pods' readiness probe (path and
+// scheme), as GKE's Ingress does, so that a backend whose "/" is not a health endpoint is not
+// taken for down.
+func (b *builder) healthCheck(protocol string, port int32, probe *providers.HTTPProbe) string {
 	hc := &computepb.HealthCheck{}
 	path := "/"
 	if o := b.o.HealthCheck; o != nil {
 		if o.Path != "" {
-			path = o.Path
+			path, probe = o.Path, nil
 		}
 		hc.CheckIntervalSec, hc.TimeoutSec = o.IntervalSeconds, o.TimeoutSeconds
 		hc.HealthyThreshold, hc.UnhealthyThreshold = o.HealthyThreshold, o.UnhealthyThreshold
+	}
+	if probe != nil && protocol != "TCP" && protocol != "UDP" {
+		path, protocol = probe.Path, probe.Scheme
 	}
 	spec := proto.String("USE_SERVING_PORT")
 	var p *int32
@@ -130,5 +140,9 @@ func (b *builder) healthCheck(protocol string, port int32) string {
 		hc.Type = proto.String("HTTP")
 		hc.HttpHealthCheck = &computepb.HTTPHealthCheck{PortSpecification: spec, Port: p, RequestPath: proto.String(path)}
 	}
-	return b.add(KindHealthCheck, b.scope(), "hc/"+protocol+"/"+strconv.Itoa(int(port)), nil, hc)
+	id := "hc/" + protocol + "/" + strconv.Itoa(int(port))
+	if path != "/" {
+		id += path
+	}
+	return b.add(KindHealthCheck, b.scope(), id, nil, hc)
 }

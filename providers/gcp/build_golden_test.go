@@ -24,13 +24,15 @@ const testFleet = "fleet-1"
 // goldenInput is one testdata/*.in.yaml: a class's options, the members' placement and a
 // gateway's model with its routing.
 type goldenInput struct {
-	GCP       v1alpha1.GCPOptions `json:"gcp"`
-	Members   map[string]Member   `json:"members,omitempty"`
-	Gateway   string              `json:"gateway"`
-	Clusters  []string            `json:"clusters"`
-	Addresses []providers.Address `json:"addresses,omitempty"`
-	Labels    map[string]string   `json:"labels,omitempty"`
-	Routing   ir.Config           `json:"routing"`
+	GCP     v1alpha1.GCPOptions `json:"gcp"`
+	Members map[string]Member   `json:"members,omitempty"`
+	// Probes are backends' readiness probes by backend name.
+	Probes    map[string]providers.HTTPProbe `json:"probes,omitempty"`
+	Gateway   string                         `json:"gateway"`
+	Clusters  []string                       `json:"clusters"`
+	Addresses []providers.Address            `json:"addresses,omitempty"`
+	Labels    map[string]string              `json:"labels,omitempty"`
+	Routing   ir.Config                      `json:"routing"`
 }
 
 // goldenResource is a Resource as the golden files show it: the message as the REST API's JSON.
@@ -96,7 +98,7 @@ func renderGolden(t *testing.T, gi *goldenInput) []byte {
 		gi.Routing.Gateway = gi.Gateway
 		lb := &providers.LoadBalancer{Gateway: gi.Gateway, Namespace: "infra", Name: "web", Clusters: gi.Clusters,
 			Addresses: gi.Addresses, Labels: gi.Labels, Routing: &gi.Routing}
-		s, err := Build(lb, o, gi.Members, testFleet)
+		s, err := Build(lb, o, Env{Members: gi.Members, Probes: gi.Probes}, testFleet)
 		if err != nil {
 			out.Error = err.Error()
 		} else {

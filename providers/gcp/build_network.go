@@ -32,7 +32,7 @@ func (b *builder) passthrough() error {
 		bs := &computepb.BackendService{
 			Protocol:            proto.String(protocol),
 			LoadBalancingScheme: proto.String("EXTERNAL"),
-			HealthChecks:        []string{b.healthCheck(protocol, int32(l.Port))},
+			HealthChecks:        []string{b.healthCheck(protocol, int32(l.Port), nil)},
 		}
 		id := "bs/" + protocol + "/" + port
 		if l.L4 != nil {

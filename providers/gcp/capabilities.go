@@ -16,6 +16,8 @@ const (
 	maxWeight = 1000
 	// maxEndpointsPerCall: network endpoints per attach or detach call.
 	maxEndpointsPerCall = 500
+	// maxHealthCheckPathLen: HTTPHealthCheck.requestPath is at most 1024 characters.
+	maxHealthCheckPathLen = 1024
 )
 
 // capabilitiesOf is what a class's load balancer type expresses; translation refuses the rest

@@ -31,6 +31,9 @@ type Options struct {
 	// Members returns the spec of every MemberCluster by name: the VPC network and zones of
 	// their endpoints. Nil knows none (the class's network; endpoints need their own zone).
 	Members func(ctx context.Context) (map[string]v1alpha1.MemberClusterSpec, error)
+	// Probes finds backends' readiness probes, which health checks follow where the class names
+	// no path; nil keeps "/".
+	Probes providers.ReadinessProbes
 	// ClientOptions are added to every client's (tests: an HTTP client); nil adds none.
 	ClientOptions []option.ClientOption
 	// Retries of each call; zero is DefaultRetries.
@@ -129,7 +132,8 @@ func (p *Provider) build(ctx context.Context, lb *providers.LoadBalancer, o v1al
 			members[name] = Member{Network: m.Provider.Network, Zones: m.Zones}
 		}
 	}
-	return Build(lb, o, members, p.o.Fleet)
+	probes := providers.BackendProbes(ctx, p.o.Probes, lb.Routing, maxHealthCheckPathLen, p.o.Log)
+	return Build(lb, o, Env{Members: members, Probes: probes}, p.o.Fleet)
 }
 
 // status reports a deployed Stack: its addresses once the forwarding rules exist.

@@ -90,7 +90,7 @@ func TestClusterLabels(t *testing.T) {
 	} {
 		lb, members := goldenModel(t, "global-http")
 		lb.Clusters = tt.clusters
-		s, err := Build(lb, mustDecode(t, lb.Parameters), members, testFleet)
+		s, err := Build(lb, mustDecode(t, lb.Parameters), Env{Members: members}, testFleet)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -115,7 +115,7 @@ func ensure(t *testing.T, p *Provider, lb *providers.LoadBalancer) providers.Sta
 func TestEnsureGlobalLifecycle(t *testing.T) {
 	lb, members := goldenModel(t, "global-http")
 	p, fake := testProvider(t, members)
-	want, err := Build(lb, mustDecode(t, lb.Parameters), members, testFleet)
+	want, err := Build(lb, mustDecode(t, lb.Parameters), Env{Members: members}, testFleet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,5 +570,42 @@ func TestCredentialConfigs(t *testing.T) {
 		if diff := gocmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
+	}
+}
+
+// probesByService answers the readiness probe of every endpoint of one Service.
+type probesByService map[string]providers.HTTPProbe // "namespace/service" → probe
+
+func (p probesByService) ReadinessProbe(_ context.Context, namespace, service string, _ ir.Endpoint) (providers.HTTPProbe, bool, error) {
+	probe, ok := p[namespace+"/"+service]
+	return probe, ok, nil
+}
+
+// TestReadinessProbes: a backend's health check follows its pods' readiness probe; the others
+// keep "/".
+func TestReadinessProbes(t *testing.T) {
+	lb, members := goldenModel(t, "global-http")
+	fake := gcpfake.NewServer(t)
+	p, err := New(Options{Fleet: testFleet, Defaults: v1alpha1.GCPOptions{Project: "my-project"}, ClientOptions: fake.ClientOptions(),
+		Retries: testRetries, Probes: probesByService{"infra/web": {Path: "/ready", Scheme: "HTTP"}},
+		Members: func(context.Context) (map[string]v1alpha1.MemberClusterSpec, error) {
+			out := map[string]v1alpha1.MemberClusterSpec{}
+			for name, m := range members {
+				out[name] = v1alpha1.MemberClusterSpec{Zones: m.Zones}
+			}
+			return out, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ensure(t, p, lb)
+	paths := map[string]int{}
+	for _, k := range fake.Keys("healthChecks") {
+		hc, _ := gcpfake.Get[*computepb.HealthCheck](fake, k)
+		paths[hc.GetHttpHealthCheck().GetRequestPath()+hc.GetHttp2HealthCheck().GetRequestPath()]++
+	}
+	if diff := gocmp.Diff(map[string]int{"/": 2, "/ready": 1}, paths); diff != "" {
+		t.Errorf("health check paths (-want +got):\n%s", diff)
 	}
 }
