@@ -94,7 +94,7 @@ func runPlan(ctx context.Context, cfg *rest.Config, o options, gateway string, w
 	if err != nil {
 		return err
 	}
-	g, err := newGCP(ctx, o, c, probes, logr.Discard())
+	g, err := newGCP(ctx, o, c, probes, prometheus.NewRegistry(), logr.Discard())
 	if err != nil {
 		return err
 	}

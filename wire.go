@@ -106,7 +106,7 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	if err := memberRules.Watch(members, recheckAWS); err != nil {
 		return controllers.Options{}, err
 	}
-	gcpProvider, err := newGCP(ctx, o, direct, controllers.NewPodProbes(clusters), logger)
+	gcpProvider, err := newGCP(ctx, o, direct, controllers.NewPodProbes(clusters), metrics.Registry, logger)
 	if err != nil {
 		return controllers.Options{}, err
 	}

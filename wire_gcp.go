@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
@@ -23,7 +24,7 @@ func addGCPFlags(fs *flag.FlagSet, o *options) {
 // newGCP builds the provider of gcp classes: service account keys come from Secrets read
 // directly, the projects and regions to sweep from the GatewayClassConfigs; probes find backends'
 // readiness probes for the health checks.
-func newGCP(ctx context.Context, o options, direct client.Client, probes providers.ReadinessProbes, logger logr.Logger) (*gcp.Provider, error) {
+func newGCP(ctx context.Context, o options, direct client.Client, probes providers.ReadinessProbes, reg prometheus.Registerer, logger logr.Logger) (*gcp.Provider, error) {
 	fleet, err := fleetID(ctx, o, direct)
 	if err != nil {
 		return nil, err
@@ -45,8 +46,9 @@ func newGCP(ctx context.Context, o options, direct client.Client, probes provide
 			}
 			return out, nil
 		},
-		Members: memberSpecs(direct),
-		Probes:  probes,
-		Log:     logger.WithName("gcp"),
+		Members:    memberSpecs(direct),
+		Probes:     probes,
+		Registerer: reg,
+		Log:        logger.WithName("gcp"),
 	})
 }

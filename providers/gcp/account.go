@@ -9,14 +9,18 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
 	"cloud.google.com/go/auth"
+	compute "cloud.google.com/go/compute/apiv1"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/oauth2"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/impersonate"
 	"google.golang.org/api/option"
+	htransport "google.golang.org/api/transport/http"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
@@ -41,13 +45,14 @@ type accounts struct {
 	secrets func(ctx context.Context, namespace, name string) (map[string][]byte, error)
 	extra   []option.ClientOption
 	retries Retries
+	metrics *apiMetrics
 
 	mu    sync.Mutex
 	byKey map[string]*clients
 }
 
-func newAccounts(secrets func(context.Context, string, string) (map[string][]byte, error), extra []option.ClientOption, retries Retries) *accounts {
-	return &accounts{secrets: secrets, extra: extra, retries: retries, byKey: map[string]*clients{}}
+func newAccounts(secrets func(context.Context, string, string) (map[string][]byte, error), extra []option.ClientOption, retries Retries, reg prometheus.Registerer) *accounts {
+	return &accounts{secrets: secrets, extra: extra, retries: retries, metrics: newAPIMetrics(reg), byKey: map[string]*clients{}}
 }
 
 // accountKey names a class's project and identity for messages: never the credentials.
@@ -84,6 +89,14 @@ func (a *accounts) clients(ctx context.Context, o v1alpha1.GCPOptions) (*clients
 	if c, ok := a.byKey[key]; ok {
 		return c, account, nil
 	}
+	// The identity's auth on top of a transport that counts the calls: one HTTP client for every
+	// REST client of the account.
+	rt, err := htransport.NewTransport(ctx, &transport{next: http.DefaultTransport, m: a.metrics},
+		slices.Concat(opts, []option.ClientOption{option.WithScopes(compute.DefaultAuthScopes()...)}, a.extra)...)
+	if err != nil {
+		return nil, account, fmt.Errorf("making the compute transport: %w", err)
+	}
+	opts = []option.ClientOption{option.WithHTTPClient(&http.Client{Transport: rt})}
 	if o.Endpoint != "" {
 		opts = append(opts, option.WithEndpoint(o.Endpoint))
 	}

@@ -81,7 +81,7 @@ type benchEnv struct {
 
 func newBenchEnv(b *testing.B, others int) *benchEnv {
 	fake := gcpfake.NewServer(b)
-	bg, err := New(killOptions("bench-others", fake.ClientOptions()))
+	bg, err := New(killOptions("bench-others", fake.NoAuth()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func newBenchEnv(b *testing.B, others int) *benchEnv {
 			b.Fatal(err)
 		}
 	}
-	if e.p, err = New(killOptions("bench", fake.ClientOptions())); err != nil {
+	if e.p, err = New(killOptions("bench", fake.NoAuth())); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(e.p.Close)

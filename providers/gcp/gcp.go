@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/api/option"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
@@ -34,11 +35,14 @@ type Options struct {
 	// Probes finds backends' readiness probes, which health checks follow where the class names
 	// no path; nil keeps "/".
 	Probes providers.ReadinessProbes
-	// ClientOptions are added to every client's (tests: an HTTP client); nil adds none.
+	// ClientOptions are added to the options of every account's transport and clients (tests: an
+	// endpoint without authentication); never WithHTTPClient, which would bypass the transport.
 	ClientOptions []option.ClientOption
 	// Retries of each call; zero is DefaultRetries.
 	Retries Retries
-	Log     logr.Logger
+	// Registerer gets the compute API metrics; nil registers them nowhere.
+	Registerer prometheus.Registerer
+	Log        logr.Logger
 }
 
 // Provider is the Cloud Load Balancing provider.
@@ -55,7 +59,10 @@ func New(o Options) (*Provider, error) {
 	if o.Retries == (Retries{}) {
 		o.Retries = DefaultRetries()
 	}
-	return &Provider{o: o, accounts: newAccounts(o.Secrets, o.ClientOptions, o.Retries)}, nil
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
+	return &Provider{o: o, accounts: newAccounts(o.Secrets, o.ClientOptions, o.Retries, o.Registerer)}, nil
 }
 
 // Close closes the clients of every account.

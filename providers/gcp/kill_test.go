@@ -316,7 +316,7 @@ func TestKillDuringProvisioning(t *testing.T) {
 		t.Errorf("after %d kills the project differs from a clean run's (-clean +killed):\n%s", kills, d)
 	}
 	for _, f := range []string{fleet, fleet + "-clean"} {
-		p, err := New(killOptions(f, fake.ClientOptions()))
+		p, err := New(killOptions(f, fake.NoAuth()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +347,7 @@ func TestKillDuringProvisioning(t *testing.T) {
 // are gone (the operator was down when they were deleted).
 func checkListed(t *testing.T, fake *gcpfake.Server, fleet string, models []*providers.LoadBalancer) {
 	t.Helper()
-	p, err := New(killOptions(fleet, fake.ClientOptions()))
+	p, err := New(killOptions(fleet, fake.NoAuth()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func checkListed(t *testing.T, fake *gcpfake.Server, fleet string, models []*pro
 // that two fleets compare (no names, links or addresses).
 func converge(t *testing.T, fake *gcpfake.Server, fleet string, models []*providers.LoadBalancer) map[string][]string {
 	t.Helper()
-	p, err := New(killOptions(fleet, fake.ClientOptions()))
+	p, err := New(killOptions(fleet, fake.NoAuth()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/api/option"
 	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
@@ -44,7 +45,7 @@ func testProvider(t *testing.T, members map[string]Member) (*Provider, *gcpfake.
 	p, err := New(Options{
 		Fleet:         testFleet,
 		Defaults:      v1alpha1.GCPOptions{Project: "my-project", Region: "europe-west1"},
-		ClientOptions: fake.ClientOptions(),
+		ClientOptions: fake.NoAuth(),
 		Retries:       testRetries,
 		Members: func(context.Context) (map[string]v1alpha1.MemberClusterSpec, error) {
 			out := map[string]v1alpha1.MemberClusterSpec{}
@@ -295,7 +296,7 @@ func TestList(t *testing.T) {
 	p, fake := testProvider(t, members)
 	ensure(t, p, lb)
 	// Another fleet's gateway in the same project.
-	other, err := New(Options{Fleet: "fleet-2", Defaults: v1alpha1.GCPOptions{Project: "my-project"}, ClientOptions: fake.ClientOptions()})
+	other, err := New(Options{Fleet: "fleet-2", Defaults: v1alpha1.GCPOptions{Project: "my-project"}, ClientOptions: fake.NoAuth()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +456,7 @@ func mustDecode(t *testing.T, params json.RawMessage) v1alpha1.GCPOptions {
 // insertAddress reserves an address in the fake, as a user would.
 func insertAddress(t *testing.T, fake *gcpfake.Server, project, region, name string) {
 	t.Helper()
-	c, err := newClients(context.Background(), project, testRetries, fake.ClientOptions()...)
+	c, err := newClients(context.Background(), project, testRetries, fake.NoAuth()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +497,8 @@ func TestServiceAccountKeySecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	secrets := map[string][]byte{secretKeyServiceAccount: key}
-	p, err := New(Options{Fleet: testFleet, Retries: testRetries,
+	reg := prometheus.NewRegistry()
+	p, err := New(Options{Fleet: testFleet, Retries: testRetries, Registerer: reg,
 		Secrets: func(_ context.Context, ns, name string) (map[string][]byte, error) {
 			if ns != "gcp" || name != "sa" {
 				return nil, errors.New("not found")
@@ -516,6 +518,30 @@ func TestServiceAccountKeySecret(t *testing.T) {
 	}
 	if !strings.Contains(st.Account, "key in Secret gcp/sa") {
 		t.Errorf("status account %q does not name the Secret", st.Account)
+	}
+	// Every call went through the counting transport, under the identity's auth.
+	calls := map[string]float64{}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "fleetgate_gcp_api_calls_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			calls[labels["method"]+" "+labels["code"]] += m.GetCounter().GetValue()
+		}
+	}
+	if calls["POST urlMaps 200"] != 2 || calls["POST targetHttpProxies 200"] != 1 || calls["GET forwardingRules 200"] == 0 {
+		t.Errorf("fleetgate_gcp_api_calls_total = %v, want the inserts and lists counted", calls)
+	}
+	if n := float64(len(fake.Calls())); calls == nil || sum(calls) != n {
+		t.Errorf("%v calls counted, the fake saw %v", sum(calls), n)
 	}
 
 	fake.Revoke("fleetgate@my-project.iam.gserviceaccount.com")
@@ -586,7 +612,7 @@ func (p probesByService) ReadinessProbe(_ context.Context, namespace, service st
 func TestReadinessProbes(t *testing.T) {
 	lb, members := goldenModel(t, "global-http")
 	fake := gcpfake.NewServer(t)
-	p, err := New(Options{Fleet: testFleet, Defaults: v1alpha1.GCPOptions{Project: "my-project"}, ClientOptions: fake.ClientOptions(),
+	p, err := New(Options{Fleet: testFleet, Defaults: v1alpha1.GCPOptions{Project: "my-project"}, ClientOptions: fake.NoAuth(),
 		Retries: testRetries, Probes: probesByService{"infra/web": {Path: "/ready", Scheme: "HTTP"}},
 		Members: func(context.Context) (map[string]v1alpha1.MemberClusterSpec, error) {
 			out := map[string]v1alpha1.MemberClusterSpec{}
@@ -608,4 +634,12 @@ func TestReadinessProbes(t *testing.T) {
 	if diff := gocmp.Diff(map[string]int{"/": 2, "/ready": 1}, paths); diff != "" {
 		t.Errorf("health check paths (-want +got):\n%s", diff)
 	}
+}
+
+func sum(m map[string]float64) float64 {
+	var s float64
+	for _, v := range m {
+		s += v
+	}
+	return s
 }

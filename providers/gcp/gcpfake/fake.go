@@ -78,6 +78,12 @@ func (s *Server) ClientOptions() []option.ClientOption {
 	}
 }
 
+// NoAuth points a client at the fake without authentication, keeping the caller's HTTP
+// transport (for callers that build their own, which WithHTTPClient would replace).
+func (s *Server) NoAuth() []option.ClientOption {
+	return []option.ClientOption{option.WithEndpoint(s.srv.URL), option.WithoutAuthentication()}
+}
+
 // Close stops the HTTP server.
 func (s *Server) Close() { s.srv.Close() }
 
