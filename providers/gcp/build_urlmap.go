@@ -17,7 +17,7 @@ import (
 
 // priorities of route rules: GCE takes 0-2147483647, unique within a path matcher, lower first;
 // a billion leaves every gap room and keeps the arithmetic within int32.
-var priorities = providers.PriorityRange{Min: 0, Max: 1_000_000_000, Step: 100}
+var priorities = providers.PriorityRange{Min: 1, Max: 1_000_000_000, Step: 100}
 
 // urlMap builds the URL map of one listener: a host rule and path matcher per virtual host, a
 // route rule (two for a path prefix) per route in precedence order, and 404 for anything no

@@ -1,6 +1,7 @@
 // Command demo is `make demo`: it starts a local kube-apiserver, runs the fleetgate operator against it
 // in local mode, applies the samples, and sends a request through the proxy fleetgate started. When moto
-// is installed (bin/moto), it also turns a Gateway of an AWS class into an ALB on moto. It stays up for
+// is installed (bin/moto), it also turns a Gateway of an AWS class into an ALB on moto; a Gateway of a
+// GCP class becomes a global load balancer on the compute fake, which runs in-process. It stays up for
 // the user until Ctrl-C, and exits by itself after the showcase when stdin is not a terminal.
 package main
 
@@ -79,9 +80,17 @@ func run(ctx context.Context, operator string, quick bool) (err error) {
 		fmt.Printf("    moto (the AWS API fake) serves %s\n", moto.URL)
 	}
 
+	// The GCP compute fake runs in this process, always: it needs nothing installed.
+	fake, gcpArgs, err := startGCP(filepath.Dir(cluster.KubeconfigPath))
+	if err != nil {
+		return err
+	}
+	defer fake.Close()
+	fmt.Printf("    the compute fake (GCP) serves %s\n", fake.URL())
+
 	stateDir := filepath.Join(filepath.Dir(cluster.KubeconfigPath), "state")
 	step("running the operator %s in local mode (each Gateway gets a proxy process on its own 127.x address)", operator)
-	op, err := testbed.StartOperator(operator, cluster, stateDir, awsArgs...)
+	op, err := testbed.StartOperator(operator, cluster, stateDir, append(awsArgs, gcpArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -172,6 +181,9 @@ func run(ctx context.Context, operator string, quick bool) (err error) {
 			return err
 		}
 	}
+	if err := showGCP(ctx, cluster.Client, fake, operator, cluster.KubeconfigPath); err != nil {
+		return err
+	}
 
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
 		step("done (stdin is not a terminal, so the demo stops here)")
@@ -200,7 +212,9 @@ func publishEcho(ctx context.Context, c client.Client, ip string) error {
 			Labels: map[string]string{discoveryv1.LabelServiceName: "echo", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(9080))}},
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		// The zone and node are where a pod would run: a cloud's NEG needs them.
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			Zone: ptr.To("europe-west1-b"), NodeName: ptr.To("demo-node")}},
 	}
 	for _, obj := range []client.Object{svc, slice} {
 		if err := c.Create(ctx, obj); err != nil {
