@@ -70,7 +70,10 @@ func (g *guard) filter(deletes []*endpoint.Endpoint, ownerOf func(*endpoint.Endp
 	if len(budgeted) > g.maxDeletes {
 		held = budgeted
 		for _, d := range held {
-			heldOwners[ownerOf(d)] = true
+			// A gone owner is timed by goneSince already.
+			if _, gone := g.goneSince[ownerOf(d)]; !gone {
+				heldOwners[ownerOf(d)] = true
+			}
 		}
 	} else {
 		keep = append(keep, budgeted...)

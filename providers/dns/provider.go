@@ -19,11 +19,15 @@ import (
 	"github.com/fleetgate/fleetgate/providers"
 )
 
-// rfc2136BatchSize is how many records go into one DNS UPDATE message. A record and its TXT
-// ownership record must travel in the same message, which the server applies atomically, so that
-// a publisher killed mid-pass leaves no record without its owner (nor the reverse): one message
-// carries every create (and one every update, one every delete) of a pass up to this size.
-const rfc2136BatchSize = 1000
+// A record and its TXT ownership record must travel in the same DNS UPDATE message, which the
+// server applies atomically, so that a publisher killed mid-pass leaves no record without its
+// owner (nor the reverse). The TXT registry appends the ownership records after the records, so
+// Sync hands it at most applyChunk records of each kind at a time, and one message takes all
+// of them with their TXT records (and stays well under DNS's 64 KiB message limit).
+const (
+	applyChunk       = 100
+	rfc2136BatchSize = 2 * applyChunk
+)
 
 // newProvider builds external-dns's provider for the class, and tells whether it has weighted
 // records (set identifiers).

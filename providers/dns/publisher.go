@@ -269,11 +269,28 @@ func (p *Publisher) sync(ctx context.Context, owners map[string][]*endpoint.Endp
 	if !changes.HasChanges() {
 		return res, nil
 	}
-	if err := p.reg.ApplyChanges(ctx, changes); err != nil {
-		return res, fmt.Errorf("dns: applying %d creates, %d updates and %d deletes to %s: %w",
-			len(changes.Create), len(changes.UpdateNew), len(changes.Delete), p.providerID, err)
+	for _, c := range chunkChanges(changes, applyChunk) {
+		if err := p.reg.ApplyChanges(ctx, c); err != nil {
+			return res, fmt.Errorf("dns: applying %d creates, %d updates and %d deletes to %s: %w",
+				len(c.Create), len(c.UpdateNew), len(c.Delete), p.providerID, err)
+		}
 	}
 	return res, nil
+}
+
+// chunkChanges splits changes into pieces of at most n creates, n updates and n deletes. Each
+// piece has its own arrays: the registry appends the TXT records to them.
+func chunkChanges(c *plan.Changes, n int) []*plan.Changes {
+	var out []*plan.Changes
+	for i := 0; i < max(len(c.Create), len(c.UpdateNew), len(c.Delete)); i += n {
+		part := func(l []*endpoint.Endpoint) []*endpoint.Endpoint {
+			return slices.Clone(l[min(i, len(l)):min(i+n, len(l))])
+		}
+		out = append(out, &plan.Changes{
+			Create: part(c.Create), UpdateOld: part(c.UpdateOld), UpdateNew: part(c.UpdateNew), Delete: part(c.Delete),
+		})
+	}
+	return out
 }
 
 // desired copies the owners' endpoints that can be published, labelled with their owner and with

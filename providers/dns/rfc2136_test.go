@@ -349,3 +349,28 @@ func TestRFC2136DeleteBudget(t *testing.T) {
 	sync("gw/a held for the grace period, gw/b gone for less", map[string][]*endpoint.Endpoint{"gw/a": {}},
 		Result{Owners: map[string]*OwnerResult{"gw/a": {Deleted: names("a", 5)}, "gw/b": {Deleted: names("b", 1)}}}, 0)
 }
+
+// TestRFC2136ManyRecords: a pass larger than one DNS UPDATE message goes out in pieces, each
+// record with its ownership record.
+func TestRFC2136ManyRecords(t *testing.T) {
+	srv := bindtest.Require(t, testZone)
+	p := newRFC2136(t, srv)
+	var eps []*endpoint.Endpoint
+	for i := range 2*applyChunk + 30 {
+		eps = append(eps, a(fmt.Sprintf("n%03d.example.test", i), "192.0.2.1", "192.0.2.2"))
+	}
+	res, err := p.Sync(t.Context(), map[string][]*endpoint.Endpoint{"gw/big": eps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(res.Owners["gw/big"].Created); got != len(eps) {
+		t.Errorf("created %d records, want %d", got, len(eps))
+	}
+	zone := zoneRecords(t, srv)
+	if o := orphans(zone); len(o) > 0 {
+		t.Errorf("records and ownership records without each other: %v", o)
+	}
+	if got, want := len(zone), 3*len(eps); got != want { // two A records and a TXT record a name
+		t.Errorf("zone holds %d records, want %d", got, want)
+	}
+}
