@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/external-dns/registry"
 	"sigs.k8s.io/external-dns/registry/txt"
 
-	"github.com/fleetgate/fleetgate/api/v1alpha1"
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
 )
 
