@@ -99,6 +99,9 @@ func newProvider(ctx context.Context, o Options, filter *endpoint.DomainFilter) 
 func newRegistry(p provider.Provider, ownerID string) (registry.Registry, error) {
 	cfg := externaldns.NewConfig()
 	cfg.TXTOwnerID = ownerID
+	// "a-*.example.com" is no wildcard and some providers refuse it: the ownership record of
+	// *.example.com is a-wildcard.example.com.
+	cfg.TXTWildcardReplacement = "wildcard"
 	cfg.ManagedDNSRecordTypes = managedTypes
 	return txt.New(cfg, p)
 }

@@ -374,3 +374,29 @@ func TestRFC2136ManyRecords(t *testing.T) {
 		t.Errorf("zone holds %d records, want %d", got, want)
 	}
 }
+
+// TestRFC2136Wildcard: a wildcard name is published, answers for any name under it, and its
+// ownership record (a-wildcard.<parent>) is recognised by the next pass, which changes nothing.
+func TestRFC2136Wildcard(t *testing.T) {
+	srv := bindtest.Require(t, testZone)
+	p := newRFC2136(t, srv)
+	owners := map[string][]*endpoint.Endpoint{"gw/w": {a("*.apps.example.test", "192.0.2.5")}}
+	for i, want := range []Result{
+		{Owners: map[string]*OwnerResult{"gw/w": {Created: recs("*.apps.example.test A")}}},
+		{},
+	} {
+		res, err := p.Sync(t.Context(), owners)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, res); d != "" {
+			t.Errorf("pass %d: result (-want +got):\n%s", i+1, d)
+		}
+	}
+	if d := cmp.Diff([]string{"192.0.2.5"}, answer(t, srv, "anything.apps.example.test", miekg.TypeA)); d != "" {
+		t.Errorf("anything.apps.example.test (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{ownerTXT("gw/w")}, answer(t, srv, "a-wildcard.apps.example.test", miekg.TypeTXT)); d != "" {
+		t.Errorf("ownership record (-want +got):\n%s", d)
+	}
+}
