@@ -156,3 +156,38 @@ func TestChunkChanges(t *testing.T) {
 		t.Error("appending to a piece overwrote the next piece")
 	}
 }
+
+// TestWeightedNames: a name wanted both plain and weighted goes to the side holding it, else to
+// the side of the first gateway by key; names wanted one way only are not listed.
+func TestWeightedNames(t *testing.T) {
+	plain := func(name string) planKey { return planKey{name: name} }
+	w := func(name, set string) planKey { return planKey{name: name, setID: set} }
+	tests := []struct {
+		name           string
+		holder, winner map[planKey]string
+		want           map[string]bool
+	}{{
+		name:   "one way only",
+		winner: map[planKey]string{plain("a"): "gw/1", w("b", "s1"): "gw/1", w("b", "s2"): "gw/2"},
+	}, {
+		name:   "first by key: weighted",
+		winner: map[planKey]string{plain("a"): "gw/2", w("a", "s1"): "gw/3", w("a", "s2"): "gw/1"},
+		want:   map[string]bool{"a": true},
+	}, {
+		name:   "first by key: plain",
+		winner: map[planKey]string{plain("a"): "gw/1", w("a", "s1"): "gw/2"},
+		want:   map[string]bool{"a": false},
+	}, {
+		name:   "the side holding it",
+		holder: map[planKey]string{w("a", "s1"): "gw/2"},
+		winner: map[planKey]string{plain("a"): "gw/1", w("a", "s1"): "gw/2"},
+		want:   map[string]bool{"a": true},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if d := cmp.Diff(tt.want, weightedNames(tt.holder, tt.winner), cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}

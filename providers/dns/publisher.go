@@ -130,14 +130,6 @@ type Record struct {
 	SetIdentifier string `json:",omitempty"`
 }
 
-func (r Record) String() string {
-	s := r.Name + " " + r.Type
-	if r.SetIdentifier != "" {
-		s += " (" + r.SetIdentifier + ")"
-	}
-	return s
-}
-
 // Reasons a desired record was not published.
 const (
 	// ReasonNoTargets: the desired record has no targets (fleetgate never publishes an empty set).
@@ -337,7 +329,8 @@ func keyOf(e *endpoint.Endpoint) planKey {
 
 // resolveConflicts keeps one owner per name (and set identifier): never one whose name is held
 // by a record of someone else; among fleetgate's gateways the one that holds it, else the first
-// by key. The others are reported and dropped.
+// by key. A name is either plain or weighted: when gateways disagree, the side that holds the
+// name keeps it, else the side of the first gateway by key. The others are reported and dropped.
 func (p *Publisher) resolveConflicts(current, desired []*endpoint.Endpoint, res *Result) []*endpoint.Endpoint {
 	holder := map[planKey]string{}              // the gateway of ours holding the name now
 	foreign := map[planKey]*endpoint.Endpoint{} // a record of someone else at the name
@@ -370,10 +363,12 @@ func (p *Publisher) resolveConflicts(current, desired []*endpoint.Endpoint, res 
 			winner[k] = h
 		}
 	}
+	weighted := weightedNames(holder, winner)
 	reported := map[planKey]map[string]bool{}
 	return slices.DeleteFunc(desired, func(d *endpoint.Endpoint) bool {
 		k, key := keyOf(d), resourceOf(d)
-		if winner[k] == key {
+		w, mixed := weighted[k.name]
+		if winner[k] == key && (!mixed || w == (k.setID != "")) {
 			return false
 		}
 		if reported[k] == nil {
@@ -382,18 +377,62 @@ func (p *Publisher) resolveConflicts(current, desired []*endpoint.Endpoint, res 
 		if !reported[k][key] {
 			reported[k][key] = true
 			o := res.owner(key)
-			s := Skip{Record: Record{Name: k.name, SetIdentifier: k.setID, Type: d.RecordType}}
-			if f, ok := foreign[k]; ok {
+			s := Skip{Record: Record{Name: k.name, SetIdentifier: k.setID, Type: d.RecordType}, Reason: ReasonOtherGateway}
+			switch f, ok := foreign[k]; {
+			case ok:
 				s.Reason = ReasonOwnedElsewhere
 				s.Message = fmt.Sprintf("%s is held by a %s record fleetgate did not create (owner %q); it is left alone", k.name, f.RecordType, f.Labels[endpoint.OwnerLabelKey])
-			} else {
-				s.Reason = ReasonOtherGateway
+			case winner[k] != key:
 				s.Message = fmt.Sprintf("%s is published by gateway %s", k.name, winner[k])
+			case w:
+				s.Message = fmt.Sprintf("%s is published as weighted records (with set identifiers) by other gateways", k.name)
+			default:
+				s.Message = fmt.Sprintf("%s is published without set identifiers by another gateway", k.name)
 			}
 			o.Conflicts = append(o.Conflicts, s)
 		}
 		return true
 	})
+}
+
+// weightedNames settles the names that gateways want both plain and weighted: whether each is
+// to be weighted (the side holding the name, else the side of the first gateway by key).
+func weightedNames(holder, winner map[planKey]string) map[string]bool {
+	type side struct {
+		first string
+		held  bool
+	}
+	sides := map[string]*[2]*side{} // name → [plain, weighted]
+	for k, key := range winner {
+		if sides[k.name] == nil {
+			sides[k.name] = &[2]*side{}
+		}
+		i := 0
+		if k.setID != "" {
+			i = 1
+		}
+		sd := sides[k.name][i]
+		if sd == nil {
+			sd = &side{first: key}
+			sides[k.name][i] = sd
+		}
+		sd.first = min(sd.first, key)
+		sd.held = sd.held || holder[k] == key
+	}
+	out := map[string]bool{}
+	for name, s := range sides {
+		plain, w := s[0], s[1]
+		if plain == nil || w == nil {
+			continue
+		}
+		switch {
+		case plain.held != w.held:
+			out[name] = w.held
+		default:
+			out[name] = w.first < plain.first
+		}
+	}
+	return out
 }
 
 // ownedKey returns the gateway a current record belongs to, when fleetgate (this owner ID) owns it.

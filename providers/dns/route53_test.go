@@ -159,6 +159,18 @@ func TestRoute53Weighted(t *testing.T) {
 		}}}},
 		zone: zone("50", true),
 	}, {
+		name: "a gateway wants the weighted name plain",
+		owners: func() map[string][]*endpoint.Endpoint {
+			o := owners("50")
+			o["gw/plain"] = []*endpoint.Endpoint{a("app.example.test", "198.51.100.9")}
+			return o
+		}(),
+		want: Result{Owners: map[string]*OwnerResult{"gw/plain": {Conflicts: []Skip{{
+			Record: Record{Name: "app.example.test", Type: "A"}, Reason: ReasonOtherGateway,
+			Message: "app.example.test is published as weighted records (with set identifiers) by other gateways",
+		}}}}},
+		zone: zone("50", true),
+	}, {
 		name:   "gw/gcp is gone",
 		owners: map[string][]*endpoint.Endpoint{"gw/alb": owners("50")["gw/alb"]},
 		want: Result{Owners: map[string]*OwnerResult{"gw/gcp": {Deleted: []Record{
