@@ -185,7 +185,8 @@ func (r *Result) owner(key string) *OwnerResult {
 // gateway key to its desired records: every owner the class has, so that the records of the
 // others can be told gone. A nil set means "unknown" (translation failed, a member is
 // unreachable): that owner's records stay as they are. An empty non-nil set means "publish
-// nothing". The endpoints are not modified.
+// nothing". The endpoints are not modified. With an error, the Result is what the pass meant to
+// do; the next pass starts again from what the zone holds.
 func (p *Publisher) Sync(ctx context.Context, owners map[string][]*endpoint.Endpoint) (Result, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
