@@ -1,0 +1,72 @@
+package dns
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/external-dns/endpoint"
+
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+)
+
+// Publishers is what the DNS controller calls: one Publisher per class, kept across passes (the
+// delete budget's memory lives in it) and rebuilt when the class's DNS options change or a pass
+// failed (a rotated TSIG secret is read again). Safe for concurrent use.
+type Publishers struct {
+	base Options
+
+	mu      sync.Mutex
+	byClass map[string]*classPublisher
+}
+
+type classPublisher struct {
+	opts v1alpha1.DNSOptions
+	p    *Publisher
+}
+
+// NewPublishers takes the operator's pieces of Options (FleetID, Secrets, Log, Metrics, Now); DNS
+// and Class come with each Sync.
+func NewPublishers(base Options) *Publishers {
+	return &Publishers{base: base, byClass: map[string]*classPublisher{}}
+}
+
+// Sync publishes owners (see Publisher.Sync) into class's zones as opts says.
+func (s *Publishers) Sync(ctx context.Context, class string, opts v1alpha1.DNSOptions, owners map[string][]*endpoint.Endpoint) (Result, error) {
+	p, err := s.publisher(ctx, class, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := p.Sync(ctx, owners)
+	if err != nil {
+		s.mu.Lock()
+		if c := s.byClass[class]; c != nil && c.p == p {
+			delete(s.byClass, class)
+		}
+		s.mu.Unlock()
+	}
+	return res, err
+}
+
+// Forget drops class's publisher (the class is gone, or no longer publishes): its records stay.
+func (s *Publishers) Forget(class string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byClass, class)
+}
+
+func (s *Publishers) publisher(ctx context.Context, class string, opts v1alpha1.DNSOptions) (*Publisher, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.byClass[class]; c != nil && equality.Semantic.DeepEqual(c.opts, opts) {
+		return c.p, nil
+	}
+	o := s.base
+	o.DNS, o.Class = *opts.DeepCopy(), class
+	p, err := New(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	s.byClass[class] = &classPublisher{opts: o.DNS, p: p}
+	return p, nil
+}
