@@ -43,9 +43,12 @@ func (b *builder) urlMap(l *ir.Listener) string {
 			b.note("host %s: %d route rules, a path matcher takes %d; the least specific are left out", vh.Hostname, len(rules), maxRouteRules)
 			rules, ids = rules[:maxRouteRules], ids[:maxRouteRules]
 		}
+		// Each rule says which route (and path variant) it is, so that the deployer can keep the
+		// priorities the live URL map gives the rules that stay (stablePriorities).
 		prio := priorities.Assign(ids, nil)
 		for i, rule := range rules {
 			rule.Priority = proto.Int32(prio[ids[i]])
+			rule.Description = proto.String(ids[i])
 		}
 		m.PathMatchers = append(m.PathMatchers, &computepb.PathMatcher{Name: proto.String(pm),
 			DefaultService: &notFound, DefaultRouteAction: abort(404, 100), RouteRules: rules})
@@ -381,4 +384,29 @@ func (b *builder) retry(a *computepb.HttpRouteAction, r *ir.Route) string {
 	}
 	a.RetryPolicy = p
 	return ""
+}
+
+// stablePriorities renumbers the route rules of want's path matchers keeping, for every rule that
+// is also in live (by description: its route and path variant), the priority it has there where
+// the order allows (providers.PriorityRange.Assign): a route added or removed moves no other
+// rule's priority, so the URL map's diff is the change itself.
+func stablePriorities(want, live *computepb.UrlMap) {
+	existing := map[string]map[string]int32{}
+	for _, pm := range live.GetPathMatchers() {
+		byID := map[string]int32{}
+		for _, r := range pm.GetRouteRules() {
+			byID[r.GetDescription()] = r.GetPriority()
+		}
+		existing[pm.GetName()] = byID
+	}
+	for _, pm := range want.GetPathMatchers() {
+		ids := make([]string, len(pm.GetRouteRules()))
+		for i, r := range pm.GetRouteRules() {
+			ids[i] = r.GetDescription()
+		}
+		prio := priorities.Assign(ids, existing[pm.GetName()])
+		for i, r := range pm.GetRouteRules() {
+			r.Priority = proto.Int32(prio[ids[i]])
+		}
+	}
 }

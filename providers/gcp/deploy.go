@@ -211,6 +211,9 @@ func (d *deployer) sync(ctx context.Context, s *Stack, r *Resource, l *live, x *
 		switch r.Kind {
 		case KindHealthCheck, KindBackendService, KindURLMap:
 			setFingerprint(want, l.msg)
+			if um, ok := want.(*computepb.UrlMap); ok {
+				stablePriorities(um, l.msg.(*computepb.UrlMap))
+			}
 			if err := x.do(call("update"), func() error { return d.c.put(ctx, r.Scope, r.Name, want) }); err != nil {
 				return err
 			}

@@ -643,3 +643,45 @@ func sum(m map[string]float64) float64 {
 	}
 	return s
 }
+
+// TestStablePriorities: a route added in front of the others, and one removed, move no other
+// rule's priority in the live URL map.
+func TestStablePriorities(t *testing.T) {
+	lb, members := goldenModel(t, "global-http")
+	p, fake := testProvider(t, members)
+	ensure(t, p, lb)
+	prios := func() map[string]int32 {
+		out := map[string]int32{}
+		for _, k := range fake.Keys("urlMaps") {
+			um, _ := gcpfake.Get[*computepb.UrlMap](fake, k)
+			for _, pm := range um.GetPathMatchers() {
+				for _, r := range pm.GetRouteRules() {
+					out[r.GetDescription()] = r.GetPriority()
+				}
+			}
+		}
+		return out
+	}
+	before := prios()
+	vh := &lb.Routing.Listeners[0].VirtualHosts[1]
+	added := ir.Route{Name: "HTTPRoute/infra/first/0/0", Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchExact, Value: "/first"}},
+		Backends: vh.Routes[0].Backends}
+	vh.Routes = append([]ir.Route{added}, vh.Routes...)
+	ensure(t, p, lb)
+	after := prios()
+	for id, prio := range before {
+		if after[id] != prio {
+			t.Errorf("rule %s moved from priority %d to %d", id, prio, after[id])
+		}
+	}
+	if first := after["HTTPRoute/infra/first/0/0#0"]; first == 0 || first >= after["HTTPRoute/infra/foo/0/0#0"] {
+		t.Errorf("the new rule has priority %d, want one before %d", first, after["HTTPRoute/infra/foo/0/0#0"])
+	}
+	vh.Routes = vh.Routes[:len(vh.Routes)-1] // the regular expression route goes
+	ensure(t, p, lb)
+	for id, prio := range prios() {
+		if after[id] != prio {
+			t.Errorf("after a removal, rule %s moved from priority %d to %d", id, after[id], prio)
+		}
+	}
+}

@@ -155,6 +155,14 @@ func specHash(k Kind, m proto.Message) string {
 		v.Target, v.Labels = nil, nil
 	case *computepb.Address:
 		v.Labels = nil
+	case *computepb.UrlMap:
+		// Priorities are the deployer's to keep stable (stablePriorities): the order of the rules
+		// is in the message already.
+		for _, pm := range v.GetPathMatchers() {
+			for _, r := range pm.GetRouteRules() {
+				r.Priority = nil
+			}
+		}
 	}
 	// Deterministic wire encoding: stable within a release of the protobuf module; a new release
 	// that encodes differently costs one update of each resource.
