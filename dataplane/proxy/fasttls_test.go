@@ -58,15 +58,33 @@ func (f front) dial(t *testing.T, port uint32) *rawConn {
 	return dialTLS(t, port, "a.example.com", "http/1.1")
 }
 
+// tryDial is dial for a connection that may be refused.
+func (f front) tryDial(t *testing.T, port uint32) (*rawConn, error) {
+	t.Helper()
+	if !f.tls {
+		return dialRaw(t, port), nil
+	}
+	return tryDialTLS(t, port, "a.example.com", "http/1.1")
+}
+
 func dialTLS(t *testing.T, port uint32, sni string, alpn ...string) *rawConn {
 	t.Helper()
-	c, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(int(port)), &tls.Config{ServerName: sni, InsecureSkipVerify: true, NextProtos: alpn}) //nolint:gosec // test
+	c, err := tryDialTLS(t, port, sni, alpn...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func tryDialTLS(t *testing.T, port uint32, sni string, alpn ...string) (*rawConn, error) {
+	t.Helper()
+	c, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(int(port)), &tls.Config{ServerName: sni, InsecureSkipVerify: true, NextProtos: alpn}) //nolint:gosec // test
+	if err != nil {
+		return nil, err
+	}
 	t.Cleanup(func() { c.Close() })
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
+	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}, nil
 }
 
 // netConn is the TCP connection under c.
