@@ -25,11 +25,11 @@ import (
 // (fasttls.go), read requests themselves and relay them over raw pooled upstream connections: per
 // request that is one read and one write on each side (each answer one Write, so one TLS record
 // when it fits the buffer) and no goroutine hand-offs, where net/http's server, ReverseProxy and
-// Transport cost several. It covers
-// the common case only: an HTTP/1.1 request with a Content-Length (or no) body to a route without
-// CORS, redirect, mirrors, timeouts or retries and with HTTP/1.1 backends. Anything else — h2c
-// preface, Upgrade, Expect, chunked request bodies, odd framing, other routes — is handed to the
-// net/http server together with the bytes already read, which then owns the connection.
+// Transport cost several. It covers the common case only: an HTTP/1.1 request with a
+// Content-Length (or no) body to a route without CORS, redirect, mirrors, timeouts or retries and
+// with HTTP/1.1 backends. Anything else — h2c preface, Upgrade, Expect, chunked request bodies,
+// odd framing, other routes — is handed to the net/http server together with the bytes already
+// read, which then owns the connection.
 
 const fastHeadMax = 16 << 10
 
