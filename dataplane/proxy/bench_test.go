@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -127,7 +128,15 @@ func BenchmarkCompile100k(b *testing.B) {
 // BenchmarkFastPathRaw drives the HTTP/1.1 fast path with a raw client and a raw backend that
 // allocate nothing per request, so allocs/op and B/op are the proxy's own. The request carries the
 // headers a typical client (h2load, curl) sends.
+// BenchmarkFastPathRaw drives the fast path with raw keepalive requests, on a plain listener and
+// behind TLS.
 func BenchmarkFastPathRaw(b *testing.B) {
+	for _, f := range fastFronts() {
+		b.Run(f.name, func(b *testing.B) { benchmarkFastPathRaw(b, f.tls) })
+	}
+}
+
+func benchmarkFastPathRaw(b *testing.B, useTLS bool) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -166,7 +175,12 @@ func BenchmarkFastPathRaw(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Shutdown(b.Context()) //nolint:errcheck // bench
-	if err := s.Apply(benchConfig(1000, port, irBackend("b", 1, ln.Addr()))); err != nil {
+	cfg := benchConfig(1000, port, irBackend("b", 1, ln.Addr()))
+	if useTLS {
+		cert, _ := selfSigned(b, "bench", "*.example.com")
+		cfg.Listeners[0].Protocol, cfg.Listeners[0].Certificates = ir.ProtocolHTTPS, []ir.Certificate{cert}
+	}
+	if err := s.Apply(cfg); err != nil {
 		b.Fatal(err)
 	}
 	req := []byte("GET /api/v1/users/42 HTTP/1.1\r\nHost: host500.example.com\r\nUser-Agent: h2load nghttp2/1.64.0\r\n" +
@@ -174,7 +188,15 @@ func BenchmarkFastPathRaw(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(int(port)))
+		var (
+			c   net.Conn
+			err error
+		)
+		if useTLS {
+			c, err = tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(int(port)), &tls.Config{ServerName: "host500.example.com", InsecureSkipVerify: true}) //nolint:gosec // bench
+		} else {
+			c, err = net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(int(port)))
+		}
 		if err != nil {
 			b.Error(err)
 			return

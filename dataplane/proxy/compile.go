@@ -198,6 +198,10 @@ func (s *compiler) compileListenerBase(l *ir.Listener, certs certCache) (*listen
 			if err := clientValidation(lt.tls, l.ClientValidation); err != nil {
 				return nil, err
 			}
+			// Full-size records from the first answer on, as nginx writes them (ssl_buffer_size
+			// 16k): crypto/tls would start each connection with ~1 KB records, a write each, and
+			// grow them over its first dozen. The fast path writes an answer in one piece.
+			lt.tls.DynamicRecordSizingDisabled = true
 			lt.owners = compileOwners(l.Certificates)
 		}
 		lt.hosts = newHostMap[*vhost]()

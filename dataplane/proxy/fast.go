@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -20,13 +21,15 @@ import (
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
-// The HTTP/1.1 fast path. Plain HTTP listeners read requests themselves and relay them over raw
-// pooled upstream connections: per request that is one read and one write on each side and no
-// goroutine hand-offs, where net/http's server, ReverseProxy and Transport cost several. It covers
-// the common case only: an HTTP/1.1 request with a Content-Length (or no) body to a route without
-// CORS, redirect, mirrors, timeouts or retries and with HTTP/1.1 backends. Anything else — h2c
-// preface, Upgrade, Expect, chunked request bodies, odd framing, other routes — is handed to the
-// net/http server together with the bytes already read, which then owns the connection.
+// The HTTP/1.1 fast path. HTTP listeners, and HTTPS ones once the TLS handshake chose HTTP/1.1
+// (fasttls.go), read requests themselves and relay them over raw pooled upstream connections: per
+// request that is one read and one write on each side (each answer one Write, so one TLS record
+// when it fits the buffer) and no goroutine hand-offs, where net/http's server, ReverseProxy and
+// Transport cost several. It covers the common case only: an HTTP/1.1 request with a
+// Content-Length (or no) body to a route without CORS, redirect, mirrors, timeouts or retries and
+// with HTTP/1.1 backends. Anything else — h2c preface, Upgrade, Expect, chunked request bodies,
+// odd framing, other routes — is handed to the net/http server together with the bytes already
+// read, which then owns the connection.
 
 const fastHeadMax = 16 << 10
 
@@ -73,6 +76,8 @@ type fastConn struct {
 	rvals  []string
 	// remote is the client's address, ip its host part for X-Forwarded-For.
 	remote, ip string
+	// tls is the connection's TLS state, nil on a plain listener; requests carry it as Request.TLS.
+	tls *tls.ConnectionState
 	// deadline is the read deadline currently set on the client connection (zero: none).
 	deadline time.Time
 	// conn is the client connection, out the writer its answers go through (fastlimits.go).
@@ -124,10 +129,16 @@ func (fc *fastConn) setReadDeadline(c net.Conn, now time.Time, d time.Duration) 
 	_ = c.SetReadDeadline(want)
 }
 
-// serveHTTP1 runs the fast path on one plain connection until it closes or is handed off.
-func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
+// serveHTTP1 runs the fast path on one connection until it closes or is handed off: a plain one
+// (st nil) or a *tls.Conn past its handshake, whose state is st.
+func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool, st *tls.ConnectionState) {
 	s := p.s
-	fc := &fastConn{conn: c, out: idleWriter{c: c, hit: s.metrics.hits.writeIdle}, hits: &s.metrics.hits}
+	fc := &fastConn{conn: c, out: idleWriter{c: c, hit: s.metrics.hits.writeIdle}, hits: &s.metrics.hits, tls: st}
+	// A port may change protocol across configs; its connections stay what they were accepted as.
+	proto := ir.ProtocolHTTP
+	if st != nil {
+		proto = ir.ProtocolHTTPS
+	}
 	br, bw := s.bufs.reader(c), s.bufs.writer(&fc.out)
 	handedOff := false
 	defer func() {
@@ -168,7 +179,7 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 		}
 		lt := p.cur.Load()
 		var req *http.Request
-		if err == nil && lt.proto == ir.ProtocolHTTP {
+		if err == nil && lt.proto == proto {
 			fc.underscores = lt.lim.allowUnderscores
 			req = fc.parseHead(headText(&fc.head, head, !s.accessOn))
 		}
@@ -178,8 +189,11 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool) {
 				fc.remote = c.RemoteAddr().String()
 				fc.ip, _, _ = net.SplitHostPort(fc.remote)
 			}
-			req.RemoteAddr = fc.remote
-			if vh, ok := lt.hosts.lookup(normalizeHost(req.Host)); ok {
+			req.RemoteAddr, req.TLS = fc.remote, fc.tls
+			if misdirected(lt, req) {
+				// net/http answers it (421), as for any request it serves.
+				req = nil
+			} else if vh, ok := lt.hosts.lookup(normalizeHost(req.Host)); ok {
 				rt = vh.match(req)
 			}
 		}

@@ -122,83 +122,89 @@ func rawBackend(t *testing.T) net.Addr {
 	return ln.Addr()
 }
 
+// TestFastPathFraming holds the fast path, plain and behind TLS, to HTTP/1.1 framing: pipelining,
+// backend framings, hand-offs to net/http mid-connection, stale upstream connections, shutdown.
 func TestFastPathFraming(t *testing.T) {
-	be := irBackend("raw", 1, rawBackend(t))
-	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{
-		{Name: "cors", Match: ir.Match{Path: prefix("/cors")}, Filters: ir.Filters{CORS: &ir.CORS{AllowOrigins: []string{"*"}}}, Backends: []ir.Backend{be}},
-		{Name: "r", Backends: []ir.Backend{be}},
-	}})
-	s := newProxy(t, cfg)
+	for _, f := range fastFronts() {
+		t.Run(f.name, func(t *testing.T) {
+			be := irBackend("raw", 1, rawBackend(t))
+			cfg, port := f.config(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{
+				{Name: "cors", Match: ir.Match{Path: prefix("/cors")}, Filters: ir.Filters{CORS: &ir.CORS{AllowOrigins: []string{"*"}}}, Backends: []ir.Backend{be}},
+				{Name: "r", Backends: []ir.Backend{be}},
+			}})
+			s := newProxy(t, cfg)
 
-	// Pipelined requests, several framings, a mid-connection hand-off to net/http (the CORS route)
-	// and fast requests after it on the same connection.
-	c := dialRaw(t, port)
-	c.send("GET /a?x=1 HTTP/1.1\r\nHost: h\r\n\r\nPOST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyzGET /chunked HTTP/1.1\r\nHost: h\r\n\r\n")
-	got := []string{c.read("GET"), c.read("POST"), c.read("GET")}
-	c.send("GET /nocontent HTTP/1.1\r\nHost: h\r\n\r\nHEAD /head HTTP/1.1\r\nHost: h\r\n\r\nGET /early HTTP/1.1\r\nHost: h\r\n\r\n")
-	// The 103 is relayed as it came, then the final answer.
-	got = append(got, c.read("GET"), c.read("HEAD"), c.read("GET"), c.read("GET"))
-	c.send("GET /cors HTTP/1.1\r\nHost: h\r\nOrigin: https://o\r\n\r\nGET /c HTTP/1.1\r\nHost: h\r\n\r\n")
-	got = append(got, c.read("GET"), c.read("GET"))
-	// A close-delimited answer ends the (fast path) client connection too.
-	c5 := dialRaw(t, port)
-	c5.send("GET /http10 HTTP/1.1\r\nHost: h\r\n\r\nGET /eof HTTP/1.1\r\nHost: h\r\n\r\n")
-	got = append(got, c5.read("GET"), c5.read("GET"), c5.read("GET"))
-	want := []string{
-		"200 GET /a?x=1 127.0.0.1", "200 POST /b 127.0.0.1", "200 hello world trailer=11",
-		"204 ", "200 ", "103 ", "200 ok",
-		"200 GET /cors 127.0.0.1", "200 GET /c 127.0.0.1",
-		"200 old!", "200 until-eof", "EOF",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("pipelined answers (-want +got):\n%s", diff)
-	}
+			// Pipelined requests, several framings, a mid-connection hand-off to net/http (the CORS route)
+			// and fast requests after it on the same connection.
+			c := f.dial(t, port)
+			c.send("GET /a?x=1 HTTP/1.1\r\nHost: h\r\n\r\nPOST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyzGET /chunked HTTP/1.1\r\nHost: h\r\n\r\n")
+			got := []string{c.read("GET"), c.read("POST"), c.read("GET")}
+			c.send("GET /nocontent HTTP/1.1\r\nHost: h\r\n\r\nHEAD /head HTTP/1.1\r\nHost: h\r\n\r\nGET /early HTTP/1.1\r\nHost: h\r\n\r\n")
+			// The 103 is relayed as it came, then the final answer.
+			got = append(got, c.read("GET"), c.read("HEAD"), c.read("GET"), c.read("GET"))
+			c.send("GET /cors HTTP/1.1\r\nHost: h\r\nOrigin: https://o\r\n\r\nGET /c HTTP/1.1\r\nHost: h\r\n\r\n")
+			got = append(got, c.read("GET"), c.read("GET"))
+			// A close-delimited answer ends the (fast path) client connection too.
+			c5 := f.dial(t, port)
+			c5.send("GET /http10 HTTP/1.1\r\nHost: h\r\n\r\nGET /eof HTTP/1.1\r\nHost: h\r\n\r\n")
+			got = append(got, c5.read("GET"), c5.read("GET"), c5.read("GET"))
+			want := []string{
+				"200 GET /a?x=1 127.0.0.1", "200 POST /b 127.0.0.1", "200 hello world trailer=11",
+				"204 ", "200 ", "103 ", "200 ok",
+				"200 GET /cors 127.0.0.1", "200 GET /c 127.0.0.1",
+				"200 old!", "200 until-eof", "EOF",
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("pipelined answers (-want +got):\n%s", diff)
+			}
 
-	c6 := dialRaw(t, port)
-	c6.send("GET /both HTTP/1.1\r\nHost: h\r\n\r\nGET /after HTTP/1.1\r\nHost: h\r\n\r\n")
-	if diff := cmp.Diff([]string{"200 both", "200 GET /after 127.0.0.1"}, []string{c6.read("GET"), c6.read("GET")}); diff != "" {
-		t.Errorf("conflicting backend framing (-want +got):\n%s", diff)
-	}
+			c6 := f.dial(t, port)
+			c6.send("GET /both HTTP/1.1\r\nHost: h\r\n\r\nGET /after HTTP/1.1\r\nHost: h\r\n\r\n")
+			if diff := cmp.Diff([]string{"200 both", "200 GET /after 127.0.0.1"}, []string{c6.read("GET"), c6.read("GET")}); diff != "" {
+				t.Errorf("conflicting backend framing (-want +got):\n%s", diff)
+			}
 
-	// A backend that drops a keepalive connection is retried transparently.
-	c2 := dialRaw(t, port)
-	var got2 []string
-	for range 3 {
-		c2.send("GET /oneshot HTTP/1.1\r\nHost: h\r\n\r\n")
-		got2 = append(got2, c2.read("GET"))
-		time.Sleep(20 * time.Millisecond)
-	}
-	if diff := cmp.Diff([]string{"200 oneshot", "200 oneshot", "200 oneshot"}, got2); diff != "" {
-		t.Errorf("stale upstream connections (-want +got):\n%s", diff)
-	}
+			// A backend that drops a keepalive connection is retried transparently.
+			c2 := f.dial(t, port)
+			var got2 []string
+			for range 3 {
+				c2.send("GET /oneshot HTTP/1.1\r\nHost: h\r\n\r\n")
+				got2 = append(got2, c2.read("GET"))
+				time.Sleep(20 * time.Millisecond)
+			}
+			if diff := cmp.Diff([]string{"200 oneshot", "200 oneshot", "200 oneshot"}, got2); diff != "" {
+				t.Errorf("stale upstream connections (-want +got):\n%s", diff)
+			}
 
-	// Malformed requests go to net/http, which answers 400.
-	c3 := dialRaw(t, port)
-	c3.send("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
-	if got := c3.read("GET"); !strings.HasPrefix(got, "400") {
-		t.Errorf("duplicate Host: %q, want 400", got)
-	}
-	c4 := dialRaw(t, port)
-	c4.send("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
-	if got := c4.read("POST"); !strings.HasPrefix(got, "400") && !strings.HasPrefix(got, "200") {
-		t.Errorf("CL+TE: %q", got)
-	}
+			// Malformed requests go to net/http, which answers 400.
+			c3 := f.dial(t, port)
+			c3.send("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+			if got := c3.read("GET"); !strings.HasPrefix(got, "400") {
+				t.Errorf("duplicate Host: %q, want 400", got)
+			}
+			c4 := f.dial(t, port)
+			c4.send("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+			if got := c4.read("POST"); !strings.HasPrefix(got, "400") && !strings.HasPrefix(got, "200") {
+				t.Errorf("CL+TE: %q", got)
+			}
 
-	// An idle keepalive connection does not hold up shutdown.
-	idle := dialRaw(t, port)
-	idle.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-	idle.read("GET")
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := s.Shutdown(ctx); err != nil {
-		t.Errorf("shutdown: %v", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("shutdown with an idle keepalive connection took %v", d)
-	}
-	if got := idle.read("GET"); got != "EOF" {
-		t.Errorf("idle connection after shutdown: %q", got)
+			// An idle keepalive connection does not hold up shutdown.
+			idle := f.dial(t, port)
+			idle.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+			idle.read("GET")
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := s.Shutdown(ctx); err != nil {
+				t.Errorf("shutdown: %v", err)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("shutdown with an idle keepalive connection took %v", d)
+			}
+			if got := idle.read("GET"); got != "EOF" {
+				t.Errorf("idle connection after shutdown: %q", got)
+			}
+		})
 	}
 }
 
@@ -351,63 +357,67 @@ func TestHasToken(t *testing.T) {
 // ReadHeaderTimeout of its first byte, on a new connection and between keepalive requests; a
 // keepalive connection may idle for IdleTimeout; a request body may take longer than either.
 func TestFastPathTimeouts(t *testing.T) {
-	const rht, idle = 300 * time.Millisecond, 1200 * time.Millisecond
-	be := irBackend("raw", 1, rawBackend(t))
-	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{be}}}})
-	newProxyOpts(t, cfg, Options{ReadHeaderTimeout: rht, IdleTimeout: idle})
-	// closedAfter waits for the proxy to close c and says how long that took.
-	closedAfter := func(c *rawConn, start time.Time) time.Duration {
-		t.Helper()
-		_ = c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if _, err := c.br.ReadByte(); err == nil {
-			t.Fatal("proxy answered instead of closing")
-		}
-		return time.Since(start)
-	}
+	for _, f := range fastFronts() {
+		t.Run(f.name, func(t *testing.T) {
+			const rht, idle = 300 * time.Millisecond, 1200 * time.Millisecond
+			be := irBackend("raw", 1, rawBackend(t))
+			cfg, port := f.config(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{be}}}})
+			newProxyOpts(t, cfg, Options{ReadHeaderTimeout: rht, IdleTimeout: idle})
+			// closedAfter waits for the proxy to close c and says how long that took.
+			closedAfter := func(c *rawConn, start time.Time) time.Duration {
+				t.Helper()
+				_ = c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				if _, err := c.br.ReadByte(); err == nil {
+					t.Fatal("proxy answered instead of closing")
+				}
+				return time.Since(start)
+			}
 
-	t.Run("slow first head", func(t *testing.T) {
-		c := dialRaw(t, port)
-		start := time.Now()
-		c.send("GET / HTTP/1.1\r\nHost: h\r\n")
-		if d := closedAfter(c, start); d < rht*8/10 || d > idle {
-			t.Errorf("incomplete head cut after %v, want about %v", d, rht)
-		}
-	})
-	t.Run("slow head on a keepalive connection", func(t *testing.T) {
-		c := dialRaw(t, port)
-		c.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-		if got := c.read("GET"); !strings.HasPrefix(got, "200") {
-			t.Fatalf("first request: %q", got)
-		}
-		// Idle for longer than ReadHeaderTimeout is fine between requests ...
-		time.Sleep(rht * 3 / 2)
-		// ... but once a head starts, it has ReadHeaderTimeout.
-		start := time.Now()
-		c.send("GET / HTTP/1.1\r\n")
-		if d := closedAfter(c, start); d < rht*8/10 || d > idle {
-			t.Errorf("incomplete head cut after %v, want about %v", d, rht)
-		}
-	})
-	t.Run("idle keepalive connection", func(t *testing.T) {
-		c := dialRaw(t, port)
-		c.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-		if got := c.read("GET"); !strings.HasPrefix(got, "200") {
-			t.Fatalf("first request: %q", got)
-		}
-		start := time.Now()
-		if d := closedAfter(c, start); d < idle*9/10 || d > idle*2 {
-			t.Errorf("idle connection closed after %v, want about %v", d, idle)
-		}
-	})
-	t.Run("slow body", func(t *testing.T) {
-		c := dialRaw(t, port)
-		c.send("POST /slow HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\nab")
-		time.Sleep(rht * 2)
-		c.send("cd")
-		if got := c.read("POST"); got != "200 POST /slow 127.0.0.1" {
-			t.Errorf("slow body: %q", got)
-		}
-	})
+			t.Run("slow first head", func(t *testing.T) {
+				c := f.dial(t, port)
+				start := time.Now()
+				c.send("GET / HTTP/1.1\r\nHost: h\r\n")
+				if d := closedAfter(c, start); d < rht*8/10 || d > idle {
+					t.Errorf("incomplete head cut after %v, want about %v", d, rht)
+				}
+			})
+			t.Run("slow head on a keepalive connection", func(t *testing.T) {
+				c := f.dial(t, port)
+				c.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+				if got := c.read("GET"); !strings.HasPrefix(got, "200") {
+					t.Fatalf("first request: %q", got)
+				}
+				// Idle for longer than ReadHeaderTimeout is fine between requests ...
+				time.Sleep(rht * 3 / 2)
+				// ... but once a head starts, it has ReadHeaderTimeout.
+				start := time.Now()
+				c.send("GET / HTTP/1.1\r\n")
+				if d := closedAfter(c, start); d < rht*8/10 || d > idle {
+					t.Errorf("incomplete head cut after %v, want about %v", d, rht)
+				}
+			})
+			t.Run("idle keepalive connection", func(t *testing.T) {
+				c := f.dial(t, port)
+				c.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+				if got := c.read("GET"); !strings.HasPrefix(got, "200") {
+					t.Fatalf("first request: %q", got)
+				}
+				start := time.Now()
+				if d := closedAfter(c, start); d < idle*9/10 || d > idle*2 {
+					t.Errorf("idle connection closed after %v, want about %v", d, idle)
+				}
+			})
+			t.Run("slow body", func(t *testing.T) {
+				c := f.dial(t, port)
+				c.send("POST /slow HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\nab")
+				time.Sleep(rht * 2)
+				c.send("cd")
+				if got := c.read("POST"); got != "200 POST /slow 127.0.0.1" {
+					t.Errorf("slow body: %q", got)
+				}
+			})
+		})
+	}
 }
 
 func TestHeadText(t *testing.T) {

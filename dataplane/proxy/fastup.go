@@ -304,7 +304,11 @@ func writeUpstreamHead(w *bufio.Writer, r *http.Request, fc *fastConn, clientHos
 	w.WriteString(fc.ip)
 	w.WriteString("\r\nX-Forwarded-Host: ")
 	w.WriteString(clientHost)
-	w.WriteString("\r\nX-Forwarded-Proto: http\r\n\r\n")
+	if fc.tls != nil {
+		w.WriteString("\r\nX-Forwarded-Proto: https\r\n\r\n")
+	} else {
+		w.WriteString("\r\nX-Forwarded-Proto: http\r\n\r\n")
+	}
 }
 
 // writeLength writes a Content-Length line, digit by digit (see writeStatus).

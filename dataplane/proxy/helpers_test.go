@@ -204,7 +204,7 @@ func get(t *testing.T, c *http.Client, url, host string, hdr ...string) result {
 
 // selfSigned makes a certificate for the names and returns it as an ir.Certificate and a pool
 // that trusts it.
-func selfSigned(t *testing.T, name string, hosts ...string) (ir.Certificate, *x509.Certificate) {
+func selfSigned(t testing.TB, name string, hosts ...string) (ir.Certificate, *x509.Certificate) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

@@ -147,10 +147,11 @@ func limitProxy(t *testing.T, cfg *ir.Config, opts Options) *prometheus.Registry
 	return s.opts.Registry.(*prometheus.Registry)
 }
 
-// bothPaths runs f on the fast path and on the net/http path.
-func bothPaths(t *testing.T, f func(t *testing.T, opts Options)) {
-	t.Run("fast", func(t *testing.T) { f(t, Options{}) })
-	t.Run("nethttp", func(t *testing.T) { f(t, Options{DisableFastPath: true}) })
+// eachFront runs f over every front: the fast path, the net/http path and the fast path behind TLS.
+func eachFront(t *testing.T, f func(t *testing.T, fr front)) {
+	for _, fr := range fronts() {
+		t.Run(fr.name, func(t *testing.T) { f(t, fr) })
+	}
 }
 
 // h2Proxy serves one route to be over HTTPS with opts and returns an HTTP/2 client for it and the
@@ -185,13 +186,13 @@ func answerWithin(t *testing.T, c *rawConn, start time.Time, lo, hi time.Duratio
 // TestRequestBodyIdleTimeout: a client that announces a body and sends 3 bytes gets a 408 after
 // the idle timeout, its connection is closed, and so is the upstream one.
 func TestRequestBodyIdleTimeout(t *testing.T) {
-	bothPaths(t, func(t *testing.T, opts Options) {
+	eachFront(t, func(t *testing.T, fr front) {
 		const idle = 300 * time.Millisecond
 		be := newLimitBackend(t, "silent", 0)
-		cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{irBackend("b", 1, be.ln.Addr())}}}})
-		opts.RequestBodyIdleTimeout = idle
-		reg := limitProxy(t, cfg, opts)
-		c := dialRaw(t, port)
+		cfg, port := fr.config(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{irBackend("b", 1, be.ln.Addr())}}}})
+		fr.opts.RequestBodyIdleTimeout = idle
+		reg := limitProxy(t, cfg, fr.opts)
+		c := fr.dial(t, port)
 		start := time.Now()
 		c.send("POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc")
 		if got := answerWithin(t, c, start, idle*9/10, idle+2*time.Second); got != "408" {
@@ -237,14 +238,14 @@ func TestRequestBodyIdleTimeoutHTTP2(t *testing.T) {
 // TestRequestTimeoutWhileBodyArrives: on a route with timeouts.request, a body that stalls does
 // not hold the 504 back.
 func TestRequestTimeoutWhileBodyArrives(t *testing.T) {
-	bothPaths(t, func(t *testing.T, opts Options) {
+	eachFront(t, func(t *testing.T, fr front) {
 		const timeout = 300 * time.Millisecond
 		be := newLimitBackend(t, "silent", 0)
-		cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{
+		cfg, port := fr.config(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{
 			Name: "r", Backends: []ir.Backend{irBackend("b", 1, be.ln.Addr())}, Timeouts: ir.Timeouts{Request: timeout},
 		}}})
-		reg := limitProxy(t, cfg, opts)
-		c := dialRaw(t, port)
+		reg := limitProxy(t, cfg, fr.opts)
+		c := fr.dial(t, port)
 		start := time.Now()
 		c.send("POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc")
 		if got := answerWithin(t, c, start, timeout*9/10, timeout+time.Second); got != "504" {
@@ -260,13 +261,13 @@ func TestRequestTimeoutWhileBodyArrives(t *testing.T) {
 // TestBackendResponseTimeout: a backend that never answers gets the client a 504 after
 // backendResponseTimeout on a route without timeouts; the client connection stays usable.
 func TestBackendResponseTimeout(t *testing.T) {
-	bothPaths(t, func(t *testing.T, opts Options) {
+	eachFront(t, func(t *testing.T, fr front) {
 		const wait = 300 * time.Millisecond
 		be := newLimitBackend(t, "silent", 0)
-		cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{irBackend("b", 1, be.ln.Addr())}}}})
-		opts.BackendResponseTimeout = wait
-		reg := limitProxy(t, cfg, opts)
-		c := dialRaw(t, port)
+		cfg, port := fr.config(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{irBackend("b", 1, be.ln.Addr())}}}})
+		fr.opts.BackendResponseTimeout = wait
+		reg := limitProxy(t, cfg, fr.opts)
+		c := fr.dial(t, port)
 		start := time.Now()
 		c.send("POST /q HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc")
 		if got := answerWithin(t, c, start, wait*9/10, wait+time.Second); got != "504" {
@@ -297,14 +298,14 @@ func TestBackendResponseTimeout(t *testing.T) {
 // TestResponseWriteIdleTimeout: a client that never reads a large download is disconnected
 // after the write idle timeout and the upstream connection is released.
 func TestResponseWriteIdleTimeout(t *testing.T) {
-	bothPaths(t, func(t *testing.T, opts Options) {
+	eachFront(t, func(t *testing.T, fr front) {
 		const idle = 300 * time.Millisecond
 		be := newLimitBackend(t, "flood", 256<<20)
-		cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{irBackend("b", 1, be.ln.Addr())}}}})
-		opts.ResponseWriteIdleTimeout = idle
-		reg := limitProxy(t, cfg, opts)
-		c := dialRaw(t, port)
-		if tc, ok := c.c.(*net.TCPConn); ok {
+		cfg, port := fr.config(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{irBackend("b", 1, be.ln.Addr())}}}})
+		fr.opts.ResponseWriteIdleTimeout = idle
+		reg := limitProxy(t, cfg, fr.opts)
+		c := fr.dial(t, port)
+		if tc, ok := netConn(c.c).(*net.TCPConn); ok {
 			_ = tc.SetReadBuffer(64 << 10) // fill up soon
 		}
 		c.send("GET /big HTTP/1.1\r\nHost: h\r\n\r\n")
@@ -339,40 +340,55 @@ func TestResponseWriteIdleTimeoutHTTP2(t *testing.T) {
 // TestMaxConnectionsPerListener: connections beyond the cap are closed at once; a freed slot
 // serves again.
 func TestMaxConnectionsPerListener(t *testing.T) {
-	t.Run("fast", func(t *testing.T) { testMaxConns(t, Options{}, false) })
-	t.Run("nethttp", func(t *testing.T) { testMaxConns(t, Options{DisableFastPath: true}, false) })
-	t.Run("handed-off", func(t *testing.T) { testMaxConns(t, Options{}, true) })
+	for _, fr := range fronts() {
+		t.Run(fr.name, func(t *testing.T) { testMaxConns(t, fr, false) })
+	}
+	for _, fr := range fastFronts() {
+		t.Run(fr.name+"/handed-off", func(t *testing.T) { testMaxConns(t, fr, true) })
+	}
 }
 
-func testMaxConns(t *testing.T, opts Options, handOff bool) {
+func testMaxConns(t *testing.T, fr front, handOff bool) {
 	be := newEcho(t, "b", false)
 	route := ir.Route{Name: "r", Backends: []ir.Backend{be.backend(1)}}
 	if handOff {
 		route.Timeouts.Request = 10 * time.Second // not a fast-path route
 	}
-	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{route}})
-	opts.MaxConnectionsPerListener = 2
-	reg := limitProxy(t, cfg, opts)
+	cfg, port := fr.config(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{route}})
+	fr.opts.MaxConnectionsPerListener = 2
+	reg := limitProxy(t, cfg, fr.opts)
 	var open []*rawConn
 	for range 2 {
-		c := dialRaw(t, port)
+		c := fr.dial(t, port)
 		c.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
 		if got := c.read("GET"); !strings.HasPrefix(got, "200") {
 			t.Fatalf("connection under the cap: %q", got)
 		}
 		open = append(open, c)
 	}
-	over := dialRaw(t, port)
-	over.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-	if got := over.read("GET"); got != "EOF" {
-		t.Errorf("connection over the cap: %q, want it closed", got)
+	// Over the cap the connection is closed at once: a TLS client sees its handshake fail.
+	if fr.tls {
+		addr := "127.0.0.1:" + strconv.Itoa(int(port))
+		if c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}); err == nil { //nolint:gosec // test
+			c.Close()
+			t.Error("TLS handshake over the cap succeeded")
+		}
+	} else {
+		over := fr.dial(t, port)
+		over.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+		if got := over.read("GET"); got != "EOF" {
+			t.Errorf("connection over the cap: %q, want it closed", got)
+		}
 	}
 	if n := limitHit(t, reg, "max_connections_per_listener"); n != 1 {
 		t.Errorf("max_connections_per_listener hits = %v, want 1", n)
 	}
 	open[0].c.Close()
 	waitFor(t, func() bool {
-		c := dialRaw(t, port)
+		c, err := fr.tryDial(t, port)
+		if err != nil {
+			return false
+		}
 		defer c.c.Close()
 		c.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
 		return strings.HasPrefix(c.read("GET"), "200")

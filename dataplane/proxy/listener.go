@@ -116,10 +116,25 @@ func (p *tcpPort) acceptLoop() {
 			go func() {
 				defer p.open.release()
 				defer p.raw.done(c)
-				p.serveHTTP1(c, idle)
+				p.serveHTTP1(c, idle, nil)
 			}()
 		case ir.ProtocolHTTPS:
-			p.hl.push(tls.Server(&countedConn{Conn: c, open: &p.open}, lt.tls))
+			// The TLS layer sits on the counted conn: whoever closes it, the fast path or the
+			// http.Server it is handed to, gives the slot back.
+			tc := tls.Server(&countedConn{Conn: c, open: &p.open}, lt.tls)
+			if p.s.opts.DisableFastPath {
+				p.hl.push(tc)
+				continue
+			}
+			idle := new(atomic.Bool)
+			if !p.raw.addIdle(c, idle) {
+				tc.Close()
+				continue
+			}
+			go func() {
+				defer p.raw.done(c)
+				p.serveHTTPS(tc, lt.name, idle)
+			}()
 		case ir.ProtocolTLS, ir.ProtocolTCP:
 			if !p.raw.add(c) {
 				c.Close()
@@ -143,11 +158,16 @@ func (p *tcpPort) acceptLoop() {
 }
 
 // handOff gives a fast-path connection, with the bytes already read of it, to the net/http
-// server. The connection keeps its place under the cap: the fast path gives back its own slot
-// when it returns, and the handed-off conn holds one until it is closed.
+// server. The connection keeps its place under the cap: a plain one's slot is given back by the
+// fast path when it returns, so the handed-off conn takes one until it is closed; a TLS one holds
+// its slot in the countedConn under the TLS layer.
 func (p *tcpPort) handOff(c net.Conn, read []byte) {
-	p.open.n.Add(1)
 	_ = c.SetWriteDeadline(time.Time{}) // the fast path's (idleWriter); net/http sets its own
+	if tc, ok := c.(*tls.Conn); ok {
+		p.hl.push(&tlsPrefixConn{prefixConn: prefixConn{Conn: tc, prefix: read}, tc: tc})
+		return
+	}
+	p.open.n.Add(1)
 	p.hl.push(&prefixConn{Conn: &countedConn{Conn: c, open: &p.open}, prefix: read})
 }
 

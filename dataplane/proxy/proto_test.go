@@ -165,32 +165,47 @@ func TestGRPC(t *testing.T) {
 	}
 }
 
+// TestWebSocket: an upgrade is handed from the fast path to net/http, on a plain listener and
+// behind TLS (where the hijacked connection is the TLS one).
 func TestWebSocket(t *testing.T) {
 	ws := newEchoWS(t)
-	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{
-		{Name: "ws", Match: ir.Match{Path: prefix("/ws")}, Backends: []ir.Backend{func() ir.Backend {
-			b := irBackend("ws", 1, ws)
-			b.AppProtocol = ir.AppWS
-			return b
-		}()}},
-	}})
-	newProxy(t, cfg)
-	conn, err := websocket.Dial("ws://127.0.0.1:"+strconv.Itoa(int(port))+"/ws", "", "http://localhost/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for _, msg := range []string{"hello", "fleet"} {
-		if err := websocket.Message.Send(conn, msg); err != nil {
-			t.Fatal(err)
-		}
-		var got string
-		if err := websocket.Message.Receive(conn, &got); err != nil {
-			t.Fatal(err)
-		}
-		if got != "echo:"+msg {
-			t.Errorf("got %q", got)
-		}
+	for _, f := range fastFronts() {
+		t.Run(f.name, func(t *testing.T) {
+			cfg, port := f.config(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{
+				{Name: "ws", Match: ir.Match{Path: prefix("/ws")}, Backends: []ir.Backend{func() ir.Backend {
+					b := irBackend("ws", 1, ws)
+					b.AppProtocol = ir.AppWS
+					return b
+				}()}},
+			}})
+			newProxy(t, cfg)
+			scheme := "ws"
+			if f.tls {
+				scheme = "wss"
+			}
+			wc, err := websocket.NewConfig(scheme+"://127.0.0.1:"+strconv.Itoa(int(port))+"/ws", "http://localhost/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wc.TlsConfig = &tls.Config{ServerName: "a.example.com", InsecureSkipVerify: true} //nolint:gosec // test
+			conn, err := websocket.DialConfig(wc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			for _, msg := range []string{"hello", "fleet"} {
+				if err := websocket.Message.Send(conn, msg); err != nil {
+					t.Fatal(err)
+				}
+				var got string
+				if err := websocket.Message.Receive(conn, &got); err != nil {
+					t.Fatal(err)
+				}
+				if got != "echo:"+msg {
+					t.Errorf("got %q", got)
+				}
+			}
+		})
 	}
 }
 

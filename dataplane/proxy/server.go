@@ -69,8 +69,8 @@ type Options struct {
 	// idle timeouts of common backends (Node.js 5s), which would otherwise close a connection
 	// just as the proxy sends on it.
 	UpstreamIdleTimeout time.Duration
-	// DisableFastPath serves every plain HTTP request through net/http instead of the HTTP/1.1 fast
-	// path (for comparison and as an escape hatch).
+	// DisableFastPath serves every HTTP/1.1 request, plain or over TLS, through net/http instead of
+	// the HTTP/1.1 fast path (for comparison and as an escape hatch).
 	DisableFastPath bool
 }
 

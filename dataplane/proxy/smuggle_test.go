@@ -187,19 +187,21 @@ func readAll(t *testing.T, c net.Conn, method string) []string {
 	}
 }
 
-func smuggleProxy(t *testing.T, be *recBackend, fast bool) (uint32, *Server) {
+// smuggleProxy serves be behind front f; dial opens a client connection to it.
+func smuggleProxy(t *testing.T, be *recBackend, f front) (dial func() *rawConn, s *Server) {
 	t.Helper()
-	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*.example.com", Routes: []ir.Route{
+	cfg, port := f.config(t, ir.VirtualHost{Hostname: "*.example.com", Routes: []ir.Route{
 		{Name: "r", Backends: []ir.Backend{irBackend("rec", 1, be.addr)}},
 	}})
-	return port, newProxyOpts(t, cfg, Options{DisableFastPath: !fast})
+	s = newProxyOpts(t, cfg, f.opts)
+	return func() *rawConn { return f.dial(t, port) }, s
 }
 
 // innocent checks that a client on a fresh connection after an attack gets its own answer, and
 // that the backend saw its request and nothing else.
-func innocent(t *testing.T, port uint32, be *recBackend) {
+func innocent(t *testing.T, dial func() *rawConn, be *recBackend) {
 	t.Helper()
-	c := dialRaw(t, port)
+	c := dial()
 	c.send("GET /innocent HTTP/1.1\r\nHost: a.example.com\r\nCookie: secret\r\n\r\n")
 	if got := c.read("GET"); got != "200 GET /innocent" {
 		t.Errorf("innocent client got %q", got)
@@ -223,7 +225,8 @@ func TestSmuggling(t *testing.T) {
 		name, send string
 		// want are the attacker's answers; backend what the backend read completely.
 		want, backend []string
-		// fastOnly marks what only the fast path can answer so (net/http: 431 beyond 64 KiB).
+		// fastOnly marks what only the fast path (plain or TLS) can answer so (net/http: 431
+		// beyond 64 KiB).
 		fastOnly bool
 	}{{
 		name: "Content-Length 0 then another",
@@ -302,14 +305,14 @@ func TestSmuggling(t *testing.T) {
 		send: "POST /a HTTP/1.1\r\nHost: a.example.com\r\nTransfer-Encoding: chunked\r\n\r\n+5\r\nhello\r\n0\r\n\r\n",
 		want: []string{"400", "EOF"},
 	}} {
-		for _, fast := range []bool{true, false} {
-			if tc.fastOnly && !fast {
+		for _, f := range fronts() {
+			if tc.fastOnly && f.opts.DisableFastPath {
 				continue
 			}
-			t.Run(tc.name+map[bool]string{true: "/fast", false: "/nethttp"}[fast], func(t *testing.T) {
+			t.Run(tc.name+"/"+f.name, func(t *testing.T) {
 				be := newRecBackend(t, 0)
-				port, _ := smuggleProxy(t, be, fast)
-				c := dialRaw(t, port)
+				dial, _ := smuggleProxy(t, be, f)
+				c := dial()
 				c.send(tc.send)
 				got := readAll(t, c.c, "POST")
 				for i := range got {
@@ -330,7 +333,7 @@ func TestSmuggling(t *testing.T) {
 				if raw := strings.ToLower(be.rawBytes()); strings.Contains(raw, "h2c") || strings.Contains(raw, "http2-settings") {
 					t.Errorf("backend received %q", raw)
 				}
-				innocent(t, port, be)
+				innocent(t, dial, be)
 			})
 		}
 	}
@@ -358,15 +361,16 @@ func TestBackendFraming(t *testing.T) {
 		{"body on HEAD", "HEAD", "/head-body", []string{"200 ", "200 GET /next"}, nil},
 		{"answer followed by more later", "GET", "/late", []string{"200 ok", "200 GET /next"}, nil},
 	} {
-		for _, fast := range []bool{true, false} {
-			t.Run(tc.name+map[bool]string{true: "/fast", false: "/nethttp"}[fast], func(t *testing.T) {
+		for _, f := range fronts() {
+			t.Run(tc.name+"/"+f.name, func(t *testing.T) {
 				be := newRecBackend(t, 0)
-				port, _ := smuggleProxy(t, be, fast)
+				dial, _ := smuggleProxy(t, be, f)
+				fast := !f.opts.DisableFastPath
 				want := tc.want
 				if !fast && tc.wantNetHTTP != nil {
 					want = tc.wantNetHTTP
 				}
-				c := dialRaw(t, port)
+				c := dial()
 				c.send(tc.method + " " + tc.path + " HTTP/1.1\r\nHost: a.example.com\r\n\r\n")
 				got := readAll(t, c.c, tc.method)
 				if len(got) > 0 && got[len(got)-1] != "EOF" {
@@ -385,7 +389,7 @@ func TestBackendFraming(t *testing.T) {
 					t.Errorf("answers (-want +got):\n%s", diff)
 				}
 				be.requests()
-				innocent(t, port, be)
+				innocent(t, dial, be)
 			})
 		}
 	}
@@ -394,11 +398,11 @@ func TestBackendFraming(t *testing.T) {
 // TestStalePooledConnections: a backend that closes keepalive connections idle for 50ms (as
 // Node.js does after 5s) never turns a request into a 502, POST included, and gets each once.
 func TestStalePooledConnections(t *testing.T) {
-	for _, fast := range []bool{true, false} {
-		t.Run(map[bool]string{true: "fast", false: "nethttp"}[fast], func(t *testing.T) {
+	for _, f := range fronts() {
+		t.Run(f.name, func(t *testing.T) {
 			be := newRecBackend(t, 50*time.Millisecond)
-			port, _ := smuggleProxy(t, be, fast)
-			c := dialRaw(t, port)
+			dial, _ := smuggleProxy(t, be, f)
+			c := dial()
 			var got, want []string
 			for i := range 6 {
 				body := "body" + strconv.Itoa(i)
@@ -423,8 +427,8 @@ func TestStalePooledConnections(t *testing.T) {
 // has gone without the proxy's probe knowing it.
 func TestUpstreamRetryUnanswered(t *testing.T) {
 	be := newRecBackend(t, 0)
-	port, s := smuggleProxy(t, be, true)
-	c := dialRaw(t, port)
+	dial, s := smuggleProxy(t, be, front{name: "fast"})
+	c := dial()
 	c.send("GET /warm HTTP/1.1\r\nHost: a.example.com\r\n\r\n")
 	if got := c.read("GET"); got != "200 GET /warm" {
 		t.Fatalf("warm-up: %q", got)
@@ -475,18 +479,18 @@ func TestUpstreamRetryUnanswered(t *testing.T) {
 // TestUnderscoresAllowed: with AllowUnderscoresInHeaders (a proxy option, or the class's
 // spec.proxy through ir.Limits) header names with underscores reach the backend on both paths.
 func TestUnderscoresAllowed(t *testing.T) {
-	for _, fast := range []bool{true, false} {
-		t.Run(map[bool]string{true: "fast", false: "nethttp"}[fast], func(t *testing.T) {
+	for _, f := range fronts() {
+		t.Run(f.name, func(t *testing.T) {
 			be := newRecBackend(t, 0)
-			cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*.example.com", Routes: []ir.Route{
+			cfg, port := f.config(t, ir.VirtualHost{Hostname: "*.example.com", Routes: []ir.Route{
 				{Name: "r", Backends: []ir.Backend{irBackend("rec", 1, be.addr)}},
 			}})
 			cfg.Limits = &ir.Limits{AllowUnderscoresInHeaders: true}
-			s := newProxyOpts(t, cfg, Options{DisableFastPath: !fast})
+			s := newProxyOpts(t, cfg, f.opts)
 			if got := s.opts.UpstreamIdleTimeout; got != 4*time.Second {
 				t.Errorf("default upstream idle timeout %v, want 4s", got)
 			}
-			c := dialRaw(t, port)
+			c := f.dial(t, port)
 			c.send("GET /a HTTP/1.1\r\nHost: a.example.com\r\nX_Custom: 1\r\n\r\n")
 			if got := c.read("GET"); got != "200 GET /a" {
 				t.Errorf("answer %q", got)

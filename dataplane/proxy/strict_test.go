@@ -98,11 +98,11 @@ func TestParseLength(t *testing.T) {
 
 // TestTargetTooLongCounted: a 414 on either path is a limit hit.
 func TestTargetTooLongCounted(t *testing.T) {
-	for _, fast := range []bool{true, false} {
-		t.Run(map[bool]string{true: "fast", false: "nethttp"}[fast], func(t *testing.T) {
+	for _, f := range fronts() {
+		t.Run(f.name, func(t *testing.T) {
 			be := newRecBackend(t, 0)
-			port, s := smuggleProxy(t, be, fast)
-			c := dialRaw(t, port)
+			dial, s := smuggleProxy(t, be, f)
+			c := dial()
 			c.send("GET /" + strings.Repeat("a", maxTarget+1) + " HTTP/1.1\r\nHost: a.example.com\r\n\r\n")
 			if got := c.read("GET"); !strings.HasPrefix(got, "414") {
 				t.Fatalf("answer %q, want 414", got)

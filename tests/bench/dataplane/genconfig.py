@@ -1,6 +1,12 @@
 #!/usr/bin/env python3
-"""Writes an ir.Config JSON with N hostnames for the fleetgate proxy benchmark."""
+"""Writes an ir.Config JSON with N hostnames for the fleetgate proxy benchmark.
+
+With TLS_PORT, TLS_CERT and TLS_KEY in the environment it adds an HTTPS listener on TLS_PORT with
+the same hosts and that certificate (PEM files) for every name.
+"""
+import base64
 import json
+import os
 import sys
 
 n, port, backend_port, version = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 1
@@ -11,6 +17,11 @@ routes = [
     {"name": "root", "match": {"path": {"type": "Prefix", "value": "/"}}, "backends": [be]},
 ]
 vhosts = [{"hostname": f"host{i}.example.com", "routes": routes} for i in range(n)]
-cfg = {"gateway": "bench/gw", "version": version,
-       "listeners": [{"name": "http", "port": port, "protocol": "HTTP", "virtualHosts": vhosts}]}
+listeners = [{"name": "http", "port": port, "protocol": "HTTP", "virtualHosts": vhosts}]
+if os.environ.get("TLS_PORT"):
+    pem = lambda path: base64.b64encode(open(path, "rb").read()).decode()
+    cert = {"name": "bench", "certPEM": pem(os.environ["TLS_CERT"]), "keyPEM": pem(os.environ["TLS_KEY"])}
+    listeners.append({"name": "https", "port": int(os.environ["TLS_PORT"]), "protocol": "HTTPS",
+                      "certificates": [cert], "virtualHosts": vhosts})
+cfg = {"gateway": "bench/gw", "version": version, "listeners": listeners}
 json.dump(cfg, sys.stdout)

@@ -12,9 +12,10 @@ import sys
 work, out = sys.argv[1], sys.argv[2]
 rows = [l.split() for l in open(os.path.join(work, "wrk.txt")) if l.strip()]
 fixed = {}
-for line in open(os.path.join(work, "fixed.txt")):
-    name, js = line.split(" ", 1)
-    fixed.setdefault(name, []).append(json.loads(js))
+if os.path.exists(os.path.join(work, "fixed.txt")):
+    for line in open(os.path.join(work, "fixed.txt")):
+        name, js = line.split(" ", 1)
+        fixed.setdefault(name, []).append(json.loads(js))
 swaps = open(os.path.join(work, "swaps.txt")).read().strip() if os.path.exists(os.path.join(work, "swaps.txt")) else ""
 
 
@@ -42,13 +43,57 @@ def group(name, key=lambda r: r[0]):
     return {k: summary(v) for k, v in g.items()}
 
 
+load = open(os.path.join(work, "load.txt")).read().strip() if os.path.exists(os.path.join(work, "load.txt")) else ""
+
+
+def https_report():
+    """results-https.md: fleetgate against nginx over TLS, keepalive and a new handshake per request.
+
+    Both proxies run in every round (in alternating order), so each round gives a ratio of its own,
+    taken under the same load; the table gives the median of those ratios and their spread.
+    """
+    cases = [("keepalive", "https"), ("new handshake per request (Connection: close)", "https-close")]
+    lines = ["# HTTPS benchmark", "",
+             "fleetgate (GOMAXPROCS=1) and nginx (1 worker), each pinned to core 0, wrk and the nginx backend on core 1; "
+             "TLS 1.3, TLS_AES_128_GCM_SHA256, X25519, one ECDSA P-256 certificate for both. nginx: `ssl_session_cache "
+             "shared:SSL:10m`, `ssl_session_tickets on`, `ssl_buffer_size 16k` (defaults); fleetgate: crypto/tls "
+             "defaults (session tickets on), full-size records. wrk resumes the session of a connection's "
+             "predecessor, so a new connection is mostly a TLS 1.3 resumption (PSK with an X25519 exchange, no "
+             "certificate signature) on both. Upstream plain HTTP/1.1 keepalive, 2-byte body. Load at the "
+             f"end: `{load}`.", "",
+             "| case | proxy | rps, median | rps min–max | × nginx (medians) | × nginx per round: median (min–max) "
+             "| wrk p99 ms | CPU µs/req | CPU × nginx | errors |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    found = False
+    for label, suffix in cases:
+        fg = [r for r in rows if r[0] == "fleetgate-" + suffix]
+        ng = [r for r in rows if r[0] == "nginx-" + suffix]
+        if not fg or not ng:
+            continue
+        found = True
+        f, n = summary(fg), summary(ng)
+        per = sorted(float(a[2]) / float(b[2]) for a, b in zip(fg, ng))
+        cpu = sorted(float(a[4]) / float(b[4]) for a, b in zip(fg, ng))
+        for name, s, mine in (("fleetgate", f, True), ("nginx", n, False)):
+            ratio = f"{s['rps'] / n['rps']:.2f}" if mine else "1.00"
+            paired = f"{statistics.median(per):.2f} ({per[0]:.2f}–{per[-1]:.2f})" if mine else "–"
+            cpur = f"{statistics.median(cpu):.2f} ({cpu[0]:.2f}–{cpu[-1]:.2f})" if mine else "1.00"
+            lines.append(f"| {label} | {name} | {s['rps']:.0f} | {s['min']:.0f}–{s['max']:.0f} | {ratio} | {paired} | "
+                         f"{s['p99']:.2f} | {s['cpu']:.1f} | {cpur} | {s['errors']} |")
+    if found:
+        open(os.path.join(out, "results-https.md"), "w").write("\n".join(lines) + "\n")
+        print("\n".join(lines))
+
+
+https_report()
 order = [p for p in ("fleetgate", "nginx", "haproxy", "caddy") if any(r[0] == p for r in rows)]
+if "nginx" not in order:
+    sys.exit(0)  # the plain-HTTP cases did not run (CASES)
 side = {p: summary([r for r in rows if r[0] == p]) for p in order}
 fixed_med = {p: {"p99_ms": statistics.median(f["p99_ms"] for f in fs), "rate": fs[0]["rate"],
                  "errors": sum(f["errors"] for f in fs), "n": len(fs),
                  "p99s": sorted(f["p99_ms"] for f in fs)} for p, fs in fixed.items()}
 nginx = side["nginx"]
-load = open(os.path.join(work, "load.txt")).read().strip() if os.path.exists(os.path.join(work, "load.txt")) else ""
 rounds = max(s["n"] for s in side.values())
 lines = ["# Dataplane benchmark", "",
          "Each proxy pinned to one core (GOMAXPROCS=1 for Go), wrk and the nginx backend on the other; "

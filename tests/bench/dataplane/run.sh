@@ -4,6 +4,9 @@
 # backend on core 1, every measurement repeated in rounds (REPS) and reported as medians. Writes
 # results.md and results.png under tests/bench/results/. The backend is on loopback, which the
 # proxy denies by default: fleetgate runs with -denied-endpoint-cidrs= (none).
+# CASES picks what runs: "http" (the plain-HTTP cases → results.md, results.png) and "https"
+# (fleetgate against nginx over TLS, keepalive and a new handshake per request → results-https.md).
+# FG_BIN measures a prebuilt fleetgate-proxy instead of this tree's (a baseline, say).
 # Needs: nginx, haproxy, wrk, caddy, h2load, matplotlib (`make bench-deps` installs them).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -13,7 +16,8 @@ WORK=$(mktemp -d)
 DUR=${DUR:-10s}
 CONNS=${CONNS:-32}
 HOSTS=${HOSTS:-"1 1000 10000 100000"}
-BE_PORT=18080 FG_PORT=18081 NGX_PORT=18082 HAP_PORT=18083 CADDY_PORT=18084
+CASES=${CASES:-"http https"}
+BE_PORT=18080 FG_PORT=18081 NGX_PORT=18082 HAP_PORT=18083 CADDY_PORT=18084 FG_TLS_PORT=18085 NGX_TLS_PORT=18086
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
@@ -22,7 +26,7 @@ for tool in nginx haproxy wrk taskset python3; do
 	command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install nginx-light haproxy wrk)" >&2; exit 1; }
 done
 
-go build -o "$WORK/fleetgate-proxy" ./dataplane/cmd/fleetgate-proxy
+if [ -n "${FG_BIN:-}" ]; then cp "$FG_BIN" "$WORK/fleetgate-proxy"; else go build -o "$WORK/fleetgate-proxy" ./dataplane/cmd/fleetgate-proxy; fi
 go build -o "$WORK/loadgen" ./tests/bench/dataplane/loadgen
 
 # A table of 100k hostnames takes seconds to load on a busy shared core: wait up to a minute.
@@ -69,12 +73,15 @@ HAP
 
 # CPU ticks of a process and its children (nginx works in its worker, not its master).
 cpu_ticks() { local t=0; for p in $1 $(pgrep -P "$1"); do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo $t; }
-# run_wrk NAME PORT HOST PID [HOSTS [WRK_ARGS]] → appends "name hosts rps p99 cpu_us_per_req errors" to $WORK/wrk.txt
+# run_wrk NAME PORT HOST PID [HOSTS [WRK_ARGS]] → appends "name hosts rps p99 cpu_us_per_req errors" to $WORK/wrk.txt.
+# SCHEME=https speaks TLS; CLOSE=1 sends Connection: close, so every request opens a connection.
 run_wrk() {
 	local name=$1 port=$2 host=$3 pid=$4 hosts=${5:-1} extra=${6:-}
-	taskset -c 1 wrk -t1 -c"$CONNS" -d2s -H "Host: $host" "http://127.0.0.1:$port/" >/dev/null # warm up
+	local hdr=(-H "Host: $host") url="${SCHEME:-http}://127.0.0.1:$port/"
+	if [ -n "${CLOSE:-}" ]; then hdr+=(-H "Connection: close"); fi
+	taskset -c 1 wrk -t1 -c"$CONNS" -d2s "${hdr[@]}" "$url" >/dev/null # warm up
 	local t0; t0=$(cpu_ticks "$pid")
-	local out; out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"$DUR" --latency $extra -H "Host: $host" "http://127.0.0.1:$port/")
+	local out; out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"$DUR" --latency $extra "${hdr[@]}" "$url")
 	local t1; t1=$(cpu_ticks "$pid")
 	local rps reqs errs p99
 	rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
@@ -86,7 +93,7 @@ run_wrk() {
 	echo "$name $hosts $rps $p99 $cpu $errs" | tee -a "$WORK/wrk.txt"
 }
 
-start_fleetgate() { # $1 hostnames
+start_fleetgate() { # $1 hostnames; TLS_PORT, TLS_CERT and TLS_KEY add the HTTPS listener
 	python3 tests/bench/dataplane/genconfig.py "$1" $FG_PORT $BE_PORT >"$WORK/fg.json"
 	GOMAXPROCS=1 taskset -c 0 "$WORK/fleetgate-proxy" -config "$WORK/fg.json" -address 127.0.0.1 -watch 100ms -drain-timeout 2s -denied-endpoint-cidrs= 2>"$WORK/fg.log" &
 	FG_PID=$!
@@ -109,6 +116,10 @@ start_proxy() {
 	case $1 in
 	fleetgate) start_fleetgate 1; PID=$FG_PID PORT=$FG_PORT ;;
 	nginx) taskset -c 0 nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" & PID=$! PORT=$NGX_PORT ;;
+	fleetgate-tls)
+		TLS_PORT=$FG_TLS_PORT TLS_CERT=$WORK/cert.pem TLS_KEY=$WORK/key.pem start_fleetgate 1
+		PID=$FG_PID PORT=$FG_TLS_PORT ;;
+	nginx-tls) taskset -c 0 nginx -p "$WORK/nginx-tls" -c "$WORK/nginx-tls/nginx.conf" & PID=$! PORT=$NGX_TLS_PORT ;;
 	haproxy) taskset -c 0 haproxy -f "$WORK/haproxy.cfg" -db & PID=$! PORT=$HAP_PORT ;;
 	caddy)
 		GOMAXPROCS=1 taskset -c 0 caddy run --config "$WORK/Caddyfile" --adapter caddyfile >/dev/null 2>&1 &
@@ -122,6 +133,31 @@ start_proxy() {
 rotated() { local a=($1); local n=${#a[@]} i; for ((i = 0; i < n; i++)); do echo "${a[$(((i + $2) % n))]}"; done; }
 
 : >"$WORK/wrk.txt"
+on() { [[ " $CASES " == *" $1 "* ]]; }
+
+if on https; then
+	# One ECDSA P-256 certificate for both proxies; TLS 1.3 with the same suite on both (nginx would
+	# follow OpenSSL's client preference, AES-256; crypto/tls picks AES-128 on AES-NI machines).
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=host0.example.com \
+		-addext subjectAltName=DNS:*.example.com -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
+	nginx_conf "$WORK/nginx-tls" "upstream be { server 127.0.0.1:$BE_PORT; keepalive 128; keepalive_requests 1000000; }
+	ssl_certificate $WORK/cert.pem; ssl_certificate_key $WORK/key.pem;
+	ssl_protocols TLSv1.2 TLSv1.3; ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;
+	ssl_session_cache shared:SSL:10m; ssl_session_tickets on; ssl_buffer_size 16k;
+	server { listen 127.0.0.1:$NGX_TLS_PORT ssl backlog=4096; server_name host0.example.com; keepalive_requests 1000000;
+		location / { proxy_pass http://be; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
+	echo "== HTTPS: keepalive and a new handshake per request (wrk -c$CONNS, $DUR), $REPS paired rounds"
+	for ((r = 0; r < REPS; r++)); do
+		for name in $(rotated "fleetgate nginx" $r); do
+			start_proxy "$name-tls"
+			SCHEME=https run_wrk "$name-https" "$PORT" host0.example.com "$PID"
+			SCHEME=https CLOSE=1 run_wrk "$name-https-close" "$PORT" host0.example.com "$PID"
+			stop "$PID"
+		done
+	done
+fi
+
+if on http; then
 echo "== max rps (wrk -c$CONNS, $DUR), 1 hostname, $REPS rounds"
 for ((r = 0; r < REPS; r++)); do
 	for name in $(rotated "$PROXIES" $r); do
@@ -207,6 +243,7 @@ sleep 1
 took=$(grep '"config reloaded"' "$WORK/fg.log" | tail -n +$((before + 1)) | sed -n 's/.*"took":"\([^"]*\)".*/\1/p' | paste -sd, - || true)
 echo "swaps applied: $(( $(grep -c '"config reloaded"' "$WORK/fg.log") - before )) (each took $took, decoding and compiling paced to share the core)" | tee "$WORK/swaps.txt"
 stop $FG_PID
+fi
 
 # The plot needs matplotlib, which may live only in the system Python (python3-matplotlib).
 PY=python3
