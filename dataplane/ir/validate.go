@@ -296,8 +296,9 @@ func dnsName(s string, max int, dots bool) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || dots && c == '.') {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', dots && c == '.':
+		default:
 			return false
 		}
 	}
