@@ -77,20 +77,19 @@ type GatewayClassConfigSpec struct {
 	DNS *DNSOptions `json:"dns,omitempty"`
 }
 
-// DNSProvider is the DNS service an embedded publisher writes to.
-// +kubebuilder:validation:Enum=rfc2136;route53;google
+// DNSProvider is the DNS service an embedded publisher writes to. Google Cloud DNS is not one yet:
+// external-dns v0.22.0's google provider takes neither credentials nor an endpoint of ours.
+// +kubebuilder:validation:Enum=rfc2136;route53
 type DNSProvider string
 
 const (
 	DNSProviderRFC2136 DNSProvider = "rfc2136"
 	DNSProviderRoute53 DNSProvider = "route53"
-	DNSProviderGoogle  DNSProvider = "google"
 )
 
 // DNSOptions configure the embedded DNS publisher of a class.
 // +kubebuilder:validation:XValidation:rule="self.provider != 'rfc2136' || has(self.rfc2136)",message="provider rfc2136 needs the rfc2136 section"
 // +kubebuilder:validation:XValidation:rule="self.provider != 'route53' || has(self.route53)",message="provider route53 needs the route53 section"
-// +kubebuilder:validation:XValidation:rule="self.provider != 'google' || has(self.google)",message="provider google needs the google section"
 type DNSOptions struct {
 	Provider DNSProvider `json:"provider"`
 
@@ -128,8 +127,6 @@ type DNSOptions struct {
 	RFC2136 *DNSRFC2136 `json:"rfc2136,omitempty"`
 	// +optional
 	Route53 *DNSRoute53 `json:"route53,omitempty"`
-	// +optional
-	Google *DNSGoogle `json:"google,omitempty"`
 }
 
 // DNSRFC2136 is a DNS server taking dynamic updates (RFC 2136) signed with TSIG.
@@ -160,29 +157,14 @@ type DNSRFC2136 struct {
 	TSIGSecretRef ObjectRef `json:"tsigSecretRef"`
 }
 
-// DNSRoute53 is an AWS Route53 hosted zone.
+// DNSRoute53 is an AWS Route53 hosted zone. Its calls are made with the operator's own AWS
+// environment (region, credentials: its web identity or keys): external-dns v0.22.0's aws
+// provider builds its clients from the process environment and takes no account of ours.
 type DNSRoute53 struct {
 	// HostedZoneID; found from Zones when unset.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	HostedZoneID string `json:"hostedZoneID,omitempty"`
-	// Region and Endpoint as in an aws class; the operator's defaults when unset.
-	// +optional
-	Region string `json:"region,omitempty"`
-	// +optional
-	// +kubebuilder:validation:Pattern=`^https?://`
-	Endpoint string `json:"endpoint,omitempty"`
-	// +optional
-	Credentials *AWSCredentials `json:"credentials,omitempty"`
-}
-
-// DNSGoogle is a Google Cloud DNS managed zone.
-type DNSGoogle struct {
-	// Project of the managed zones; the operator's --gcp-project when unset.
-	// +optional
-	Project string `json:"project,omitempty"`
-	// +optional
-	Credentials *GCPCredentials `json:"credentials,omitempty"`
 }
 
 // ProxyOptions are the limits of the fleetgate proxies that serve a class's Gateways. They are

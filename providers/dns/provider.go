@@ -65,16 +65,7 @@ func newProvider(ctx context.Context, o Options, filter *endpoint.DomainFilter) 
 			return nil, false, errors.New("dns: provider route53 needs the route53 section")
 		}
 		// external-dns v0.22.0's provider/aws builds its clients from the process's AWS
-		// environment (config.LoadDefaultConfig) and takes no aws.Config: a class's own region,
-		// endpoint or credentials cannot reach it.
-		if r.Region != "" || r.Endpoint != "" || r.Credentials != nil {
-			return nil, false, &providers.CredentialsError{
-				Reason:    providers.ReasonCredentialsUnavailable,
-				Account:   "route53",
-				Operation: "configuring the Route53 publisher",
-				Message:   "spec.dns.route53 region, endpoint and credentials are not supported: the embedded Route53 publisher uses the operator's AWS environment (AWS_REGION, AWS_ENDPOINT_URL, its web identity or keys)",
-			}
-		}
+		// environment (config.LoadDefaultConfig) and takes no aws.Config: the operator's own.
 		if r.HostedZoneID != "" {
 			cfg.ZoneIDFilter = []string{r.HostedZoneID}
 		}
@@ -88,8 +79,6 @@ func newProvider(ctx context.Context, o Options, filter *endpoint.DomainFilter) 
 			return nil, false, fmt.Errorf("dns: route53 provider: %w", err)
 		}
 		return p, true, nil
-	case v1alpha1.DNSProviderGoogle:
-		return nil, false, errors.New("dns: provider google is not built into this operator yet")
 	}
 	return nil, false, fmt.Errorf("dns: unknown provider %q", o.DNS.Provider)
 }

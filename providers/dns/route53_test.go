@@ -193,18 +193,3 @@ func TestRoute53Weighted(t *testing.T) {
 }
 
 // TestRoute53ClassCredentials: a class's own Route53 region, endpoint or keys cannot reach
-// external-dns's provider/aws, so New refuses them instead of silently using other ones.
-func TestRoute53ClassCredentials(t *testing.T) {
-	for _, r := range []v1alpha1.DNSRoute53{
-		{Region: "eu-west-1"},
-		{Endpoint: "http://127.0.0.1:1"},
-		{Credentials: &v1alpha1.AWSCredentials{SecretRef: &v1alpha1.ObjectRef{Namespace: "ns", Name: "keys"}}},
-	} {
-		_, err := New(t.Context(), Options{FleetID: testOwner, DNS: v1alpha1.DNSOptions{
-			Provider: v1alpha1.DNSProviderRoute53, Zones: []string{"example.test"}, Route53: &r,
-		}})
-		if err == nil || !strings.Contains(err.Error(), "not supported") {
-			t.Errorf("New with route53 %+v: error %v, want a refusal", r, err)
-		}
-	}
-}
