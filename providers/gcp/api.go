@@ -19,7 +19,7 @@ import (
 )
 
 // clients are the compute REST clients of one project and identity. Every call is a method of
-// clients keyed by Kind and Scope: the deployer speaks in resources, not in the eighteen clients.
+// clients keyed by Kind and Scope: the deployer speaks in resources, not in the nineteen clients.
 type clients struct {
 	project string
 	// co are the call options of every call (Retries). The REST clients apply their CallOptions
@@ -30,6 +30,7 @@ type clients struct {
 
 	addresses                *compute.AddressesClient
 	globalAddr               *compute.GlobalAddressesClient
+	firewalls                *compute.FirewallsClient
 	healthChecks             *compute.HealthChecksClient
 	regionHealthChecks       *compute.RegionHealthChecksClient
 	negs                     *compute.NetworkEndpointGroupsClient
@@ -116,6 +117,8 @@ func newClients(ctx context.Context, project string, retries Retries, opts ...op
 	mk(closer(c.addresses, err))
 	c.globalAddr, err = compute.NewGlobalAddressesRESTClient(ctx, opts...)
 	mk(closer(c.globalAddr, err))
+	c.firewalls, err = compute.NewFirewallsRESTClient(ctx, opts...)
+	mk(closer(c.firewalls, err))
 	c.healthChecks, err = compute.NewHealthChecksRESTClient(ctx, opts...)
 	mk(closer(c.healthChecks, err))
 	c.regionHealthChecks, err = compute.NewRegionHealthChecksRESTClient(ctx, opts...)
@@ -151,7 +154,7 @@ func newClients(ctx context.Context, project string, retries Retries, opts ...op
 		return nil, fmt.Errorf("making the compute clients: %w", err)
 	}
 	c.co = retries.callOptions()
-	for _, o := range []any{c.addresses.CallOptions, c.globalAddr.CallOptions, c.healthChecks.CallOptions, c.regionHealthChecks.CallOptions,
+	for _, o := range []any{c.addresses.CallOptions, c.globalAddr.CallOptions, c.firewalls.CallOptions, c.healthChecks.CallOptions, c.regionHealthChecks.CallOptions,
 		c.negs.CallOptions, c.backendServices.CallOptions, c.regionBackendServices.CallOptions, c.sslCertificates.CallOptions,
 		c.regionSslCertificates.CallOptions, c.urlMaps.CallOptions, c.regionURLMaps.CallOptions, c.targetHTTPProxies.CallOptions,
 		c.regionTargetHTTPProxies.CallOptions, c.targetHTTPSProxies.CallOptions, c.regionTargetHTTPSProxies.CallOptions,
@@ -238,6 +241,8 @@ func (c *clients) list(ctx context.Context, k Kind, scope Scope, filter string) 
 		return collect(c.globalAddr.List(ctx, &computepb.ListGlobalAddressesRequest{Project: *p, Filter: f}, c.co...))
 	case k == KindAddress:
 		return collect(c.addresses.List(ctx, &computepb.ListAddressesRequest{Project: *p, Region: *r, Filter: f}, c.co...))
+	case k == KindFirewall:
+		return collect(c.firewalls.List(ctx, &computepb.ListFirewallsRequest{Project: *p, Filter: f}, c.co...))
 	case k == KindHealthCheck && g:
 		return collect(c.healthChecks.List(ctx, &computepb.ListHealthChecksRequest{Project: *p, Filter: f}, c.co...))
 	case k == KindHealthCheck:
@@ -302,6 +307,8 @@ func (c *clients) insert(ctx context.Context, k Kind, scope Scope, m proto.Messa
 			return c.wait(ctx)(c.globalAddr.Insert(ctx, &computepb.InsertGlobalAddressRequest{Project: p, AddressResource: v}))
 		}
 		return c.wait(ctx)(c.addresses.Insert(ctx, &computepb.InsertAddressRequest{Project: p, Region: r, AddressResource: v}))
+	case *computepb.Firewall:
+		return c.wait(ctx)(c.firewalls.Insert(ctx, &computepb.InsertFirewallRequest{Project: p, FirewallResource: v}))
 	case *computepb.HealthCheck:
 		if g {
 			return c.wait(ctx)(c.healthChecks.Insert(ctx, &computepb.InsertHealthCheckRequest{Project: p, HealthCheckResource: v}))
@@ -352,6 +359,8 @@ func (c *clients) remove(ctx context.Context, k Kind, scope Scope, name string) 
 		return c.wait(ctx)(c.globalAddr.Delete(ctx, &computepb.DeleteGlobalAddressRequest{Project: p, Address: name}))
 	case k == KindAddress:
 		return c.wait(ctx)(c.addresses.Delete(ctx, &computepb.DeleteAddressRequest{Project: p, Region: r, Address: name}))
+	case k == KindFirewall:
+		return c.wait(ctx)(c.firewalls.Delete(ctx, &computepb.DeleteFirewallRequest{Project: p, Firewall: name}))
 	case k == KindHealthCheck && g:
 		return c.wait(ctx)(c.healthChecks.Delete(ctx, &computepb.DeleteHealthCheckRequest{Project: p, HealthCheck: name}))
 	case k == KindHealthCheck:
@@ -386,12 +395,14 @@ func (c *clients) remove(ctx context.Context, k Kind, scope Scope, name string) 
 	return fmt.Errorf("deleting a %s: unknown kind", k)
 }
 
-// put replaces a health check, backend service or URL map whole (Update, a PUT: a Patch would
+// put replaces a firewall rule, health check, backend service or URL map whole (Update, a PUT: a Patch would
 // keep lists the desired resource empties). m carries the live fingerprint where the kind has one.
 func (c *clients) put(ctx context.Context, scope Scope, name string, m proto.Message) error {
 	p, r := c.project, scope.Region
 	g := r == ""
 	switch v := m.(type) {
+	case *computepb.Firewall:
+		return c.wait(ctx)(c.firewalls.Update(ctx, &computepb.UpdateFirewallRequest{Project: p, Firewall: name, FirewallResource: v}))
 	case *computepb.HealthCheck:
 		if g {
 			return c.wait(ctx)(c.healthChecks.Update(ctx, &computepb.UpdateHealthCheckRequest{Project: p, HealthCheck: name, HealthCheckResource: v}))

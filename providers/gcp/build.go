@@ -61,7 +61,7 @@ func Build(lb *providers.LoadBalancer, o v1alpha1.GCPOptions, env Env, fleet str
 	if o.LoadBalancerType != v1alpha1.GCPGlobal {
 		s.Region = o.Region
 	}
-	b := &builder{lb: lb, o: o, s: s, members: env.Members, probes: env.Probes, byID: map[string]*Resource{}}
+	b := &builder{lb: lb, o: o, s: s, members: env.Members, probes: env.Probes, byID: map[string]*Resource{}, allow: map[string]*allowRule{}}
 	s.Labels = b.labels()
 	var err error
 	if o.LoadBalancerType == v1alpha1.GCPNetwork {
@@ -72,6 +72,7 @@ func Build(lb *providers.LoadBalancer, o v1alpha1.GCPOptions, env Env, fleet str
 	if err != nil {
 		return nil, err
 	}
+	b.firewalls()
 	for _, r := range b.byID {
 		s.Resources = append(s.Resources, *r)
 		if r.Scope.Zone != "" && !slices.Contains(s.Zones, r.Scope.Zone) {
@@ -90,6 +91,8 @@ type builder struct {
 	members map[string]Member
 	probes  map[string]providers.HTTPProbe
 	byID    map[string]*Resource
+	// allow are the firewall rules the endpoints need, by ID (firewalls).
+	allow map[string]*allowRule
 }
 
 func (b *builder) note(format string, args ...any) {
@@ -110,7 +113,7 @@ func (b *builder) add(k Kind, scope Scope, id string, nameParts []string, msg pr
 	return b.link(k, scope, name)
 }
 
-var kindAbbrev = [numKinds]string{"ip", "hc", "neg", "bs", "cert", "um", "thp", "tps", "fr"}
+var kindAbbrev = [numKinds]string{"ip", "fw", "hc", "neg", "bs", "cert", "um", "thp", "tps", "fr"}
 
 // link is the URL of a resource of the Stack's project.
 func (b *builder) link(k Kind, scope Scope, name string) string {
@@ -203,6 +206,8 @@ func (b *builder) address() (string, error) {
 func setName(m proto.Message, name string) {
 	switch v := m.(type) {
 	case *computepb.Address:
+		v.Name = &name
+	case *computepb.Firewall:
 		v.Name = &name
 	case *computepb.HealthCheck:
 		v.Name = &name

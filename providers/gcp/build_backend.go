@@ -42,6 +42,13 @@ func (b *builder) backendService(s *providers.ClusterShare) string {
 		LoadBalancingScheme: proto.String("EXTERNAL_MANAGED"),
 		HealthChecks:        []string{b.healthCheck(protocol, 0, probe)},
 	}
+	var ports []int
+	for _, e := range s.Endpoints {
+		ports = append(ports, int(e.Port))
+	}
+	// The proxies and health checkers reach the endpoints from Google's ranges.
+	network := b.network(s.Cluster)
+	b.allowTo("fw/"+shortHash(idHashLen, network)+"/proxies", network, "tcp", proxyRanges, ports...)
 	for _, neg := range b.negs(id, s.Cluster, s.Backend.Name, s.Endpoints, "GCE_VM_IP_PORT") {
 		bs.Backends = append(bs.Backends, &computepb.Backend{Group: proto.String(neg),
 			BalancingMode: proto.String("RATE"), MaxRatePerEndpoint: proto.Float32(maxRatePerEndpoint)})

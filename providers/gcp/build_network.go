@@ -1,7 +1,9 @@
 package gcp
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/protobuf/proto"
@@ -47,6 +49,21 @@ func (b *builder) passthrough() error {
 						continue
 					}
 					eps = append(eps, e)
+				}
+				// Clients reach the VMs themselves (a passthrough load balancer keeps their
+				// addresses), and so do the health checkers.
+				if len(eps) > 0 {
+					network := b.network(s.Cluster)
+					clients := l.SourceRanges
+					if len(clients) == 0 {
+						clients = []string{"0.0.0.0/0"}
+					}
+					id := "fw/" + shortHash(idHashLen, network) + "/" + protocol + "/" + port
+					b.allowTo(id, network, strings.ToLower(protocol), append(slices.Clone(clients), passthroughChecks...), int(l.Port))
+					if l.Protocol == ir.ProtocolUDP {
+						// Its health check is TCP on the same port (GCE has no UDP check).
+						b.allowTo(id+"/check", network, "tcp", passthroughChecks, int(l.Port))
+					}
 				}
 				for _, neg := range b.negs(id+"/"+s.Cluster, s.Cluster, s.Backend.Name, eps, "GCE_VM_IP") {
 					bs.Backends = append(bs.Backends, &computepb.Backend{Group: proto.String(neg), BalancingMode: proto.String("CONNECTION")})

@@ -119,8 +119,8 @@ func (d *deployer) observe(ctx context.Context, prefix string, regions []string)
 	}
 	for k := range numKinds {
 		for _, sc := range scopes {
-			if k == KindNEG && sc.Region != "" {
-				continue // listed across zones once
+			if (k == KindNEG || k == KindFirewall) && sc.Region != "" {
+				continue // NEGs are listed across zones once; firewall rules are global
 			}
 			msgs, err := d.c.list(ctx, k, sc, prefixFilter(prefix))
 			if err != nil {
@@ -209,7 +209,7 @@ func (d *deployer) sync(ctx context.Context, s *Stack, r *Resource, l *live, x *
 	}
 	if l.owner.Spec != specHash(r.Kind, r.Msg) {
 		switch r.Kind {
-		case KindHealthCheck, KindBackendService, KindURLMap:
+		case KindFirewall, KindHealthCheck, KindBackendService, KindURLMap:
 			setFingerprint(want, l.msg)
 			if um, ok := want.(*computepb.UrlMap); ok {
 				stablePriorities(um, l.msg.(*computepb.UrlMap))
@@ -400,6 +400,8 @@ func (d *deployer) addresses(ctx context.Context, s *Stack, owned map[resKey]*li
 func setDescription(m proto.Message, d string) {
 	switch v := m.(type) {
 	case *computepb.Address:
+		v.Description = &d
+	case *computepb.Firewall:
 		v.Description = &d
 	case *computepb.HealthCheck:
 		v.Description = &d

@@ -35,7 +35,7 @@ import (
 var testRetries = Retries{MaxAttempts: 5, Initial: time.Millisecond, Max: time.Millisecond, Timeout: 10 * time.Second, Operation: 10 * time.Second}
 
 // allCollections are the fake's collections of every kind the provider makes.
-var allCollections = []string{"addresses", "healthChecks", "networkEndpointGroups", "backendServices",
+var allCollections = []string{"addresses", "firewalls", "healthChecks", "networkEndpointGroups", "backendServices",
 	"sslCertificates", "urlMaps", "targetHttpProxies", "targetHttpsProxies", "forwardingRules"}
 
 // testProvider is a provider talking to a fresh fake, with members' placement from members.
@@ -131,7 +131,7 @@ func TestEnsureGlobalLifecycle(t *testing.T) {
 	if !strings.Contains(st.Message, "left out") {
 		t.Errorf("status message %q does not carry the Stack's notes", st.Message)
 	}
-	if diff := gocmp.Diff(map[string]int{"addresses": 1, "healthChecks": 2, "networkEndpointGroups": 5, "backendServices": 6,
+	if diff := gocmp.Diff(map[string]int{"addresses": 1, "firewalls": 2, "healthChecks": 2, "networkEndpointGroups": 5, "backendServices": 6,
 		"urlMaps": 1, "targetHttpProxies": 1, "forwardingRules": 1}, counts(fake)); diff != "" {
 		t.Errorf("resources (-want +got):\n%s", diff)
 	}
@@ -326,14 +326,14 @@ func TestDryRun(t *testing.T) {
 	p, fake := testProvider(t, members)
 	lb.Annotations = map[string]string{annotationDryRun: "true"}
 	st := ensure(t, p, lb)
-	if st.Ready || st.Reason != providers.ReasonPending || !strings.HasPrefix(st.Message, "dry run: 15 calls would be made; insert address global/") {
+	if st.Ready || st.Reason != providers.ReasonPending || !strings.HasPrefix(st.Message, "dry run: 16 calls would be made; insert address global/") {
 		t.Errorf("dry run status %+v", st)
 	}
 	if m := mutations(fake); len(m) != 0 {
 		t.Errorf("dry run mutated: %v", m)
 	}
 	calls, err := p.Plan(context.Background(), lb)
-	if err != nil || len(calls) != 15 {
+	if err != nil || len(calls) != 16 {
 		t.Errorf("Plan = %d calls, %v", len(calls), err)
 	}
 }

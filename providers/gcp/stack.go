@@ -18,6 +18,7 @@ type Kind int
 
 const (
 	KindAddress Kind = iota
+	KindFirewall
 	KindHealthCheck
 	KindNEG
 	KindBackendService
@@ -29,11 +30,11 @@ const (
 	numKinds
 )
 
-var kindNames = [numKinds]string{"address", "healthCheck", "networkEndpointGroup", "backendService",
+var kindNames = [numKinds]string{"address", "firewall", "healthCheck", "networkEndpointGroup", "backendService",
 	"sslCertificate", "urlMap", "targetHttpProxy", "targetHttpsProxy", "forwardingRule"}
 
 // collections are the REST collection names, for links.
-var collections = [numKinds]string{"addresses", "healthChecks", "networkEndpointGroups", "backendServices",
+var collections = [numKinds]string{"addresses", "firewalls", "healthChecks", "networkEndpointGroups", "backendServices",
 	"sslCertificates", "urlMaps", "targetHttpProxies", "targetHttpsProxies", "forwardingRules"}
 
 func (k Kind) String() string { return kindNames[k] }

@@ -89,7 +89,7 @@ func showGCP(ctx context.Context, c client.Client, fake *gcpfake.Server, operato
 	}
 	fmt.Printf("    the route's backend reached the load balancer after %s\n", time.Since(start).Round(time.Millisecond))
 	step("what the fake holds for it")
-	for _, coll := range []string{"addresses", "forwardingRules", "targetHttpProxies", "urlMaps", "backendServices", "healthChecks", "networkEndpointGroups"} {
+	for _, coll := range []string{"addresses", "firewalls", "forwardingRules", "targetHttpProxies", "urlMaps", "backendServices", "healthChecks", "networkEndpointGroups"} {
 		fmt.Printf("    %-22s %d\n", coll, fake.Count(coll))
 	}
 	for _, k := range fake.Keys("urlMaps") {

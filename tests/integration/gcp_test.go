@@ -230,7 +230,7 @@ func TestGCPProvisioning(t *testing.T) {
 	}
 	testbed.Eventually(t, 60*time.Second, func() error {
 		var left []string
-		for _, c := range []string{"addresses", "healthChecks", "networkEndpointGroups", "backendServices", "sslCertificates",
+		for _, c := range []string{"addresses", "firewalls", "healthChecks", "networkEndpointGroups", "backendServices", "sslCertificates",
 			"urlMaps", "targetHttpProxies", "targetHttpsProxies", "forwardingRules"} {
 			left = append(left, e.fake.Keys(c)...)
 		}

@@ -18,6 +18,7 @@ type kind struct {
 	kind   string // "compute#urlMap"; lists are "compute#urlMapList"
 	new    func() proto.Message
 	zonal  bool // served under zones/Z only; otherwise under global/ and regions/R
+	global bool // served under global/ only (firewalls)
 	update bool // PUT
 	patch  bool // PATCH
 	// optionalFingerprint: per the compute v1 reference, ForwardingRule.fingerprint is only to be
@@ -51,6 +52,9 @@ type action struct {
 func (k *kind) servesScope(scope string) bool {
 	if k.zonal {
 		return strings.HasPrefix(scope, "zones/")
+	}
+	if k.global {
+		return scope == "global"
 	}
 	return scope == "global" || strings.HasPrefix(scope, "regions/")
 }
@@ -170,6 +174,12 @@ func kindTable() map[string]*kind {
 				}
 				return refs
 			},
+		},
+		// Firewall rules are global and name a network, which the fake does not model (so it is
+		// not checked). Per the compute v1 reference they have no fingerprint: Update replaces one.
+		"firewalls": {
+			kind: "compute#firewall", new: func() proto.Message { return &computepb.Firewall{} },
+			global: true, update: true, patch: true,
 		},
 		"healthChecks": {
 			kind: "compute#healthCheck", new: func() proto.Message { return &computepb.HealthCheck{} },
