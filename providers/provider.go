@@ -190,6 +190,24 @@ func SplitKey(key string) (namespace, name string) {
 	return namespace, name
 }
 
+// PlanSummary is the condition message of a dry run: how many calls, the first few.
+func PlanSummary[C fmt.Stringer](calls []C) string {
+	if len(calls) == 0 {
+		return "dry run: the load balancer is in sync, no call would be made"
+	}
+	const shown = 5
+	var b strings.Builder
+	fmt.Fprintf(&b, "dry run: %d calls would be made", len(calls))
+	for i, c := range calls {
+		if i == shown {
+			fmt.Fprintf(&b, "; … and %d more", len(calls)-shown)
+			break
+		}
+		b.WriteString("; " + c.String())
+	}
+	return b.String()
+}
+
 // Listed is what List returns from the gateways a provider found by key: sorted by key, each with
 // its clusters sorted and without duplicates.
 func Listed(found map[string]*LoadBalancer) []LoadBalancer {

@@ -144,7 +144,7 @@ func (p *Provider) ensure(ctx context.Context, lb *providers.LoadBalancer, o v1a
 		if err != nil {
 			return providers.Status{}, err
 		}
-		return providers.Status{Reason: providers.ReasonPending, Message: planSummary(calls)}, nil
+		return providers.Status{Reason: providers.ReasonPending, Message: providers.PlanSummary(calls)}, nil
 	}
 	dep, err := d.Deploy(ctx, stack)
 	if refused := (*ReplacementRefusedError)(nil); errors.As(err, &refused) {
@@ -245,24 +245,6 @@ func status(dep Deployed, s *Stack) providers.Status {
 		st.Message = strings.TrimPrefix(st.Message+"; "+strings.Join(s.Notes, "; "), "; ")
 	}
 	return st
-}
-
-// planSummary is the condition message of a dry run: how many calls of which kind, the first few.
-func planSummary(calls []Call) string {
-	if len(calls) == 0 {
-		return "dry run: the load balancer is in sync, no call would be made"
-	}
-	const shown = 5
-	var b strings.Builder
-	fmt.Fprintf(&b, "dry run: %d calls would be made", len(calls))
-	for i, c := range calls {
-		if i == shown {
-			fmt.Fprintf(&b, "; … and %d more", len(calls)-shown)
-			break
-		}
-		b.WriteString("; " + c.String())
-	}
-	return b.String()
 }
 
 // Delete removes every resource of lb's gateway, unless members outside lb.Clusters still hold

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
-	"github.com/go-logr/logr"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/protobuf/proto"
 )
@@ -21,7 +20,6 @@ import (
 type deployer struct {
 	c     *clients
 	fleet string
-	log   logr.Logger
 }
 
 // Deployed is the load balancer as it stands after a Deploy.
@@ -347,16 +345,6 @@ func (d *deployer) cleanup(ctx context.Context, owned map[resKey]*live, keep map
 		}
 	}
 	return nil
-}
-
-// Delete removes every resource of the gateway whose names start with prefix, in the global
-// scope, regions and every zone, in reverse creation order.
-func (d *deployer) Delete(ctx context.Context, prefix string, regions []string) error {
-	owned, err := d.observe(ctx, prefix, regions)
-	if err != nil {
-		return err
-	}
-	return d.cleanup(ctx, owned, nil, &executor{})
 }
 
 // addresses are the IPs of the Stack's forwarding rules: the rules' own IPAddress when it is an

@@ -152,7 +152,7 @@ func status(dep Deployed, s *Stack) providers.Status {
 	st.Addresses = providers.SortAddresses(st.Addresses)
 	switch {
 	case s.DryRun:
-		st.Ready, st.Reason, st.Message = false, providers.ReasonPending, planSummary(dep.Calls)
+		st.Ready, st.Reason, st.Message = false, providers.ReasonPending, providers.PlanSummary(dep.Calls)
 	case !slices.ContainsFunc(s.Resources, func(r Resource) bool { return r.Kind == KindForwardingRule }):
 		st.Ready, st.Reason, st.Message = false, providers.ReasonNoResources, "no listener this load balancer type can serve"
 	case len(st.Addresses) == 0:
@@ -162,24 +162,6 @@ func status(dep Deployed, s *Stack) providers.Status {
 		st.Message = strings.TrimPrefix(st.Message+"; "+strings.Join(s.Notes, "; "), "; ")
 	}
 	return st
-}
-
-// planSummary is the condition message of a dry run.
-func planSummary(calls []Call) string {
-	if len(calls) == 0 {
-		return "dry run: the load balancer is in sync, no call would be made"
-	}
-	const shown = 5
-	var b strings.Builder
-	fmt.Fprintf(&b, "dry run: %d calls would be made", len(calls))
-	for i, c := range calls {
-		if i == shown {
-			fmt.Fprintf(&b, "; … and %d more", len(calls)-shown)
-			break
-		}
-		b.WriteString("; " + c.String())
-	}
-	return b.String()
 }
 
 // Delete removes every resource of lb's gateway, unless members outside lb.Clusters still hold
@@ -197,7 +179,7 @@ func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error
 		return fmt.Errorf("deleting %s: %w", lb.Gateway, credentialsError(err, account))
 	}
 	prefix := gatewayPrefix(p.o.Fleet, lb.Gateway)
-	regions := p.regions(ctx, o)
+	regions := p.regions(o)
 	owned, err := d.observe(ctx, prefix, regions)
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", lb.Gateway, credentialsError(err, account))
@@ -243,7 +225,7 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 			continue
 		}
 		seen[key] = true
-		owned, err := d.observe(ctx, fleetPrefix(p.o.Fleet), p.regions(ctx, o))
+		owned, err := d.observe(ctx, fleetPrefix(p.o.Fleet), p.regions(o))
 		if err != nil {
 			errs = append(errs, credentialsError(err, account))
 			continue
@@ -267,7 +249,7 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 }
 
 // regions are where a class's regional resources may be: its region and the defaults'.
-func (p *Provider) regions(_ context.Context, o v1alpha1.GCPOptions) []string {
+func (p *Provider) regions(o v1alpha1.GCPOptions) []string {
 	var out []string
 	for _, r := range []string{o.Region, p.o.Defaults.Region} {
 		if r != "" && !slices.Contains(out, r) {
@@ -282,5 +264,5 @@ func (p *Provider) deployer(ctx context.Context, o v1alpha1.GCPOptions) (*deploy
 	if err != nil {
 		return nil, account, err
 	}
-	return &deployer{c: c, fleet: p.o.Fleet, log: p.o.Log}, account, nil
+	return &deployer{c: c, fleet: p.o.Fleet}, account, nil
 }
