@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"sigs.k8s.io/external-dns/endpoint"
 
 	"github.com/fleetgate/fleetgate/providers/dns/bindtest"
+	"github.com/fleetgate/fleetgate/providers/providertest"
 )
 
 // The kill test's child is this test binary run again with envKillChild set (TestMain): it syncs
@@ -73,21 +72,27 @@ func runKillChild() int {
 	}
 }
 
+// killOnce starts a child, lets it begin syncs passes, kills it delay later and tells whether
+// the kill landed "during" a pass or "between" passes.
+func killOnce(t *testing.T, env []string, syncs int, delay time.Duration) string {
+	t.Helper()
+	if providertest.KillOnce(t, providertest.KillPlan{Env: env, Op: "sync", N: syncs, Delay: delay}) == "sync" {
+		return "during"
+	}
+	return "between"
+}
+
 // TestKillDuringSync SIGKILLs a process syncing alternating record sets to a real BIND9, 20
 // times at random points, then syncs a third set with a fresh publisher: the zone must hold
 // exactly that set, each record with its TXT ownership record (no orphan record, no orphan or
 // lost ownership, no record lost), and a second pass must change nothing.
 func TestKillDuringSync(t *testing.T) {
 	srv := bindtest.Require(t, testZone, foreignRecords...)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	env := append(os.Environ(), envKillChild+"="+srv.Addr+"/"+srv.Zone, envKillSecret+"="+srv.Secret)
 	rng := rand.New(rand.NewPCG(20, 26))
 	during := map[string]int{}
 	for i := range 20 {
-		during[killOnce(t, self, env, 1+rng.IntN(6), time.Duration(rng.IntN(8000))*time.Microsecond)]++
+		during[killOnce(t, env, 1+rng.IntN(6), time.Duration(rng.IntN(8000))*time.Microsecond)]++
 		if o := orphans(zoneRecords(t, srv)); len(o) > 0 {
 			t.Errorf("after kill %d, records and ownership records without each other: %v", i+1, o)
 		}
@@ -156,60 +161,4 @@ func orphans(zone []string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// killOnce starts a child, lets it begin syncs passes, kills it delay later and tells whether
-// the kill landed "during" a pass or "between" passes.
-func killOnce(t *testing.T, self string, env []string, syncs int, delay time.Duration) string {
-	t.Helper()
-	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = env
-	cmd.Stderr = nil
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		s := bufio.NewScanner(stdout)
-		for s.Scan() {
-			lines <- s.Text()
-		}
-	}()
-	last, seen := "", 0
-	for seen < syncs {
-		l, ok := <-lines
-		if !ok {
-			t.Fatalf("the kill-test child exited by itself: %v", cmd.Wait())
-		}
-		if l == "sync" {
-			seen++
-		}
-		last = l
-	}
-	timer := time.NewTimer(delay)
-wait:
-	for {
-		select {
-		case l := <-lines:
-			last = l
-		case <-timer.C:
-			break wait
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for l := range lines {
-		last = l // announced before the signal landed
-	}
-	_ = cmd.Wait()
-	if last == "sync" {
-		return "during"
-	}
-	return "between"
 }

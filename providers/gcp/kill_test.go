@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/gcp/gcpfake"
+	"github.com/fleetgate/fleetgate/providers/providertest"
 )
 
 // The kill test's child process is this test binary run again with envKillChild set (TestMain):
@@ -218,57 +217,9 @@ func newKillPlan(rng *rand.Rand, deleting bool) killPlan {
 // "ensure kill-b", "delete kill-c", or "between" operations.
 func killOnce(t *testing.T, env []string, plan killPlan) string {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = slices.Concat(env, []string{envKillMode + "=" + plan.mode})
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		s := bufio.NewScanner(stdout)
-		for s.Scan() {
-			lines <- s.Text()
-		}
-	}()
-	last, seen := "between", 0
-	for seen < plan.n {
-		l, ok := <-lines
-		if !ok {
-			t.Fatalf("the kill-test child exited by itself: %v", cmd.Wait())
-		}
-		if strings.HasPrefix(l, plan.op+" ") {
-			seen++
-		}
-		last = l
-	}
-	timer := time.NewTimer(plan.delay)
-wait:
-	for {
-		select {
-		case l := <-lines:
-			last = l
-		case <-timer.C:
-			break wait
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for l := range lines {
-		last = l // announced before the signal landed
-	}
-	_ = cmd.Wait()
-	if last == "done" {
+	last := providertest.KillOnce(t, providertest.KillPlan{Env: slices.Concat(env, []string{envKillMode + "=" + plan.mode}),
+		Op: plan.op, N: plan.n, Delay: plan.delay})
+	if last == "done" || last == "" {
 		return "between"
 	}
 	return last
