@@ -90,7 +90,11 @@ func (p *Provider) Ensure(ctx context.Context, lb *providers.LoadBalancer) (prov
 	if err != nil {
 		return providers.Status{}, credentialsError(err, account)
 	}
-	s, err := p.build(ctx, lb, o)
+	env, err := p.env(ctx, lb)
+	if err != nil {
+		return providers.Status{}, err // the hub did not answer: retried
+	}
+	s, err := Build(lb, o, env, p.o.Fleet)
 	if err != nil {
 		return providers.Status{Reason: providers.ReasonInvalid, Message: err.Error()}, nil
 	}
@@ -116,7 +120,11 @@ func (p *Provider) Plan(ctx context.Context, lb *providers.LoadBalancer) ([]Call
 	if err != nil {
 		return nil, fmt.Errorf("planning %s: %w", lb.Gateway, err)
 	}
-	s, err := p.build(ctx, lb, o)
+	env, err := p.env(ctx, lb)
+	if err != nil {
+		return nil, fmt.Errorf("planning %s: %w", lb.Gateway, err)
+	}
+	s, err := Build(lb, o, env, p.o.Fleet)
 	if err != nil {
 		return nil, fmt.Errorf("planning %s: %w", lb.Gateway, err)
 	}
@@ -128,19 +136,20 @@ func (p *Provider) Plan(ctx context.Context, lb *providers.LoadBalancer) ([]Call
 	return dep.Calls, nil
 }
 
-func (p *Provider) build(ctx context.Context, lb *providers.LoadBalancer, o v1alpha1.GCPOptions) (*Stack, error) {
+// env is what Build needs to know of the fleet: the members' placement and the backends' probes.
+func (p *Provider) env(ctx context.Context, lb *providers.LoadBalancer) (Env, error) {
 	members := map[string]Member{}
 	if p.o.Members != nil {
 		specs, err := p.o.Members(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("reading the member clusters: %w", err)
+			return Env{}, fmt.Errorf("reading the member clusters: %w", err)
 		}
 		for name, m := range specs {
 			members[name] = Member{Network: m.Provider.Network, Zones: m.Zones}
 		}
 	}
 	probes := providers.BackendProbes(ctx, p.o.Probes, lb.Routing, maxHealthCheckPathLen, p.o.Log)
-	return Build(lb, o, Env{Members: members, Probes: probes}, p.o.Fleet)
+	return Env{Members: members, Probes: probes}, nil
 }
 
 // status reports a deployed Stack: its addresses once the forwarding rules exist.
