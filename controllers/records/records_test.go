@@ -143,7 +143,7 @@ func TestBuild(t *testing.T) {
 			s.Gateways = append(s.Gateways, gateway("hub", "web", 0, nil, "www.example.com"))
 		},
 		programmed: map[string]translate.Programmed{"hub/infra/web": {Reason: "Pending"}},
-		want: map[string]published{"hub/infra/web": {Names: []string{"www.example.com"}, Unaddressed: true}},
+		want:       map[string]published{"hub/infra/web": {Names: []string{"www.example.com"}, Unaddressed: true}},
 	}, {
 		name: "a gateway without any hostname has no owner",
 		snap: func(s *snapshot.Snapshot) {
@@ -221,7 +221,7 @@ func TestBuild(t *testing.T) {
 								Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}})
 		},
 		programmed: map[string]translate.Programmed{
-			"hub/service:infra/db": addressed(ip("192.0.2.5")),
+			"hub/service:infra/db":  addressed(ip("192.0.2.5")),
 			"hub/ingress:fleetgate": addressed(ip("192.0.2.6")),
 		},
 		want: map[string]published{
