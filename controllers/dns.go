@@ -68,7 +68,7 @@ type DNSOptions struct {
 	Recheck time.Duration
 }
 
-// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;list;create;update;delete
+// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=list;create;update;delete
 
 // dnsPublisher writes the hub's DNSEndpoints: one per gateway key, in the gateway's namespace when
 // the hub has it (owner-referenced to the hub's objects of the gateway, so that the garbage
