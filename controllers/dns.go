@@ -89,6 +89,8 @@ type dnsPublisher struct {
 	// verdicts by gateway key, as of the last publication.
 	verdicts   map[string]dnsVerdict
 	crdMissing bool
+	// retained are the records kept for owners in clusters the last pass did not read, by name.
+	retained map[string][]records.Retained
 }
 
 // dnsDesired is what one pipeline pass wants published.
@@ -99,6 +101,8 @@ type dnsDesired struct {
 	clusters []string
 	// hubNamespaces are the namespaces the hub has.
 	hubNamespaces map[string]bool
+	// retained is what the owners were built with (Retained).
+	retained map[string][]records.Retained
 }
 
 // dnsVerdict is the outcome of one owner's publication.
@@ -136,7 +140,19 @@ func (p *dnsPublisher) Set(d *dnsDesired) {
 func sameDesired(a, b *dnsDesired) bool {
 	ja, err1 := json.Marshal(a.owners)
 	jb, err2 := json.Marshal(b.owners)
-	return err1 == nil && err2 == nil && string(ja) == string(jb) && slices.Equal(a.clusters, b.clusters) && maps.Equal(a.hubNamespaces, b.hubNamespaces)
+	return err1 == nil && err2 == nil && string(ja) == string(jb) && slices.Equal(a.clusters, b.clusters) &&
+		maps.Equal(a.hubNamespaces, b.hubNamespaces) && sameRetained(a.retained, b.retained)
+}
+
+func sameRetained(a, b map[string][]records.Retained) bool {
+	return maps.EqualFunc(a, b, func(x, y []records.Retained) bool { return slices.Equal(x, y) })
+}
+
+// Retained returns the records kept for unseen owners as of the last publication, for Build.
+func (p *dnsPublisher) Retained() map[string][]records.Retained {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.retained
 }
 
 // Verdicts returns the verdict of every owner of the last publication.
@@ -192,6 +208,17 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 			existing[key] = &list.Items[i]
 		}
 	}
+	if retained := retainedRecords(existing, d); !sameRetained(retained, d.retained) {
+		// The owners were shared out without knowing of these: have them built again first, so
+		// that no record flips from weighted to plain (or takes a name) and back.
+		p.mu.Lock()
+		p.retained = retained
+		p.mu.Unlock()
+		if p.changed != nil {
+			p.changed()
+		}
+		return nil
+	}
 	verdicts := make(map[string]dnsVerdict, len(d.owners))
 	held := map[string][]*endpoint.Endpoint{}
 	var errs []error
@@ -228,6 +255,32 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 	}
 	p.setVerdicts(verdicts)
 	return errors.Join(errs...)
+}
+
+// retainedRecords are, by name, the records of the DNSEndpoints whose owners d does not have but
+// which are in clusters d's pass did not read: they stay, and still hold their names.
+func retainedRecords(existing map[string]*dnsv1a1.DNSEndpoint, d *dnsDesired) map[string][]records.Retained {
+	desired := make(map[string]bool, len(d.owners))
+	for _, o := range d.owners {
+		desired[o.Key] = true
+	}
+	out := map[string][]records.Retained{}
+	for _, key := range slices.Sorted(maps.Keys(existing)) {
+		cur := existing[key]
+		if desired[key] || allRead(cur.Annotations[annotationDNSClusters], d.clusters) {
+			continue
+		}
+		for _, ep := range cur.Spec.Endpoints {
+			r := records.Retained{Key: key, Weighted: ep.SetIdentifier != ""}
+			if !slices.Contains(out[ep.DNSName], r) {
+				out[ep.DNSName] = append(out[ep.DNSName], r)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // publishOwner writes one owner's DNSEndpoint and returns its verdict and the records it holds.
@@ -290,7 +343,7 @@ func ownerVerdict(o *records.Owner) dnsVerdict {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		fmt.Fprintf(&b, "%s is published by the older gateway %s", n, o.Conflicts[n])
+		fmt.Fprintf(&b, "%s is published by gateway %s", n, o.Conflicts[n])
 	}
 	if len(published) > 0 {
 		fmt.Fprintf(&b, "; published %s", records.Describe(published))
@@ -424,7 +477,7 @@ func setDNSPublished(res *translate.Result, verdicts map[string]dnsVerdict) {
 			ObservedGeneration: gs.Generation, Reason: v.reason, Message: v.message})
 		for _, n := range slices.Sorted(maps.Keys(v.conflicts)) {
 			res.Notices = append(res.Notices, translate.Notice{Ref: gs.Ref, Type: "Warning", Reason: ReasonDNSConflict,
-				Message: fmt.Sprintf("hostname %s is not published for this Gateway: the older gateway %s publishes it", n, v.conflicts[n])})
+				Message: fmt.Sprintf("hostname %s is not published for this Gateway: gateway %s publishes it", n, v.conflicts[n])})
 		}
 	}
 }

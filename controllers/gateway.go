@@ -190,7 +190,8 @@ func (r *GatewayReconciler) publishDNS(snap *snapshot.Snapshot, res *translate.R
 	if r.DNS == nil || snap == nil || res == nil {
 		return
 	}
-	d := &dnsDesired{owners: records.Build(snap, res, programmed), clusters: res.Clusters, hubNamespaces: map[string]bool{}}
+	retained := r.DNS.Retained()
+	d := &dnsDesired{owners: records.Build(snap, res, programmed, retained), clusters: res.Clusters, hubNamespaces: map[string]bool{}, retained: retained}
 	for _, ns := range snap.Namespaces {
 		if ns.Cluster == v1alpha1.HubCluster {
 			d.hubNamespaces[ns.Obj.Name] = true

@@ -68,6 +68,13 @@ type Owner struct {
 	Weighted bool
 }
 
+// Retained is a record set another pass published for an owner this pass could not see (its
+// member cluster was not read): it still holds its names, as a weighted record or not.
+type Retained struct {
+	Key      string
+	Weighted bool
+}
+
 // claim is one owner's view before names are shared out.
 type claim struct {
 	owner    *Owner
@@ -79,8 +86,9 @@ type claim struct {
 }
 
 // Build returns the owners of every gateway in res that serves at least one hostname, sorted by
-// key. programmed holds apply's verdict per gateway key; snap is the snapshot res came from.
-func Build(snap *snapshot.Snapshot, res *translate.Result, programmed map[string]translate.Programmed) []Owner {
+// key. programmed holds apply's verdict per gateway key; snap is the snapshot res came from;
+// retained are, by name, the records kept for owners in clusters the pass did not read.
+func Build(snap *snapshot.Snapshot, res *translate.Result, programmed map[string]translate.Programmed, retained map[string][]Retained) []Owner {
 	idx := newIndex(snap)
 	var claims []*claim
 	for i := range res.LoadBalancers {
@@ -90,7 +98,7 @@ func Build(snap *snapshot.Snapshot, res *translate.Result, programmed map[string
 			claims = append(claims, c)
 		}
 	}
-	share(claims)
+	share(claims, retained)
 	out := make([]Owner, 0, len(claims))
 	for _, c := range claims {
 		out = append(out, *c.owner)
@@ -101,7 +109,10 @@ func Build(snap *snapshot.Snapshot, res *translate.Result, programmed map[string
 
 // share gives each name to the oldest owner claiming it and to the owners that may share it with
 // that one as weighted records; the others lose it. Older means created earlier, then smaller key.
-func share(claims []*claim) {
+// A name retained for an unseen owner stays as it is: a plain record keeps the name (no one else
+// may publish it beside), weighted ones keep the sharers weighted, so that nothing flips while a
+// member is unreachable.
+func share(claims []*claim, retained map[string][]Retained) {
 	byName := map[string][]*claim{}
 	for _, c := range claims {
 		for _, n := range c.owner.Names {
@@ -114,21 +125,28 @@ func share(claims []*claim) {
 			return cmp.Or(a.created.Compare(b.created), cmp.Compare(a.owner.Key, b.owner.Key))
 		})
 		first := cs[0]
+		holder, others := "", 0
+		for _, r := range retained[name] {
+			if !r.Weighted {
+				holder = r.Key
+			}
+			others++
+		}
 		var sharers []*claim
 		for _, c := range cs {
-			if c == first || c.identity == first.identity || (c.explicit && first.explicit) {
+			if holder == "" && (c == first || c.identity == first.identity || (c.explicit && first.explicit)) {
 				sharers = append(sharers, c)
 				continue
 			}
 			if c.owner.Conflicts == nil {
 				c.owner.Conflicts = map[string]string{}
 			}
-			c.owner.Conflicts[name] = first.owner.Key
+			c.owner.Conflicts[name] = cmp.Or(holder, first.owner.Key)
 		}
 		for _, c := range sharers {
 			for _, t := range c.targets {
 				ep := endpoint.NewEndpoint(name, t.RecordType, t.Targets...)
-				if len(sharers) > 1 {
+				if len(sharers)+others > 1 {
 					ep = ep.WithSetIdentifier(c.owner.Key).WithProviderSpecific(WeightProperty, strconv.FormatInt(c.weight, 10))
 					c.owner.Weighted = true
 				}

@@ -110,6 +110,7 @@ func TestBuild(t *testing.T) {
 		snap       func(s *snapshot.Snapshot)
 		weights    map[string]int32
 		programmed map[string]translate.Programmed
+		retained   map[string][]Retained
 		want       map[string]published
 	}{{
 		name: "listener hostnames and route hostnames within them get A records",
@@ -204,6 +205,25 @@ func TestBuild(t *testing.T) {
 				Records: []string{"www.example.com CNAME gcp.example.net set=hub/infra/gcp weight=100"}},
 		},
 	}, {
+		name: "a weighted record kept for an unreachable member keeps the remaining copy weighted",
+		snap: func(s *snapshot.Snapshot) {
+			s.Gateways = append(s.Gateways, gateway("hub", "web", 0, nil, "www.example.com", "only.example.com"))
+		},
+		programmed: map[string]translate.Programmed{"hub/infra/web": addressed(ip("192.0.2.1"))},
+		retained:   map[string][]Retained{"www.example.com": {{Key: "member-a/infra/web", Weighted: true}}},
+		want: map[string]published{"hub/infra/web": {Names: []string{"only.example.com", "www.example.com"},
+			Records: []string{"only.example.com A 192.0.2.1", "www.example.com A 192.0.2.1 set=hub/infra/web weight=100"}}},
+	}, {
+		name: "a plain record kept for an unreachable member keeps its name",
+		snap: func(s *snapshot.Snapshot) {
+			s.Gateways = append(s.Gateways, gateway("hub", "web", 0, nil, "www.example.com", "only.example.com"))
+		},
+		programmed: map[string]translate.Programmed{"hub/infra/web": addressed(ip("192.0.2.1"))},
+		retained:   map[string][]Retained{"www.example.com": {{Key: "member-a/infra/old"}}},
+		want: map[string]published{"hub/infra/web": {Names: []string{"only.example.com", "www.example.com"},
+			Records:   []string{"only.example.com A 192.0.2.1"},
+			Conflicts: map[string]string{"www.example.com": "member-a/infra/old"}}},
+	}, {
 		name: "a LoadBalancer Service with external-dns's hostname annotation, and an Ingress's hosts",
 		snap: func(s *snapshot.Snapshot) {
 			s.Services = append(s.Services, snapshot.Object[corev1.Service]{Cluster: "hub", Obj: &corev1.Service{
@@ -240,7 +260,7 @@ func TestBuild(t *testing.T) {
 			tc.snap(s)
 			s = s.Sort()
 			res := translate.Translate(s)
-			got := summary(Build(s, res, tc.programmed))
+			got := summary(Build(s, res, tc.programmed, tc.retained))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("owners (-want +got):\n%s", diff)
 			}
@@ -262,7 +282,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 		}
 		s = s.Sort()
 		return Build(s, translate.Translate(s), map[string]translate.Programmed{
-			"hub/infra/web": addressed(ip("192.0.2.1")), "member-a/infra/web": addressed(ip("192.0.2.2"))})
+			"hub/infra/web": addressed(ip("192.0.2.1")), "member-a/infra/web": addressed(ip("192.0.2.2"))}, nil)
 	}
 	a, b := mk([]int{0, 1}), mk([]int{1, 0})
 	if diff := cmp.Diff(summary(a), summary(b)); diff != "" {

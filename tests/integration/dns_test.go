@@ -299,3 +299,51 @@ func TestDNSEndpointsCRDInstalledLater(t *testing.T) {
 	e.records("hub/default/alb", "a.example.com CNAME "+albDNS)
 	e.dnsCondition("alb", metav1.ConditionTrue, controllers.ReasonDNSPublished, "a.example.com")
 }
+
+// TestDNSEndpointsAcrossMembers: copies of one Gateway in the hub and a member publish one name as
+// weighted records, weighted by their MemberClusters; while the member is unreachable its records
+// stay, the hub's stays weighted beside them, and the hub's other changes are still published.
+func TestDNSEndpointsAcrossMembers(t *testing.T) {
+	e := newDNSEnv(t, testbed.Options{})
+	member := testbed.ForTest(t, "member-a")[0]
+	ctx, cl, mcl := t.Context(), e.c.Client, member.Client
+	var class gwv1.GatewayClass
+	var config v1alpha1.GatewayClassConfig
+	must(t, cl.Get(ctx, client.ObjectKey{Name: "aws-alb"}, &class))
+	must(t, cl.Get(ctx, client.ObjectKey{Name: "aws-alb"}, &config))
+	must(t, mcl.Create(ctx, &v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: "aws-alb"}, Spec: config.Spec}))
+	must(t, mcl.Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "aws-alb"}, Spec: class.Spec}))
+	hubEnv, memberEnv := e, &awsEnv{t: t, c: member}
+	memberEnv.backend("web", corev1.ProtocolTCP, 8080, "10.0.2.10")
+	must(t, testbed.RegisterMember(ctx, e.c, member, operatorNamespace, 50, nil))
+	for _, c := range []client.Client{cl, mcl} {
+		must(t, c.Create(ctx, albGateway("alb", "")))
+		must(t, c.Create(ctx, routeTo("web", "alb", "a.example.com")))
+	}
+	hubDNS, memberDNS := hubEnv.gatewayAddress("alb"), memberEnv.gatewayAddress("alb")
+	e.records("hub/default/alb", "a.example.com CNAME "+hubDNS+" set=hub/default/alb weight=100")
+	e.records("member-a/default/alb", "a.example.com CNAME "+memberDNS+" set=member-a/default/alb weight=50")
+
+	mc := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "member-a"}}
+	update(t, cl, mc, func() { mc.Spec.Weight = 20 })
+	kept := e.records("member-a/default/alb", "a.example.com CNAME "+memberDNS+" set=member-a/default/alb weight=20")
+
+	must(t, member.StopAPIServer())
+	t.Cleanup(func() { _ = member.StartAPIServer() })
+	testbed.Eventually(t, 60*time.Second, func() error {
+		must(t, cl.Get(ctx, client.ObjectKeyFromObject(mc), mc))
+		if c := meta.FindStatusCondition(mc.Status.Conditions, "Ready"); c == nil || c.Status != metav1.ConditionFalse {
+			return fmt.Errorf("member-a Ready %+v, want False", c)
+		}
+		return nil
+	})
+	// A pass without the member publishes the hub's change, and a.example.com stays weighted.
+	route := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
+	update(t, cl, route, func() { route.Spec.Hostnames = append(route.Spec.Hostnames, "b.example.com") })
+	e.records("hub/default/alb", "a.example.com CNAME "+hubDNS+" set=hub/default/alb weight=100", "b.example.com CNAME "+hubDNS)
+	now, err := e.dnsEndpoint("member-a/default/alb")
+	must(t, err)
+	if now == nil || now.ResourceVersion != kept.ResourceVersion {
+		t.Errorf("the unreachable member's DNSEndpoint changed or went: %+v", now)
+	}
+}
