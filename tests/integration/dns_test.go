@@ -276,11 +276,28 @@ func TestDNSEndpoints(t *testing.T) {
 		}
 	})
 
+	t.Run("a gateway whose load balancer fails keeps its last records and says so", func(t *testing.T) {
+		e.shim.Fail(mototest.Rule{Service: "elasticloadbalancing", Fault: mototest.ServerError(500), Rate: 1})
+		// A new generation is not programmed until the provider answers for it, which it cannot.
+		gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "alb"}}
+		update(t, cl, gw, func() {
+			gw.Spec.Listeners = append(gw.Spec.Listeners, gwv1.Listener{Name: "extra", Port: 8080, Protocol: gwv1.HTTPProtocolType,
+				Hostname: ptr.To[gwv1.Hostname]("f.example.com")})
+		})
+		e.dnsCondition("alb", metav1.ConditionFalse, controllers.ReasonDNSNoAddress, "kept")
+		e.records("hub/default/alb", "a.example.com CNAME "+albDNS+" set=hub/default/alb weight=30", "b.example.com CNAME "+albDNS, "d.example.com CNAME "+albDNS)
+		e.shim.Reset()
+		e.records("hub/default/alb", "a.example.com CNAME "+albDNS+" set=hub/default/alb weight=30", "b.example.com CNAME "+albDNS,
+			"d.example.com CNAME "+albDNS, "f.example.com CNAME "+albDNS)
+		e.dnsCondition("alb", metav1.ConditionTrue, controllers.ReasonDNSPublished, "f.example.com")
+	})
+
 	t.Run("deleting a gateway removes only its own DNSEndpoint", func(t *testing.T) {
 		must(t, cl.Delete(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "alb2"}}))
 		e.records("hub/default/alb2")
 		// alone on a.example.com again: a plain record
-		e.records("hub/default/alb", "a.example.com CNAME "+albDNS, "b.example.com CNAME "+albDNS, "d.example.com CNAME "+albDNS)
+		e.records("hub/default/alb", "a.example.com CNAME "+albDNS, "b.example.com CNAME "+albDNS, "d.example.com CNAME "+albDNS,
+			"f.example.com CNAME "+albDNS)
 	})
 }
 
