@@ -89,7 +89,7 @@ type claim struct {
 // key. programmed holds apply's verdict per gateway key; snap is the snapshot res came from;
 // retained are, by name, the records kept for owners in clusters the pass did not read.
 func Build(snap *snapshot.Snapshot, res *translate.Result, programmed map[string]translate.Programmed, retained map[string][]Retained) []Owner {
-	idx := newIndex(snap)
+	idx := newIndex(snap, res)
 	var claims []*claim
 	for i := range res.LoadBalancers {
 		lb := &res.LoadBalancers[i]
@@ -193,17 +193,42 @@ func sortedSet(s []string) []string {
 	return slices.Compact(s)
 }
 
-// index finds the snapshot objects a result refers to.
+// index finds the snapshot objects a result refers to, and the statuses of each gateway key.
 type index struct {
 	snap     *snapshot.Snapshot
 	gateways map[translate.ObjectRef]*gwv1.Gateway
 	ingress  map[translate.ObjectRef]*networkingv1.Ingress
 	services map[translate.ObjectRef]*corev1.Service
+	// byKey holds the indexes in res.Gateways, res.Ingresses and res.Services of each key's statuses.
+	byKey map[string]*keyStatuses
 }
 
-func newIndex(s *snapshot.Snapshot) *index {
+type keyStatuses struct{ gateways, ingresses, services []int }
+
+func newIndex(s *snapshot.Snapshot, res *translate.Result) *index {
 	idx := &index{snap: s, gateways: map[translate.ObjectRef]*gwv1.Gateway{},
-		ingress: map[translate.ObjectRef]*networkingv1.Ingress{}, services: map[translate.ObjectRef]*corev1.Service{}}
+		ingress: map[translate.ObjectRef]*networkingv1.Ingress{}, services: map[translate.ObjectRef]*corev1.Service{},
+		byKey: map[string]*keyStatuses{}}
+	of := func(key string) *keyStatuses {
+		k := idx.byKey[key]
+		if k == nil {
+			k = &keyStatuses{}
+			idx.byKey[key] = k
+		}
+		return k
+	}
+	for i := range res.Gateways {
+		k := of(res.Gateways[i].Gateway)
+		k.gateways = append(k.gateways, i)
+	}
+	for i := range res.Ingresses {
+		k := of(res.Ingresses[i].Gateway)
+		k.ingresses = append(k.ingresses, i)
+	}
+	for i := range res.Services {
+		k := of(res.Services[i].Gateway)
+		k.services = append(k.services, i)
+	}
 	for _, o := range s.Gateways {
 		idx.gateways[translate.ObjectRef{Cluster: o.Cluster, Kind: "Gateway", Namespace: o.Obj.Namespace, Name: o.Obj.Name}] = o.Obj
 	}
@@ -228,9 +253,14 @@ func (idx *index) claim(res *translate.Result, lb *providers.LoadBalancer, p tra
 			c.created, c.identity, annotations = created, ref.Kind+"/"+ref.Namespace+"/"+ref.Name, ann
 		}
 	}
-	for _, gs := range res.Gateways {
+	k := idx.byKey[lb.Gateway]
+	if k == nil {
+		return nil
+	}
+	for _, i := range k.gateways {
+		gs := res.Gateways[i]
 		gw := idx.gateways[gs.Ref]
-		if gs.Gateway != lb.Gateway || gw == nil {
+		if gw == nil {
 			continue
 		}
 		add(gs.Ref, gw.UID, gw.CreationTimestamp.Time, lb.Annotations)
@@ -238,14 +268,16 @@ func (idx *index) claim(res *translate.Result, lb *providers.LoadBalancer, p tra
 			names[n] = true
 		}
 	}
-	for _, is := range res.Ingresses {
-		if ing := idx.ingress[is.Ref]; is.Gateway == lb.Gateway && ing != nil {
-			add(is.Ref, ing.UID, ing.CreationTimestamp.Time, ing.Annotations)
+	for _, i := range k.ingresses {
+		ref := res.Ingresses[i].Ref
+		if ing := idx.ingress[ref]; ing != nil {
+			add(ref, ing.UID, ing.CreationTimestamp.Time, ing.Annotations)
 		}
 	}
-	for _, ss := range res.Services {
+	for _, i := range k.services {
+		ss := res.Services[i]
 		svc := idx.services[ss.Ref]
-		if ss.Gateway != lb.Gateway || svc == nil {
+		if svc == nil {
 			continue
 		}
 		add(ss.Ref, svc.UID, svc.CreationTimestamp.Time, svc.Annotations)

@@ -1,6 +1,7 @@
 package records
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -291,5 +292,27 @@ func TestBuildIsDeterministic(t *testing.T) {
 	// Same creation time: the smaller key is the older, and both share by identity.
 	if got := len(a[0].Endpoints) + len(a[1].Endpoints); got != 2 || a[0].Endpoints[0].SetIdentifier == "" {
 		t.Errorf("want one weighted record per copy, got %v %v", a[0].Endpoints, a[1].Endpoints)
+	}
+}
+
+// BenchmarkBuild: the records of 1000 per-cluster gateways in two members, every name shared by
+// the two copies of its Gateway, as each pass and each apply verdict computes them.
+func BenchmarkBuild(b *testing.B) {
+	s := base(map[string]int32{"hub": 100, "member-a": 50})
+	programmed := map[string]translate.Programmed{}
+	for i := range 500 {
+		name := "gw" + strconv.Itoa(i)
+		for j, cluster := range []string{"hub", "member-a"} {
+			s.Gateways = append(s.Gateways, gateway(cluster, name, i, nil, name+".example.com"))
+			programmed[cluster+"/infra/"+name] = addressed(ip("192.0.2." + strconv.Itoa(j+1)))
+		}
+	}
+	s = s.Sort()
+	res := translate.Translate(s)
+	b.ReportAllocs()
+	for b.Loop() {
+		if owners := Build(s, res, programmed, nil); len(owners) != 1000 {
+			b.Fatalf("%d owners, want 1000", len(owners))
+		}
 	}
 }
