@@ -71,9 +71,9 @@ type DNSOptions struct {
 // +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=list;create;update;delete
 
 // dnsPublisher writes the hub's DNSEndpoints: one per gateway key, in the gateway's namespace when
-// the hub has it (owner-referenced to the hub's objects of the gateway, so that the garbage
-// collector removes it with them) or else in the operator's namespace, where only the publisher
-// removes it. It runs on the leader, apart from the pipeline, and reports a verdict per owner that
+// the hub has it (owner-referenced to the gateway's objects when they all are the hub's, in that
+// namespace, so that the garbage collector removes it with them) or else in the operator's
+// namespace; the publisher removes it in any case once its gateway is gone. It runs on the leader, apart from the pipeline, and reports a verdict per owner that
 // the pipeline merges into the Gateways' ConditionDNSPublished.
 type dnsPublisher struct {
 	writer  client.Client
@@ -409,9 +409,12 @@ func dnsEndpointObject(o *records.Owner, ns string) *dnsv1a1.DNSEndpoint {
 		},
 		Spec: dnsv1a1.DNSEndpointSpec{Endpoints: o.Endpoints},
 	}
+	// Owned only when every object of the gateway can own it: the garbage collector would delete
+	// it with the hub's copy of a fleet gateway that other members still serve.
 	for _, ob := range o.Objects {
 		if ob.Cluster != v1alpha1.HubCluster || ob.Namespace != ns || ob.UID == "" {
-			continue
+			obj.OwnerReferences = nil
+			break
 		}
 		obj.OwnerReferences = append(obj.OwnerReferences, metav1.OwnerReference{
 			APIVersion: ownerAPIVersion(ob.Kind), Kind: ob.Kind, Name: ob.Name, UID: ob.UID})

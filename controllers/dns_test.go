@@ -76,28 +76,49 @@ func TestSetDNSPublished(t *testing.T) {
 }
 
 func TestDNSEndpointObject(t *testing.T) {
-	o := &records.Owner{Key: "hub/infra/web", Namespace: "infra", Name: "Web.Gateway", Clusters: []string{"hub", "member-a"},
-		Objects: []records.Object{
-			{Cluster: "hub", Kind: "Gateway", Namespace: "infra", Name: "web", UID: "u1"},
-			{Cluster: "member-a", Kind: "Gateway", Namespace: "infra", Name: "web", UID: "u2"},
-			{Cluster: "hub", Kind: "Service", Namespace: "other", Name: "db", UID: "u3"},
-		},
-		Endpoints: []*endpoint.Endpoint{endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.1")}}
-	got := dnsEndpointObject(o, "infra")
-	want := metav1.ObjectMeta{Namespace: "infra", Name: "fleetgate-web-gateway-" + got.Name[len(got.Name)-8:],
-		Labels:      map[string]string{providers.LabelManagedBy: providers.ManagedBy, providers.LabelGateway: providers.GatewayID(o.Key)},
-		Annotations: map[string]string{providers.AnnotationGateway: o.Key, annotationDNSClusters: "hub,member-a"},
-		// Only the hub's objects in the DNSEndpoint's namespace can own it.
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: "web", UID: "u1"}},
-	}
-	if diff := cmp.Diff(want, got.ObjectMeta); diff != "" {
-		t.Errorf("metadata (-want +got):\n%s", diff)
-	}
-	if again := dnsEndpointObject(o, "infra"); again.Name != got.Name || !sameDNSEndpoint(again, got) {
-		t.Errorf("not deterministic: %s vs %s", again.Name, got.Name)
-	}
-	if other := dnsEndpointObject(&records.Owner{Key: "member-a/infra/web", Name: "Web.Gateway"}, "infra"); other.Name == got.Name {
-		t.Errorf("two keys share the name %s", got.Name)
+	hubGateway := records.Object{Cluster: "hub", Kind: "Gateway", Namespace: "infra", Name: "web", UID: "u1"}
+	tests := []struct {
+		name    string
+		objects []records.Object
+		owners  []metav1.OwnerReference
+	}{{
+		name:    "a hub Gateway in the DNSEndpoint's namespace owns it",
+		objects: []records.Object{hubGateway},
+		owners:  []metav1.OwnerReference{{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: "web", UID: "u1"}},
+	}, {
+		name: "every hub Ingress of a group owns it",
+		objects: []records.Object{{Cluster: "hub", Kind: "Ingress", Namespace: "infra", Name: "a", UID: "u4"},
+			{Cluster: "hub", Kind: "Ingress", Namespace: "infra", Name: "b", UID: "u5"}},
+		owners: []metav1.OwnerReference{{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Name: "a", UID: "u4"},
+			{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Name: "b", UID: "u5"}},
+	}, {
+		name:    "a fleet gateway also in a member: no owner, the publisher removes it",
+		objects: []records.Object{hubGateway, {Cluster: "member-a", Kind: "Gateway", Namespace: "infra", Name: "web", UID: "u2"}},
+	}, {
+		name:    "an object in another namespace: no owner",
+		objects: []records.Object{hubGateway, {Cluster: "hub", Kind: "Service", Namespace: "other", Name: "db", UID: "u3"}},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &records.Owner{Key: "hub/infra/web", Namespace: "infra", Name: "Web.Gateway", Clusters: []string{"hub", "member-a"},
+				Objects:   tc.objects,
+				Endpoints: []*endpoint.Endpoint{endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.1")}}
+			got := dnsEndpointObject(o, "infra")
+			want := metav1.ObjectMeta{Namespace: "infra", Name: "fleetgate-web-gateway-" + got.Name[len(got.Name)-8:],
+				Labels:          map[string]string{providers.LabelManagedBy: providers.ManagedBy, providers.LabelGateway: providers.GatewayID(o.Key)},
+				Annotations:     map[string]string{providers.AnnotationGateway: o.Key, annotationDNSClusters: "hub,member-a"},
+				OwnerReferences: tc.owners,
+			}
+			if diff := cmp.Diff(want, got.ObjectMeta); diff != "" {
+				t.Errorf("metadata (-want +got):\n%s", diff)
+			}
+			if again := dnsEndpointObject(o, "infra"); again.Name != got.Name || !sameDNSEndpoint(again, got) {
+				t.Errorf("not deterministic: %s vs %s", again.Name, got.Name)
+			}
+			if other := dnsEndpointObject(&records.Owner{Key: "member-a/infra/web", Name: "Web.Gateway"}, "infra"); other.Name == got.Name {
+				t.Errorf("two keys share the name %s", got.Name)
+			}
+		})
 	}
 }
 
