@@ -407,7 +407,11 @@ func dnsEndpointObject(o *records.Owner, ns string) *dnsv1a1.DNSEndpoint {
 			Annotations: map[string]string{providers.AnnotationGateway: o.Key,
 				annotationDNSClusters: strings.Join(o.Clusters, ",")},
 		},
-		Spec: dnsv1a1.DNSEndpointSpec{Endpoints: o.Endpoints},
+		// Copies: the client decodes its answer into the object, and o belongs to the pipeline.
+		Spec: dnsv1a1.DNSEndpointSpec{Endpoints: make([]*endpoint.Endpoint, 0, len(o.Endpoints))},
+	}
+	for _, ep := range o.Endpoints {
+		obj.Spec.Endpoints = append(obj.Spec.Endpoints, ep.DeepCopy())
 	}
 	// Owned only when every object of the gateway can own it: the garbage collector would delete
 	// it with the hub's copy of a fleet gateway that other members still serve.
