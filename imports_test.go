@@ -77,6 +77,9 @@ var importRules = []importRule{
 		to: anyOf(kubeClient, cloudSDK, anyOf(prefixes("net/http", "os/exec"), func(p string) bool { return p == "net" })), transitive: false},
 	{why: "translation is pure: no client or cloud SDK, not even through a dependency",
 		from: ours("controllers/translate"), to: anyOf(kubeClient, cloudSDK), transitive: true},
+	// Not transitive: external-dns's endpoint package brings client-go's scheme along.
+	{why: "DNS records are computed purely: no client, no network", from: ours("controllers/records"),
+		to: anyOf(kubeClient, cloudSDK, anyOf(prefixes("net/http", "os/exec"), func(p string) bool { return p == "net" })), transitive: false},
 	{why: "only main wires concrete providers", from: anyOf(ours("controllers"), ours("dataplane"), ours("api"),
 		ours("providers/providertest"), func(p string) bool { return p == module+"/providers" }),
 		to: concreteProvider, transitive: true},

@@ -24,21 +24,21 @@ import (
 )
 
 type options struct {
-	metricsAddr, probeAddr, pprofAddr  string
-	leaderElect                        bool
-	leaderElectNS                      string
-	logLevel, logFormat                string
-	shutdownTimeout                    time.Duration
-	namespace                          string
-	localMode                          bool
-	xdsAddr, xdsPublicAddr             string
-	proxyImage, stateDir               string
-	hubIsMember, mcsController         bool
-	fleetID                            string
-	awsRegion, awsEndpoint             string
-	awsQPS                             float64
-	awsBurst                           int
-	gcpProject, gcpRegion, gcpEndpoint string
+	metricsAddr, probeAddr, pprofAddr        string
+	leaderElect                              bool
+	leaderElectNS                            string
+	logLevel, logFormat                      string
+	shutdownTimeout                          time.Duration
+	namespace                                string
+	localMode                                bool
+	xdsAddr, xdsPublicAddr                   string
+	proxyImage, stateDir                     string
+	hubIsMember, mcsController, dnsEndpoints bool
+	fleetID                                  string
+	awsRegion, awsEndpoint                   string
+	awsQPS                                   float64
+	awsBurst                                 int
+	gcpProject, gcpRegion, gcpEndpoint       string
 }
 
 func main() {
@@ -65,6 +65,7 @@ func main() {
 	flag.StringVar(&o.proxyImage, "proxy-image", cmp.Or(os.Getenv("FLEETGATE_IMAGE"), "fleetgate:dev"), "image of the proxy pods (the operator image: it runs `fleetgate dataplane`)")
 	flag.StringVar(&o.stateDir, "state-dir", filepath.Join(os.TempDir(), "fleetgate"), "local mode: where proxy credentials and logs go")
 	flag.BoolVar(&o.hubIsMember, "hub-is-member", true, "serve the Gateway API objects of the operator's own cluster as the member \"hub\"")
+	flag.BoolVar(&o.dnsEndpoints, "dns-endpoints", true, "publish every programmed hostname as an external-dns DNSEndpoint in the hub (once its CRD is installed)")
 	flag.BoolVar(&o.mcsController, "mcs-controller", true, "maintain ServiceImports in every member from ServiceExports (disable when another MCS implementation runs)")
 	addAWSFlags(flag.CommandLine, &o)
 	addGCPFlags(flag.CommandLine, &o)
@@ -112,6 +113,9 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 		return err
 	}
 	setup.Fleet = &controllers.FleetOptions{Namespace: o.namespace, HubIsMember: o.hubIsMember, MCSController: o.mcsController}
+	if o.dnsEndpoints {
+		setup.DNS = &controllers.DNSOptions{Namespace: o.namespace}
+	}
 	if err := controllers.Setup(ctx, mgr, setup); err != nil {
 		return err
 	}

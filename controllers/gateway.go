@@ -18,6 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers/records"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/controllers/translate"
 )
 
@@ -51,12 +54,18 @@ type GatewayReconciler struct {
 	Apply      Applier
 	Status     *StatusWriter
 	Metrics    *Metrics
+	// DNS publishes the gateways' hostnames as DNSEndpoints; nil publishes none.
+	DNS *dnsPublisher
 
 	// kinds is the table of input kinds, set by SetupWithManager.
 	kinds []kind
 	// lastTranslation holds the Gateway, Ingress and Service statuses of the last full pass as
 	// translation computed them, before apply's verdict; only the one worker touches it.
 	lastTranslation *translate.Result
+	// lastSnapshot and lastResult are the last full pass's input and output, from which the DNS
+	// records are computed again when only apply's verdict changed; only the one worker touches them.
+	lastSnapshot *snapshot.Snapshot
+	lastResult   *translate.Result
 	// served is what each Ingress and LoadBalancer Service was last given while its gateway was
 	// programmed (keepServed); only the one worker touches it.
 	served map[translate.ObjectRef]servedStatus
@@ -108,7 +117,9 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan e
 func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if req == deliveryKey && r.lastTranslation != nil && r.Apply != nil {
 		res := r.lastTranslation.Applied()
-		r.setProgrammed(res, r.Apply.Programmed())
+		programmed := r.Apply.Programmed()
+		r.setProgrammed(res, programmed)
+		r.publishDNS(r.lastSnapshot, r.lastResult, programmed)
 		r.Status.Publish(res, applied)
 		r.Status.Notify(ctx, res.Notices)
 		return reconcile.Result{}, nil
@@ -137,6 +148,10 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		var programmed map[string]translate.Programmed
 		programmed, applyErr = r.Apply.Apply(ctx, res)
 		r.setProgrammed(res, programmed)
+		if applyErr == nil {
+			r.lastSnapshot, r.lastResult = snap, res
+			r.publishDNS(snap, res, programmed)
+		}
 	}
 	// Status is published even when apply failed: the conditions translation computed are true
 	// regardless, and Programmed stays Pending for what apply did not confirm.
@@ -164,4 +179,23 @@ func (r *GatewayReconciler) setProgrammed(res *translate.Result, programmed map[
 		r.served = map[translate.ObjectRef]servedStatus{}
 	}
 	keepServed(res, programmed, r.served)
+	if r.DNS != nil {
+		setDNSPublished(res, r.DNS.Verdicts())
+	}
+}
+
+// publishDNS hands the records of a whole pass to the DNS publisher. Only complete passes get
+// here: a pass that failed to read or apply never takes records away.
+func (r *GatewayReconciler) publishDNS(snap *snapshot.Snapshot, res *translate.Result, programmed map[string]translate.Programmed) {
+	if r.DNS == nil || snap == nil || res == nil {
+		return
+	}
+	retained := r.DNS.Retained()
+	d := &dnsDesired{owners: records.Build(snap, res, programmed, retained), clusters: res.Clusters, hubNamespaces: map[string]bool{}, retained: retained}
+	for _, ns := range snap.Namespaces {
+		if ns.Cluster == v1alpha1.HubCluster {
+			d.hubNamespaces[ns.Obj.Name] = true
+		}
+	}
+	r.DNS.Set(d)
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -39,6 +40,8 @@ type Options struct {
 	Fleet *FleetOptions
 	// MemberClients, when set, is bound to the fleet so that providers reach member clusters.
 	MemberClients *MemberClients
+	// DNS, when set, publishes every programmed hostname as external-dns DNSEndpoints in the hub.
+	DNS *DNSOptions
 	// SkipNameValidation lets tests run several managers in one process; controller-runtime
 	// otherwise refuses a second controller of the same name (their metrics would collide).
 	SkipNameValidation bool
@@ -104,12 +107,25 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("setting up provisioning: %w", err)
 		}
 	}
+	var dns *dnsPublisher
+	if o.DNS != nil {
+		// A new verdict only changes status: the delivery trigger merges it without a translation.
+		var changed func()
+		if t := cmp.Or(o.Delivery, o.Events); t != nil {
+			changed = func() { t.Fire("") }
+		}
+		dns = newDNSPublisher(mgr.GetClient(), mgr.GetAPIReader(), *o.DNS, changed, mgr.GetLogger().WithName("dns"))
+		if err := mgr.Add(dns); err != nil {
+			return fmt.Errorf("adding the DNS publisher: %w", err)
+		}
+	}
 	if err := (&GatewayReconciler{
 		Clusters:   sources,
 		Translator: translate.NewMemo(translate.WithCatalog(o.Catalog)),
 		Apply:      o.Apply,
 		Status:     writer,
 		Metrics:    m,
+		DNS:        dns,
 	}).SetupWithManager(mgr, events, o.Delivery.Channel(), watchKinds, watchHub, legacy, o.SkipNameValidation); err != nil {
 		return fmt.Errorf("setting up the Gateway API controller: %w", err)
 	}

@@ -100,7 +100,7 @@ func mergeParents(current, ours []gwv1.RouteParentStatus) []gwv1.RouteParentStat
 // (spec.tls): it removes them when translation no longer asks for them.
 func optionalGatewayCondition(typ string) bool {
 	switch gwv1.GatewayConditionType(typ) {
-	case gwv1.GatewayConditionResolvedRefs, gwv1.GatewayConditionInsecureFrontendValidationMode:
+	case gwv1.GatewayConditionResolvedRefs, gwv1.GatewayConditionInsecureFrontendValidationMode, ConditionDNSPublished:
 		return true
 	}
 	return false

@@ -1,0 +1,490 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	dnsv1a1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	"sigs.k8s.io/external-dns/endpoint"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers/records"
+	"github.com/fleetgate/fleetgate/controllers/translate"
+	"github.com/fleetgate/fleetgate/providers"
+)
+
+// ConditionDNSPublished is the Gateway condition telling whether its hostnames are published as
+// DNSEndpoint records, and if not why.
+const ConditionDNSPublished = "fleetgate.dev/DNSPublished"
+
+// Reasons of ConditionDNSPublished.
+const (
+	ReasonDNSPublished       = "Published"
+	ReasonDNSCRDNotInstalled = "CRDNotInstalled"
+	ReasonDNSNoAddress       = "NoAddress"
+	ReasonDNSConflicted      = "Conflicted"
+	ReasonDNSWriteFailed     = "WriteFailed"
+	// ReasonDNSConflict is the reason of the Event a Gateway gets for a hostname another owns.
+	ReasonDNSConflict = "DNSConflict"
+)
+
+// Annotations of the DNSEndpoints fleetgate writes: the owner's gateway key and the member clusters
+// holding its objects, so that an object is deleted only once its owner is known to be gone.
+const (
+	annotationDNSClusters = "fleetgate.dev/dns-clusters"
+)
+
+// DNSSyncer publishes every owner's records to a DNS provider itself (the embedded publisher of
+// GatewayClassConfig spec.dns), for users without external-dns. owners maps a gateway key to the
+// records it holds, including those kept while it has no address.
+type DNSSyncer interface {
+	Sync(ctx context.Context, owners map[string][]*endpoint.Endpoint) error
+}
+
+// DNSOptions configure DNSEndpoint publication in the hub.
+type DNSOptions struct {
+	// Namespace holds the DNSEndpoints of gateways whose namespace the hub does not have (the
+	// operator's namespace).
+	Namespace string
+	// Sync, when set, also gets every owner's records after each publication.
+	Sync DNSSyncer
+	// Recheck is how often the publisher looks again without a change: for the CRD appearing,
+	// DNSEndpoints edited or deleted by hand. Default 10s.
+	Recheck time.Duration
+}
+
+// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=list;create;update;delete
+
+// dnsPublisher writes the hub's DNSEndpoints: one per gateway key, in the gateway's namespace when
+// the hub has it (owner-referenced to the gateway's objects when they all are the hub's, in that
+// namespace, so that the garbage collector removes it with them) or else in the operator's
+// namespace; the publisher removes it in any case once its gateway is gone. It runs on the leader, apart from the pipeline, and reports a verdict per owner that
+// the pipeline merges into the Gateways' ConditionDNSPublished.
+type dnsPublisher struct {
+	writer  client.Client
+	live    client.Reader
+	o       DNSOptions
+	changed func()
+	log     logr.Logger
+	poke    chan struct{}
+
+	mu sync.Mutex
+	// desired is nil until the first pass: nothing is deleted before fleetgate knows its owners.
+	desired *dnsDesired
+	// verdicts by gateway key, as of the last publication.
+	verdicts   map[string]dnsVerdict
+	crdMissing bool
+	// retained are the records kept for owners in clusters the last pass did not read, by name.
+	retained map[string][]records.Retained
+}
+
+// dnsDesired is what one pipeline pass wants published.
+type dnsDesired struct {
+	owners []records.Owner
+	// clusters were read by the pass: an owner whose objects are all in them and which the pass
+	// did not find is gone; one in a cluster not read is unknown, and its records stay.
+	clusters []string
+	// hubNamespaces are the namespaces the hub has.
+	hubNamespaces map[string]bool
+	// retained is what the owners were built with (Retained).
+	retained map[string][]records.Retained
+}
+
+// dnsVerdict is the outcome of one owner's publication.
+type dnsVerdict struct {
+	status          metav1.ConditionStatus
+	reason, message string
+	// conflicts maps names the owner lost to the owner holding them.
+	conflicts map[string]string
+}
+
+func newDNSPublisher(writer client.Client, live client.Reader, o DNSOptions, changed func(), log logr.Logger) *dnsPublisher {
+	if o.Recheck == 0 {
+		o.Recheck = 10 * time.Second
+	}
+	return &dnsPublisher{writer: writer, live: live, o: o, changed: changed, log: log, poke: make(chan struct{}, 1)}
+}
+
+// NeedLeaderElection makes the publisher run only on the leader: one writer per name.
+func (p *dnsPublisher) NeedLeaderElection() bool { return true }
+
+// Set records what the latest pass wants published and wakes the publisher when it changed.
+func (p *dnsPublisher) Set(d *dnsDesired) {
+	p.mu.Lock()
+	same := p.desired != nil && sameDesired(p.desired, d)
+	p.desired = d
+	p.mu.Unlock()
+	if !same {
+		select {
+		case p.poke <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func sameDesired(a, b *dnsDesired) bool {
+	ja, err1 := json.Marshal(a.owners)
+	jb, err2 := json.Marshal(b.owners)
+	return err1 == nil && err2 == nil && string(ja) == string(jb) && slices.Equal(a.clusters, b.clusters) &&
+		maps.Equal(a.hubNamespaces, b.hubNamespaces) && sameRetained(a.retained, b.retained)
+}
+
+func sameRetained(a, b map[string][]records.Retained) bool {
+	return maps.EqualFunc(a, b, func(x, y []records.Retained) bool { return slices.Equal(x, y) })
+}
+
+// Retained returns the records kept for unseen owners as of the last publication, for Build.
+func (p *dnsPublisher) Retained() map[string][]records.Retained {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.retained
+}
+
+// Verdicts returns the verdict of every owner of the last publication.
+func (p *dnsPublisher) Verdicts() map[string]dnsVerdict {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.verdicts)
+}
+
+// Start publishes on every change and every Recheck until ctx ends.
+func (p *dnsPublisher) Start(ctx context.Context) error {
+	t := time.NewTicker(p.o.Recheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.poke:
+		case <-t.C:
+		}
+		if err := p.publish(ctx); err != nil && ctx.Err() == nil {
+			p.log.Error(err, "publishing DNSEndpoints; retrying")
+		}
+	}
+}
+
+// publish makes the hub's DNSEndpoints what the last pass wants.
+func (p *dnsPublisher) publish(ctx context.Context) error {
+	p.mu.Lock()
+	d := p.desired
+	p.mu.Unlock()
+	if d == nil {
+		return nil
+	}
+	var list dnsv1a1.DNSEndpointList
+	err := p.live.List(ctx, &list, client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy})
+	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || isMissingKind(err) {
+		p.crdAbsent(d)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing DNSEndpoints: %w", err)
+	}
+	p.mu.Lock()
+	if p.crdMissing {
+		p.log.Info("DNSEndpoint CRD installed: publishing", "crd", dnsEndpointCRD)
+		p.crdMissing = false
+	}
+	p.mu.Unlock()
+	existing := map[string]*dnsv1a1.DNSEndpoint{}
+	for i := range list.Items {
+		if key := list.Items[i].Annotations[providers.AnnotationGateway]; key != "" {
+			existing[key] = &list.Items[i]
+		}
+	}
+	if retained := retainedRecords(existing, d); !sameRetained(retained, d.retained) {
+		// The owners were shared out without knowing of these: have them built again first, so
+		// that no record flips from weighted to plain (or takes a name) and back.
+		p.mu.Lock()
+		p.retained = retained
+		p.mu.Unlock()
+		if p.changed != nil {
+			p.changed()
+		}
+		return nil
+	}
+	verdicts := make(map[string]dnsVerdict, len(d.owners))
+	held := map[string][]*endpoint.Endpoint{}
+	var errs []error
+	for i := range d.owners {
+		o := &d.owners[i]
+		cur := existing[o.Key]
+		delete(existing, o.Key)
+		v, eps, err := p.publishOwner(ctx, o, cur, d.hubNamespaces)
+		if err != nil {
+			errs = append(errs, err)
+			v = dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSWriteFailed, message: err.Error()}
+		}
+		verdicts[o.Key] = v
+		if len(eps) > 0 {
+			held[o.Key] = eps
+		}
+	}
+	// The rest belong to owners the pass did not find: gone when every cluster of theirs was read.
+	for key, cur := range existing {
+		if !allRead(cur.Annotations[annotationDNSClusters], d.clusters) {
+			held[key] = cur.Spec.Endpoints
+			continue
+		}
+		if err := p.writer.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting DNSEndpoint %s/%s of gone gateway %s: %w", cur.Namespace, cur.Name, key, err))
+			continue
+		}
+		p.log.Info("deleted the DNSEndpoint of a gateway that went", "gateway", key, "namespace", cur.Namespace, "name", cur.Name)
+	}
+	if p.o.Sync != nil {
+		if err := p.o.Sync.Sync(ctx, held); err != nil {
+			errs = append(errs, fmt.Errorf("embedded DNS publication: %w", err))
+		}
+	}
+	p.setVerdicts(verdicts)
+	return errors.Join(errs...)
+}
+
+// retainedRecords are, by name, the records of the DNSEndpoints whose owners d does not have but
+// which are in clusters d's pass did not read: they stay, and still hold their names.
+func retainedRecords(existing map[string]*dnsv1a1.DNSEndpoint, d *dnsDesired) map[string][]records.Retained {
+	desired := make(map[string]bool, len(d.owners))
+	for _, o := range d.owners {
+		desired[o.Key] = true
+	}
+	out := map[string][]records.Retained{}
+	for _, key := range slices.Sorted(maps.Keys(existing)) {
+		cur := existing[key]
+		if desired[key] || allRead(cur.Annotations[annotationDNSClusters], d.clusters) {
+			continue
+		}
+		for _, ep := range cur.Spec.Endpoints {
+			r := records.Retained{Key: key, Weighted: ep.SetIdentifier != ""}
+			if !slices.Contains(out[ep.DNSName], r) {
+				out[ep.DNSName] = append(out[ep.DNSName], r)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// publishOwner writes one owner's DNSEndpoint and returns its verdict and the records it holds.
+func (p *dnsPublisher) publishOwner(ctx context.Context, o *records.Owner, cur *dnsv1a1.DNSEndpoint, hubNamespaces map[string]bool) (dnsVerdict, []*endpoint.Endpoint, error) {
+	want := dnsEndpointObject(o, p.namespaceOf(o, hubNamespaces))
+	if o.Unaddressed {
+		// Never publish an empty record set: the last published records stay until it has one.
+		if cur == nil {
+			return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSNoAddress,
+				message: "the gateway has no address yet; nothing is published for " + records.Describe(o.Names)}, nil, nil
+		}
+		return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSNoAddress,
+			message: fmt.Sprintf("the gateway has no address; the %d records last published are kept", len(cur.Spec.Endpoints))}, cur.Spec.Endpoints, nil
+	}
+	if cur != nil && (cur.Namespace != want.Namespace || cur.Name != want.Name) {
+		if err := p.writer.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
+			return dnsVerdict{}, nil, fmt.Errorf("deleting DNSEndpoint %s/%s moved to %s/%s: %w", cur.Namespace, cur.Name, want.Namespace, want.Name, err)
+		}
+		cur = nil
+	}
+	switch {
+	case len(o.Endpoints) == 0:
+		// Every name is held by an older owner.
+		if cur != nil {
+			if err := p.writer.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
+				return dnsVerdict{}, nil, fmt.Errorf("deleting DNSEndpoint %s/%s: %w", cur.Namespace, cur.Name, err)
+			}
+		}
+	case cur == nil:
+		if err := p.writer.Create(ctx, want); err != nil {
+			return dnsVerdict{}, nil, fmt.Errorf("creating DNSEndpoint %s/%s: %w", want.Namespace, want.Name, err)
+		}
+	case !sameDNSEndpoint(cur, want):
+		want.ResourceVersion = cur.ResourceVersion
+		if err := p.writer.Update(ctx, want); err != nil {
+			return dnsVerdict{}, nil, fmt.Errorf("updating DNSEndpoint %s/%s: %w", want.Namespace, want.Name, err)
+		}
+	}
+	return ownerVerdict(o), o.Endpoints, nil
+}
+
+// ownerVerdict is the verdict of an owner whose records were written.
+func ownerVerdict(o *records.Owner) dnsVerdict {
+	var published []string
+	for _, n := range o.Names {
+		if _, lost := o.Conflicts[n]; !lost {
+			published = append(published, n)
+		}
+	}
+	if len(o.Conflicts) == 0 {
+		msg := "published " + records.Describe(published)
+		if o.Weighted {
+			msg += " (weighted with other gateways serving the same names)"
+		}
+		return dnsVerdict{status: metav1.ConditionTrue, reason: ReasonDNSPublished, message: msg}
+	}
+	lost := slices.Sorted(maps.Keys(o.Conflicts))
+	var b strings.Builder
+	for i, n := range lost {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s is published by gateway %s", n, o.Conflicts[n])
+	}
+	if len(published) > 0 {
+		fmt.Fprintf(&b, "; published %s", records.Describe(published))
+	}
+	return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSConflicted, message: b.String(), conflicts: o.Conflicts}
+}
+
+// crdAbsent reports every owner unpublished, logging the absence once.
+func (p *dnsPublisher) crdAbsent(d *dnsDesired) {
+	p.mu.Lock()
+	if !p.crdMissing {
+		p.log.Info("DNSEndpoint CRD not installed: no DNS records are published until it is", "crd", dnsEndpointCRD)
+		p.crdMissing = true
+	}
+	p.mu.Unlock()
+	verdicts := make(map[string]dnsVerdict, len(d.owners))
+	for _, o := range d.owners {
+		verdicts[o.Key] = dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSCRDNotInstalled,
+			message: "the hub lacks the CRD " + dnsEndpointCRD + " (external-dns); " + records.Describe(o.Names) + " will be published once it is installed"}
+	}
+	p.setVerdicts(verdicts)
+}
+
+const dnsEndpointCRD = "dnsendpoints.externaldns.k8s.io"
+
+// isMissingKind catches a REST mapper that still knows no externaldns.k8s.io group.
+func isMissingKind(err error) bool {
+	var d *meta.NoResourceMatchError
+	return errors.As(err, &d)
+}
+
+func (p *dnsPublisher) setVerdicts(v map[string]dnsVerdict) {
+	p.mu.Lock()
+	changed := !maps.EqualFunc(p.verdicts, v, func(a, b dnsVerdict) bool {
+		return a.status == b.status && a.reason == b.reason && a.message == b.message
+	})
+	p.verdicts = v
+	p.mu.Unlock()
+	if changed && p.changed != nil {
+		p.changed()
+	}
+}
+
+// namespaceOf is the owner's namespace when the hub has it, so that its records sit beside the
+// gateway (and tenants scoped to a namespace see them); else the operator's.
+func (p *dnsPublisher) namespaceOf(o *records.Owner, hubNamespaces map[string]bool) string {
+	if o.Namespace != "" && hubNamespaces[o.Namespace] {
+		return o.Namespace
+	}
+	return p.o.Namespace
+}
+
+// dnsEndpointObject is the DNSEndpoint of one owner in namespace ns.
+func dnsEndpointObject(o *records.Owner, ns string) *dnsv1a1.DNSEndpoint {
+	sum := sha256.Sum256([]byte(o.Key))
+	name := "fleetgate-" + dnsLabel(o.Name, 40) + "-" + hex.EncodeToString(sum[:4])
+	obj := &dnsv1a1.DNSEndpoint{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name,
+			Labels: map[string]string{providers.LabelManagedBy: providers.ManagedBy, providers.LabelGateway: providers.GatewayID(o.Key)},
+			Annotations: map[string]string{providers.AnnotationGateway: o.Key,
+				annotationDNSClusters: strings.Join(o.Clusters, ",")},
+		},
+		// Copies: the client decodes its answer into the object, and o belongs to the pipeline.
+		Spec: dnsv1a1.DNSEndpointSpec{Endpoints: make([]*endpoint.Endpoint, 0, len(o.Endpoints))},
+	}
+	for _, ep := range o.Endpoints {
+		obj.Spec.Endpoints = append(obj.Spec.Endpoints, ep.DeepCopy())
+	}
+	// Owned only when every object of the gateway can own it: the garbage collector would delete
+	// it with the hub's copy of a fleet gateway that other members still serve.
+	for _, ob := range o.Objects {
+		if ob.Cluster != v1alpha1.HubCluster || ob.Namespace != ns || ob.UID == "" {
+			obj.OwnerReferences = nil
+			break
+		}
+		obj.OwnerReferences = append(obj.OwnerReferences, metav1.OwnerReference{
+			APIVersion: ownerAPIVersion(ob.Kind), Kind: ob.Kind, Name: ob.Name, UID: ob.UID})
+	}
+	return obj
+}
+
+func ownerAPIVersion(kind string) string {
+	switch kind {
+	case "Gateway":
+		return gwv1.GroupVersion.String()
+	case "Ingress":
+		return "networking.k8s.io/v1"
+	}
+	return "v1"
+}
+
+// dnsLabel makes s a readable part of an object name: lower case, [a-z0-9-], at most n characters.
+func dnsLabel(s string, n int) string {
+	b := []byte(strings.ToLower(s))
+	for i, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			b[i] = '-'
+		}
+	}
+	return strings.Trim(string(b[:min(len(b), n)]), "-")
+}
+
+// sameDNSEndpoint tells whether cur already is want, so that an unchanged owner costs no write.
+func sameDNSEndpoint(cur, want *dnsv1a1.DNSEndpoint) bool {
+	js := func(v any) string {
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	return js(cur.Spec) == js(want.Spec) && maps.Equal(cur.Labels, want.Labels) && maps.Equal(cur.Annotations, want.Annotations) &&
+		js(cur.OwnerReferences) == js(want.OwnerReferences)
+}
+
+// allRead tells whether every cluster of a comma-separated list was read by the pass.
+func allRead(list string, read []string) bool {
+	if list == "" {
+		return false
+	}
+	for c := range strings.SplitSeq(list, ",") {
+		if !slices.Contains(read, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// setDNSPublished merges the publisher's verdicts into the Gateways of res, with a Warning
+// notice on each Gateway of an owner that lost a name.
+func setDNSPublished(res *translate.Result, verdicts map[string]dnsVerdict) {
+	for i := range res.Gateways {
+		gs := &res.Gateways[i]
+		v, ok := verdicts[gs.Gateway]
+		if !ok {
+			continue
+		}
+		// Clipped: the conditions may share their array with the last translation's (Applied).
+		gs.Conditions = append(slices.Clip(gs.Conditions), metav1.Condition{Type: ConditionDNSPublished, Status: v.status,
+			ObservedGeneration: gs.Generation, Reason: v.reason, Message: v.message})
+		for _, n := range slices.Sorted(maps.Keys(v.conflicts)) {
+			res.Notices = append(res.Notices, translate.Notice{Ref: gs.Ref, Type: "Warning", Reason: ReasonDNSConflict,
+				Message: fmt.Sprintf("hostname %s is not published for this Gateway: gateway %s publishes it", n, v.conflicts[n])})
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package controllers
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	dnsv1a1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	"sigs.k8s.io/external-dns/endpoint"
+
+	"github.com/fleetgate/fleetgate/controllers/records"
+	"github.com/fleetgate/fleetgate/controllers/translate"
+	"github.com/fleetgate/fleetgate/providers"
+)
+
+func TestOwnerVerdict(t *testing.T) {
+	tests := []struct {
+		name  string
+		owner records.Owner
+		want  dnsVerdict
+	}{{
+		name:  "every name published",
+		owner: records.Owner{Names: []string{"a.example.com", "b.example.com"}},
+		want:  dnsVerdict{status: metav1.ConditionTrue, reason: ReasonDNSPublished, message: "published a.example.com, b.example.com"},
+	}, {
+		name:  "weighted",
+		owner: records.Owner{Names: []string{"a.example.com"}, Weighted: true},
+		want: dnsVerdict{status: metav1.ConditionTrue, reason: ReasonDNSPublished,
+			message: "published a.example.com (weighted with other gateways serving the same names)"},
+	}, {
+		name: "a name lost to another gateway",
+		owner: records.Owner{Names: []string{"a.example.com", "b.example.com"},
+			Conflicts: map[string]string{"a.example.com": "hub/infra/old"}},
+		want: dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSConflicted,
+			message:   "a.example.com is published by gateway hub/infra/old; published b.example.com",
+			conflicts: map[string]string{"a.example.com": "hub/infra/old"}},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, ownerVerdict(&tc.owner), cmp.AllowUnexported(dnsVerdict{})); diff != "" {
+				t.Errorf("verdict (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSetDNSPublished(t *testing.T) {
+	gw := func(cluster, key string, gen int64) translate.GatewayStatus {
+		return translate.GatewayStatus{Ref: translate.ObjectRef{Cluster: cluster, Kind: "Gateway", Namespace: "infra", Name: "web"},
+			Gateway: key, Generation: gen, Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue}}}
+	}
+	res := &translate.Result{Gateways: []translate.GatewayStatus{gw("hub", "hub/infra/web", 3), gw("member-a", "member-a/infra/web", 7), gw("hub", "other", 1)}}
+	setDNSPublished(res, map[string]dnsVerdict{
+		"hub/infra/web": {status: metav1.ConditionTrue, reason: ReasonDNSPublished, message: "published a.example.com"},
+		"member-a/infra/web": {status: metav1.ConditionFalse, reason: ReasonDNSConflicted, message: "lost",
+			conflicts: map[string]string{"a.example.com": "hub/infra/web"}},
+	})
+	var got [][]metav1.Condition
+	for _, gs := range res.Gateways {
+		got = append(got, gs.Conditions)
+	}
+	accepted := metav1.Condition{Type: "Accepted", Status: metav1.ConditionTrue}
+	want := [][]metav1.Condition{
+		{accepted, {Type: ConditionDNSPublished, Status: metav1.ConditionTrue, ObservedGeneration: 3, Reason: ReasonDNSPublished, Message: "published a.example.com"}},
+		{accepted, {Type: ConditionDNSPublished, Status: metav1.ConditionFalse, ObservedGeneration: 7, Reason: ReasonDNSConflicted, Message: "lost"}},
+		{accepted},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+	wantNotices := []translate.Notice{{Ref: res.Gateways[1].Ref, Type: "Warning", Reason: ReasonDNSConflict,
+		Message: "hostname a.example.com is not published for this Gateway: gateway hub/infra/web publishes it"}}
+	if diff := cmp.Diff(wantNotices, res.Notices); diff != "" {
+		t.Errorf("notices (-want +got):\n%s", diff)
+	}
+}
+
+func TestDNSEndpointObject(t *testing.T) {
+	hubGateway := records.Object{Cluster: "hub", Kind: "Gateway", Namespace: "infra", Name: "web", UID: "u1"}
+	tests := []struct {
+		name    string
+		objects []records.Object
+		owners  []metav1.OwnerReference
+	}{{
+		name:    "a hub Gateway in the DNSEndpoint's namespace owns it",
+		objects: []records.Object{hubGateway},
+		owners:  []metav1.OwnerReference{{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: "web", UID: "u1"}},
+	}, {
+		name: "every hub Ingress of a group owns it",
+		objects: []records.Object{{Cluster: "hub", Kind: "Ingress", Namespace: "infra", Name: "a", UID: "u4"},
+			{Cluster: "hub", Kind: "Ingress", Namespace: "infra", Name: "b", UID: "u5"}},
+		owners: []metav1.OwnerReference{{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Name: "a", UID: "u4"},
+			{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Name: "b", UID: "u5"}},
+	}, {
+		name:    "a fleet gateway also in a member: no owner, the publisher removes it",
+		objects: []records.Object{hubGateway, {Cluster: "member-a", Kind: "Gateway", Namespace: "infra", Name: "web", UID: "u2"}},
+	}, {
+		name:    "an object in another namespace: no owner",
+		objects: []records.Object{hubGateway, {Cluster: "hub", Kind: "Service", Namespace: "other", Name: "db", UID: "u3"}},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &records.Owner{Key: "hub/infra/web", Namespace: "infra", Name: "Web.Gateway", Clusters: []string{"hub", "member-a"},
+				Objects:   tc.objects,
+				Endpoints: []*endpoint.Endpoint{endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.1")}}
+			got := dnsEndpointObject(o, "infra")
+			want := metav1.ObjectMeta{Namespace: "infra", Name: "fleetgate-web-gateway-" + got.Name[len(got.Name)-8:],
+				Labels:          map[string]string{providers.LabelManagedBy: providers.ManagedBy, providers.LabelGateway: providers.GatewayID(o.Key)},
+				Annotations:     map[string]string{providers.AnnotationGateway: o.Key, annotationDNSClusters: "hub,member-a"},
+				OwnerReferences: tc.owners,
+			}
+			if diff := cmp.Diff(want, got.ObjectMeta); diff != "" {
+				t.Errorf("metadata (-want +got):\n%s", diff)
+			}
+			if again := dnsEndpointObject(o, "infra"); again.Name != got.Name || !sameDNSEndpoint(again, got) {
+				t.Errorf("not deterministic: %s vs %s", again.Name, got.Name)
+			}
+			if other := dnsEndpointObject(&records.Owner{Key: "member-a/infra/web", Name: "Web.Gateway"}, "infra"); other.Name == got.Name {
+				t.Errorf("two keys share the name %s", got.Name)
+			}
+		})
+	}
+}
+
+func TestRetainedRecords(t *testing.T) {
+	obj := func(key, clusters string, eps ...*endpoint.Endpoint) *dnsv1a1.DNSEndpoint {
+		return &dnsv1a1.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+			providers.AnnotationGateway: key, annotationDNSClusters: clusters}}, Spec: dnsv1a1.DNSEndpointSpec{Endpoints: eps}}
+	}
+	weighted := endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.1").WithSetIdentifier("member-a/infra/web")
+	existing := map[string]*dnsv1a1.DNSEndpoint{
+		"hub/infra/web":      obj("hub/infra/web", "hub", endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.2")),
+		"hub/infra/gone":     obj("hub/infra/gone", "hub", endpoint.NewEndpoint("g.example.com", endpoint.RecordTypeA, "192.0.2.3")),
+		"member-a/infra/web": obj("member-a/infra/web", "member-a", weighted),
+		"member-a/infra/old": obj("member-a/infra/old", "member-a", endpoint.NewEndpoint("o.example.com", endpoint.RecordTypeCNAME, "lb.example.net")),
+	}
+	d := &dnsDesired{owners: []records.Owner{{Key: "hub/infra/web"}}, clusters: []string{"hub"}}
+	want := map[string][]records.Retained{
+		"a.example.com": {{Key: "member-a/infra/web", Weighted: true}},
+		"o.example.com": {{Key: "member-a/infra/old"}},
+	}
+	if diff := cmp.Diff(want, retainedRecords(existing, d)); diff != "" {
+		t.Errorf("retained (-want +got):\n%s", diff)
+	}
+	// Once member-a is read again its owners are known: nothing is retained.
+	d.clusters = []string{"hub", "member-a"}
+	if got := retainedRecords(existing, d); got != nil {
+		t.Errorf("retained %v with every cluster read", got)
+	}
+}

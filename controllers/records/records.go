@@ -1,0 +1,392 @@
+// Package records computes the DNS records of every gateway from a translation and the apply
+// results: which hostnames each gateway serves, the addresses they resolve to, and, for a name
+// served by several gateways, the weighted records (set identifier + weight) or the conflict. It
+// is pure: no client, no clock.
+package records
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/external-dns/endpoint"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/controllers/translate"
+	"github.com/fleetgate/fleetgate/providers"
+)
+
+const (
+	// AnnotationHostname is external-dns's annotation naming a Service's hostnames (comma-separated).
+	AnnotationHostname = "external-dns.alpha.kubernetes.io/hostname"
+	// AnnotationWeight is a gateway's DNS weight (spec.infrastructure.annotations on a Gateway, an
+	// annotation on an Ingress or Service), multiplied by its member's MemberCluster weight. Setting
+	// it also lets differently named gateways share a hostname as weighted records.
+	AnnotationWeight = "fleetgate.dev/dns-weight"
+	// WeightProperty is the provider-specific property external-dns reads a record's weight from.
+	WeightProperty = "aws/weight"
+)
+
+// Object is one Kubernetes object a gateway is made of.
+type Object struct {
+	Cluster, Kind, Namespace, Name string
+	UID                            types.UID
+}
+
+// Owner is the DNS publication of one gateway key.
+type Owner struct {
+	Key string
+	// Namespace and Name are those of the objects the gateway is made of (for an Ingress group,
+	// of its oldest Ingress).
+	Namespace, Name string
+	// Clusters hold the gateway's objects, sorted: the owner is gone only when every one of them
+	// was read and it was not found.
+	Clusters []string
+	// Objects are the gateway's objects (Gateways, Ingresses, Services), sorted.
+	Objects []Object
+	// Names are the hostnames the gateway serves, sorted; Endpoints the records of those it
+	// publishes (not lost to another owner), sorted by name and type.
+	Names     []string
+	Endpoints []*endpoint.Endpoint
+	// Conflicts maps each name lost to an older owner to that owner's key.
+	Conflicts map[string]string
+	// Unaddressed: the gateway has names but no address yet, so it has no Endpoints; the last
+	// published ones are to be kept.
+	Unaddressed bool
+	// Weighted tells that some of its names are shared with other owners as weighted records.
+	Weighted bool
+}
+
+// Retained is a record set another pass published for an owner this pass could not see (its
+// member cluster was not read): it still holds its names, as a weighted record or not.
+type Retained struct {
+	Key      string
+	Weighted bool
+}
+
+// claim is one owner's view before names are shared out.
+type claim struct {
+	owner    *Owner
+	created  time.Time
+	identity string // kind/namespace/name: per-cluster copies of one gateway share it
+	explicit bool   // has AnnotationWeight
+	weight   int64
+	targets  []*endpoint.Endpoint // per name template: DNSName empty
+}
+
+// Build returns the owners of every gateway in res that serves at least one hostname, sorted by
+// key. programmed holds apply's verdict per gateway key; snap is the snapshot res came from;
+// retained are, by name, the records kept for owners in clusters the pass did not read.
+func Build(snap *snapshot.Snapshot, res *translate.Result, programmed map[string]translate.Programmed, retained map[string][]Retained) []Owner {
+	idx := newIndex(snap, res)
+	var claims []*claim
+	for i := range res.LoadBalancers {
+		lb := &res.LoadBalancers[i]
+		c := idx.claim(res, lb, programmed[lb.Gateway])
+		if c != nil && len(c.owner.Names) > 0 {
+			claims = append(claims, c)
+		}
+	}
+	share(claims, retained)
+	out := make([]Owner, 0, len(claims))
+	for _, c := range claims {
+		out = append(out, *c.owner)
+	}
+	slices.SortFunc(out, func(a, b Owner) int { return cmp.Compare(a.Key, b.Key) })
+	return out
+}
+
+// share gives each name to the oldest owner claiming it and to the owners that may share it with
+// that one as weighted records; the others lose it. Older means created earlier, then smaller key.
+// A name retained for an unseen owner stays as it is: a plain record keeps the name (no one else
+// may publish it beside), weighted ones keep the sharers weighted, so that nothing flips while a
+// member is unreachable.
+func share(claims []*claim, retained map[string][]Retained) {
+	byName := map[string][]*claim{}
+	for _, c := range claims {
+		for _, n := range c.owner.Names {
+			byName[n] = append(byName[n], c)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		cs := byName[name]
+		slices.SortFunc(cs, func(a, b *claim) int {
+			return cmp.Or(a.created.Compare(b.created), cmp.Compare(a.owner.Key, b.owner.Key))
+		})
+		first := cs[0]
+		holder, others := "", 0
+		for _, r := range retained[name] {
+			if !r.Weighted {
+				holder = r.Key
+			}
+			others++
+		}
+		var sharers []*claim
+		for _, c := range cs {
+			if holder == "" && (c == first || c.identity == first.identity || (c.explicit && first.explicit)) {
+				sharers = append(sharers, c)
+				continue
+			}
+			if c.owner.Conflicts == nil {
+				c.owner.Conflicts = map[string]string{}
+			}
+			c.owner.Conflicts[name] = cmp.Or(holder, first.owner.Key)
+		}
+		for _, c := range sharers {
+			for _, t := range c.targets {
+				ep := endpoint.NewEndpoint(name, t.RecordType, t.Targets...)
+				if len(sharers)+others > 1 {
+					ep = ep.WithSetIdentifier(c.owner.Key).WithProviderSpecific(WeightProperty, strconv.FormatInt(c.weight, 10))
+					c.owner.Weighted = true
+				}
+				c.owner.Endpoints = append(c.owner.Endpoints, ep)
+			}
+		}
+	}
+}
+
+// targets are the record templates of a gateway's addresses: A and AAAA records of its IP
+// addresses, or, when it has none, a CNAME to its first hostname (a CNAME has one target and
+// cannot sit beside other records of its name).
+func targets(addrs []gwv1.GatewayStatusAddress) []*endpoint.Endpoint {
+	var v4, v6, hosts []string
+	for _, a := range addrs {
+		if a.Type != nil && *a.Type == gwv1.HostnameAddressType {
+			hosts = append(hosts, strings.ToLower(strings.TrimSuffix(a.Value, ".")))
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Value)
+		switch {
+		case err != nil:
+		case ip.Is4() || ip.Is4In6():
+			v4 = append(v4, ip.Unmap().String())
+		default:
+			v6 = append(v6, ip.String())
+		}
+	}
+	var out []*endpoint.Endpoint
+	if len(v4) > 0 {
+		out = append(out, endpoint.NewEndpoint("", endpoint.RecordTypeA, sortedSet(v4)...))
+	}
+	if len(v6) > 0 {
+		out = append(out, endpoint.NewEndpoint("", endpoint.RecordTypeAAAA, sortedSet(v6)...))
+	}
+	if len(out) == 0 && len(hosts) > 0 {
+		out = append(out, endpoint.NewEndpoint("", endpoint.RecordTypeCNAME, sortedSet(hosts)[0]))
+	}
+	return out
+}
+
+func sortedSet(s []string) []string {
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// index finds the snapshot objects a result refers to, and the statuses of each gateway key.
+type index struct {
+	snap     *snapshot.Snapshot
+	gateways map[translate.ObjectRef]*gwv1.Gateway
+	ingress  map[translate.ObjectRef]*networkingv1.Ingress
+	services map[translate.ObjectRef]*corev1.Service
+	// byKey holds the indexes in res.Gateways, res.Ingresses and res.Services of each key's statuses.
+	byKey map[string]*keyStatuses
+}
+
+type keyStatuses struct{ gateways, ingresses, services []int }
+
+func newIndex(s *snapshot.Snapshot, res *translate.Result) *index {
+	idx := &index{snap: s, gateways: map[translate.ObjectRef]*gwv1.Gateway{},
+		ingress: map[translate.ObjectRef]*networkingv1.Ingress{}, services: map[translate.ObjectRef]*corev1.Service{},
+		byKey: map[string]*keyStatuses{}}
+	of := func(key string) *keyStatuses {
+		k := idx.byKey[key]
+		if k == nil {
+			k = &keyStatuses{}
+			idx.byKey[key] = k
+		}
+		return k
+	}
+	for i := range res.Gateways {
+		k := of(res.Gateways[i].Gateway)
+		k.gateways = append(k.gateways, i)
+	}
+	for i := range res.Ingresses {
+		k := of(res.Ingresses[i].Gateway)
+		k.ingresses = append(k.ingresses, i)
+	}
+	for i := range res.Services {
+		k := of(res.Services[i].Gateway)
+		k.services = append(k.services, i)
+	}
+	for _, o := range s.Gateways {
+		idx.gateways[translate.ObjectRef{Cluster: o.Cluster, Kind: "Gateway", Namespace: o.Obj.Namespace, Name: o.Obj.Name}] = o.Obj
+	}
+	for _, o := range s.Ingresses {
+		idx.ingress[translate.ObjectRef{Cluster: o.Cluster, Kind: "Ingress", Namespace: o.Obj.Namespace, Name: o.Obj.Name}] = o.Obj
+	}
+	for _, o := range s.Services {
+		idx.services[translate.ObjectRef{Cluster: o.Cluster, Kind: "Service", Namespace: o.Obj.Namespace, Name: o.Obj.Name}] = o.Obj
+	}
+	return idx
+}
+
+// claim gathers what one gateway key serves; nil when none of its objects is in the snapshot.
+func (idx *index) claim(res *translate.Result, lb *providers.LoadBalancer, p translate.Programmed) *claim {
+	o := &Owner{Key: lb.Gateway, Namespace: lb.Namespace, Name: lb.Name}
+	c := &claim{owner: o, weight: 1}
+	names := map[string]bool{}
+	var annotations map[string]string
+	add := func(ref translate.ObjectRef, uid types.UID, created time.Time, ann map[string]string) {
+		o.Objects = append(o.Objects, Object{Cluster: ref.Cluster, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, UID: uid})
+		if c.identity == "" || created.Before(c.created) {
+			c.created, c.identity, annotations = created, ref.Kind+"/"+ref.Namespace+"/"+ref.Name, ann
+		}
+	}
+	k := idx.byKey[lb.Gateway]
+	if k == nil {
+		return nil
+	}
+	for _, i := range k.gateways {
+		gs := res.Gateways[i]
+		gw := idx.gateways[gs.Ref]
+		if gw == nil {
+			continue
+		}
+		add(gs.Ref, gw.UID, gw.CreationTimestamp.Time, lb.Annotations)
+		for _, n := range listenerNames(gw, gs) {
+			names[n] = true
+		}
+	}
+	for _, i := range k.ingresses {
+		ref := res.Ingresses[i].Ref
+		if ing := idx.ingress[ref]; ing != nil {
+			add(ref, ing.UID, ing.CreationTimestamp.Time, ing.Annotations)
+		}
+	}
+	for _, i := range k.services {
+		ss := res.Services[i]
+		svc := idx.services[ss.Ref]
+		if svc == nil {
+			continue
+		}
+		add(ss.Ref, svc.UID, svc.CreationTimestamp.Time, svc.Annotations)
+		for n := range strings.SplitSeq(svc.Annotations[AnnotationHostname], ",") {
+			if n = hostname(n); n != "" {
+				names[n] = true
+			}
+		}
+	}
+	if len(o.Objects) == 0 {
+		return nil
+	}
+	// Routes' hostnames, already intersected with their listeners', and Ingress hosts.
+	if lb.Routing != nil {
+		for _, l := range lb.Routing.Listeners {
+			for _, vh := range l.VirtualHosts {
+				if n := hostname(vh.Hostname); n != "" {
+					names[n] = true
+				}
+			}
+			for _, sr := range l.SNIRoutes {
+				for _, h := range sr.Hostnames {
+					if n := hostname(h); n != "" {
+						names[n] = true
+					}
+				}
+			}
+		}
+	}
+	o.Names = slices.Sorted(maps.Keys(names))
+	for _, obj := range o.Objects {
+		if !slices.Contains(o.Clusters, obj.Cluster) {
+			o.Clusters = append(o.Clusters, obj.Cluster)
+		}
+	}
+	slices.Sort(o.Clusters)
+	slices.SortFunc(o.Objects, func(a, b Object) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	if v, ok := annotations[AnnotationWeight]; ok {
+		if w, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err == nil && w >= 0 {
+			c.explicit, c.weight = true, w
+		}
+	}
+	c.weight *= int64(idx.clusterWeight(o.Clusters))
+	c.targets = targets(p.Addresses)
+	o.Unaddressed = len(c.targets) == 0
+	return c
+}
+
+// clusterWeight is the largest MemberCluster weight among the clusters holding the gateway: a
+// fleet gateway's one load balancer is not in any one of them.
+func (idx *index) clusterWeight(clusters []string) int32 {
+	w := int32(-1)
+	for _, cl := range clusters {
+		if cw, ok := idx.snap.ClusterWeights[cl]; ok && cw > w {
+			w = cw
+		}
+	}
+	if w < 0 {
+		return v1alpha1.DefaultClusterWeight
+	}
+	return w
+}
+
+// listenerNames are the hostnames of the Gateway's listeners that translation accepted without
+// a conflict.
+func listenerNames(gw *gwv1.Gateway, gs translate.GatewayStatus) []string {
+	ok := map[gwv1.SectionName]bool{}
+	for _, ls := range gs.Listeners {
+		if isTrue(ls.Conditions, string(gwv1.ListenerConditionAccepted)) && !isTrue(ls.Conditions, string(gwv1.ListenerConditionConflicted)) {
+			ok[ls.Name] = true
+		}
+	}
+	var out []string
+	for _, l := range gw.Spec.Listeners {
+		if l.Hostname != nil && ok[l.Name] {
+			if n := hostname(string(*l.Hostname)); n != "" {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func isTrue(conds []metav1.Condition, t string) bool {
+	for _, c := range conds {
+		if c.Type == t {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// hostname normalises a DNS name as external-dns takes it: lower case, no trailing dot, a
+// leading "*." kept; "" for "*" and empty names, which no record can hold.
+func hostname(h string) string {
+	h = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(h), "."))
+	if h == "*" {
+		return ""
+	}
+	return h
+}
+
+// Describe is a short human summary of an owner's names, for conditions and logs.
+func Describe(names []string) string {
+	const most = 5
+	if len(names) <= most {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:most], ", "), len(names)-most)
+}

@@ -1,0 +1,318 @@
+package records
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/controllers/translate"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func meta(ns, name string, age int, ann map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1, UID: types.UID("uid-" + ns + "-" + name),
+		CreationTimestamp: metav1.NewTime(epoch.Add(time.Duration(age) * time.Minute)), Annotations: ann}
+}
+
+// gateway is a Gateway of class fleetgate with one HTTP listener per hostname ("" for none) and
+// the given infrastructure annotations.
+func gateway(cluster, name string, age int, infra map[string]string, hosts ...string) snapshot.Object[gwv1.Gateway] {
+	gw := &gwv1.Gateway{ObjectMeta: meta("infra", name, age, nil), Spec: gwv1.GatewaySpec{GatewayClassName: "fleetgate"}}
+	for i, h := range hosts {
+		l := gwv1.Listener{Name: gwv1.SectionName("l" + string(rune('a'+i))), Port: gwv1.PortNumber(80 + i), Protocol: gwv1.HTTPProtocolType}
+		if h != "" {
+			l.Hostname = ptr.To(gwv1.Hostname(h))
+		}
+		gw.Spec.Listeners = append(gw.Spec.Listeners, l)
+	}
+	if infra != nil {
+		gw.Spec.Infrastructure = &gwv1.GatewayInfrastructure{Annotations: map[gwv1.AnnotationKey]gwv1.AnnotationValue{}}
+		for k, v := range infra {
+			gw.Spec.Infrastructure.Annotations[gwv1.AnnotationKey(k)] = gwv1.AnnotationValue(v)
+		}
+	}
+	return snapshot.Object[gwv1.Gateway]{Cluster: cluster, Obj: gw}
+}
+
+func route(cluster, gw string, hosts ...string) snapshot.Object[gwv1.HTTPRoute] {
+	r := &gwv1.HTTPRoute{ObjectMeta: meta("infra", "r-"+gw, 0, nil)}
+	r.Spec.ParentRefs = []gwv1.ParentReference{{Name: gwv1.ObjectName(gw)}}
+	for _, h := range hosts {
+		r.Spec.Hostnames = append(r.Spec.Hostnames, gwv1.Hostname(h))
+	}
+	r.Spec.Rules = []gwv1.HTTPRouteRule{{}}
+	return snapshot.Object[gwv1.HTTPRoute]{Cluster: cluster, Obj: r}
+}
+
+func base(weights map[string]int32) *snapshot.Snapshot {
+	return &snapshot.Snapshot{
+		ClusterWeights: weights,
+		GatewayClasses: []snapshot.Object[gwv1.GatewayClass]{{Cluster: "hub", Obj: &gwv1.GatewayClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "fleetgate", Generation: 1},
+			Spec: gwv1.GatewayClassSpec{ControllerName: v1alpha1.ControllerName, ParametersRef: &gwv1.ParametersReference{
+				Group: "fleetgate.dev", Kind: "GatewayClassConfig", Name: "default"}}}}},
+		ClassConfigs: []snapshot.Object[v1alpha1.GatewayClassConfig]{{Cluster: "hub", Obj: &v1alpha1.GatewayClassConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1},
+			Spec:       v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderInCluster, Scope: v1alpha1.ScopeCluster}}}},
+	}
+}
+
+func ip(v string) gwv1.GatewayStatusAddress {
+	return gwv1.GatewayStatusAddress{Type: ptr.To(gwv1.IPAddressType), Value: v}
+}
+
+func host(v string) gwv1.GatewayStatusAddress {
+	return gwv1.GatewayStatusAddress{Type: ptr.To(gwv1.HostnameAddressType), Value: v}
+}
+
+func addressed(addrs ...gwv1.GatewayStatusAddress) translate.Programmed {
+	return translate.Programmed{Ready: true, Addresses: addrs}
+}
+
+// published is an owner's outcome in a form cmp can show: records as "name type targets [set weight]".
+type published struct {
+	Names       []string
+	Records     []string
+	Conflicts   map[string]string
+	Unaddressed bool
+}
+
+func summary(owners []Owner) map[string]published {
+	out := map[string]published{}
+	for _, o := range owners {
+		p := published{Names: o.Names, Conflicts: o.Conflicts, Unaddressed: o.Unaddressed}
+		for _, ep := range o.Endpoints {
+			s := ep.DNSName + " " + ep.RecordType + " " + ep.Targets.String()
+			if ep.SetIdentifier != "" {
+				w, _ := ep.GetProviderSpecificProperty(WeightProperty)
+				s += " set=" + ep.SetIdentifier + " weight=" + w
+			}
+			p.Records = append(p.Records, s)
+		}
+		out[o.Key] = p
+	}
+	return out
+}
+
+func TestBuild(t *testing.T) {
+	tests := []struct {
+		name       string
+		snap       func(s *snapshot.Snapshot)
+		weights    map[string]int32
+		programmed map[string]translate.Programmed
+		retained   map[string][]Retained
+		want       map[string]published
+	}{{
+		name: "listener hostnames and route hostnames within them get A records",
+		snap: func(s *snapshot.Snapshot) {
+			s.Gateways = append(s.Gateways, gateway("hub", "web", 0, nil, "www.example.com", "*.apps.example.com"))
+			s.HTTPRoutes = append(s.HTTPRoutes, route("hub", "web", "a.apps.example.com", "other.example.net"))
+		},
+		programmed: map[string]translate.Programmed{"hub/infra/web": addressed(ip("192.0.2.10"), ip("2001:db8::1"), ip("192.0.2.9"))},
+		want: map[string]published{"hub/infra/web": {
+			Names: []string{"*.apps.example.com", "a.apps.example.com", "www.example.com"},
+			Records: []string{
+				"*.apps.example.com A 192.0.2.10;192.0.2.9", "*.apps.example.com AAAA 2001:db8::1",
+				"a.apps.example.com A 192.0.2.10;192.0.2.9", "a.apps.example.com AAAA 2001:db8::1",
+				"www.example.com A 192.0.2.10;192.0.2.9", "www.example.com AAAA 2001:db8::1",
+			},
+		}},
+	}, {
+		name: "a load balancer's DNS name gets a CNAME; a listener without hostname takes the route's",
+		snap: func(s *snapshot.Snapshot) {
+			s.Gateways = append(s.Gateways, gateway("hub", "alb", 0, nil, ""))
+			s.HTTPRoutes = append(s.HTTPRoutes, route("hub", "alb", "Shop.Example.com."))
+		},
+		programmed: map[string]translate.Programmed{"hub/infra/alb": addressed(host("alb-1.us-east-1.elb.amazonaws.com"))},
+		want: map[string]published{"hub/infra/alb": {
+			Names:   []string{"shop.example.com"},
+			Records: []string{"shop.example.com CNAME alb-1.us-east-1.elb.amazonaws.com"},
+		}},
+	}, {
+		name: "a gateway without an address yet publishes nothing and says so",
+		snap: func(s *snapshot.Snapshot) {
+			s.Gateways = append(s.Gateways, gateway("hub", "web", 0, nil, "www.example.com"))
+		},
+		programmed: map[string]translate.Programmed{"hub/infra/web": {Reason: "Pending"}},
+		want:       map[string]published{"hub/infra/web": {Names: []string{"www.example.com"}, Unaddressed: true}},
+	}, {
+		name: "a gateway without any hostname has no owner",
+		snap: func(s *snapshot.Snapshot) {
+			s.Gateways = append(s.Gateways, gateway("hub", "web", 0, nil, ""))
+		},
+		programmed: map[string]translate.Programmed{"hub/infra/web": addressed(ip("192.0.2.10"))},
+		want:       map[string]published{},
+	}, {
+		name:    "per-cluster copies of one gateway share the name as weighted records: MemberCluster weight × gateway weight",
+		weights: map[string]int32{"hub": 100, "member-a": 30},
+		snap: func(s *snapshot.Snapshot) {
+			s.Gateways = append(s.Gateways,
+				gateway("hub", "web", 0, map[string]string{AnnotationWeight: "2"}, "www.example.com"),
+				gateway("member-a", "web", 5, nil, "www.example.com"))
+		},
+		programmed: map[string]translate.Programmed{
+			"hub/infra/web":      addressed(host("alb-1.us-east-1.elb.amazonaws.com")),
+			"member-a/infra/web": addressed(ip("198.51.100.7")),
+		},
+		want: map[string]published{
+			"hub/infra/web": {Names: []string{"www.example.com"},
+				Records: []string{"www.example.com CNAME alb-1.us-east-1.elb.amazonaws.com set=hub/infra/web weight=200"}},
+			"member-a/infra/web": {Names: []string{"www.example.com"},
+				Records: []string{"www.example.com A 198.51.100.7 set=member-a/infra/web weight=30"}},
+		},
+	}, {
+		name: "two differently named gateways on one name without weights: the older wins",
+		snap: func(s *snapshot.Snapshot) {
+			s.Gateways = append(s.Gateways,
+				gateway("hub", "young", 10, nil, "www.example.com", "young.example.com"),
+				gateway("hub", "old", 0, nil, "www.example.com"))
+		},
+		programmed: map[string]translate.Programmed{
+			"hub/infra/young": addressed(ip("192.0.2.2")),
+			"hub/infra/old":   addressed(ip("192.0.2.1")),
+		},
+		want: map[string]published{
+			"hub/infra/old": {Names: []string{"www.example.com"}, Records: []string{"www.example.com A 192.0.2.1"}},
+			"hub/infra/young": {Names: []string{"www.example.com", "young.example.com"},
+				Records:   []string{"young.example.com A 192.0.2.2"},
+				Conflicts: map[string]string{"www.example.com": "hub/infra/old"}},
+		},
+	}, {
+		name: "differently named gateways that both set a weight share the name",
+		snap: func(s *snapshot.Snapshot) {
+			s.Gateways = append(s.Gateways,
+				gateway("hub", "aws", 0, map[string]string{AnnotationWeight: "3"}, "www.example.com"),
+				gateway("hub", "gcp", 1, map[string]string{AnnotationWeight: "1"}, "www.example.com"))
+		},
+		programmed: map[string]translate.Programmed{
+			"hub/infra/aws": addressed(host("alb-1.us-east-1.elb.amazonaws.com")),
+			"hub/infra/gcp": addressed(host("gcp.example.net")),
+		},
+		want: map[string]published{
+			"hub/infra/aws": {Names: []string{"www.example.com"},
+				Records: []string{"www.example.com CNAME alb-1.us-east-1.elb.amazonaws.com set=hub/infra/aws weight=300"}},
+			"hub/infra/gcp": {Names: []string{"www.example.com"},
+				Records: []string{"www.example.com CNAME gcp.example.net set=hub/infra/gcp weight=100"}},
+		},
+	}, {
+		name: "a weighted record kept for an unreachable member keeps the remaining copy weighted",
+		snap: func(s *snapshot.Snapshot) {
+			s.Gateways = append(s.Gateways, gateway("hub", "web", 0, nil, "www.example.com", "only.example.com"))
+		},
+		programmed: map[string]translate.Programmed{"hub/infra/web": addressed(ip("192.0.2.1"))},
+		retained:   map[string][]Retained{"www.example.com": {{Key: "member-a/infra/web", Weighted: true}}},
+		want: map[string]published{"hub/infra/web": {Names: []string{"only.example.com", "www.example.com"},
+			Records: []string{"only.example.com A 192.0.2.1", "www.example.com A 192.0.2.1 set=hub/infra/web weight=100"}}},
+	}, {
+		name: "a plain record kept for an unreachable member keeps its name",
+		snap: func(s *snapshot.Snapshot) {
+			s.Gateways = append(s.Gateways, gateway("hub", "web", 0, nil, "www.example.com", "only.example.com"))
+		},
+		programmed: map[string]translate.Programmed{"hub/infra/web": addressed(ip("192.0.2.1"))},
+		retained:   map[string][]Retained{"www.example.com": {{Key: "member-a/infra/old"}}},
+		want: map[string]published{"hub/infra/web": {Names: []string{"only.example.com", "www.example.com"},
+			Records:   []string{"only.example.com A 192.0.2.1"},
+			Conflicts: map[string]string{"www.example.com": "member-a/infra/old"}}},
+	}, {
+		name: "a LoadBalancer Service with external-dns's hostname annotation, and an Ingress's hosts",
+		snap: func(s *snapshot.Snapshot) {
+			s.Services = append(s.Services, snapshot.Object[corev1.Service]{Cluster: "hub", Obj: &corev1.Service{
+				ObjectMeta: meta("infra", "db", 0, map[string]string{AnnotationHostname: "db.example.com, db2.example.com"}),
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To(v1alpha1.LoadBalancerClassInCluster),
+					Ports: []corev1.ServicePort{{Port: 5432, Protocol: corev1.ProtocolTCP}}}}})
+			s.IngressClasses = append(s.IngressClasses, snapshot.Object[networkingv1.IngressClass]{Cluster: "hub", Obj: &networkingv1.IngressClass{
+				ObjectMeta: metav1.ObjectMeta{Name: "fleetgate"}, Spec: networkingv1.IngressClassSpec{Controller: v1alpha1.IngressControllerName}}})
+			s.Ingresses = append(s.Ingresses, snapshot.Object[networkingv1.Ingress]{Cluster: "hub", Obj: &networkingv1.Ingress{
+				ObjectMeta: meta("infra", "shop", 0, nil),
+				Spec: networkingv1.IngressSpec{IngressClassName: ptr.To("fleetgate"), Rules: []networkingv1.IngressRule{
+					{Host: "shop.example.com", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+						Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix),
+							Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "shop",
+								Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}})
+		},
+		programmed: map[string]translate.Programmed{
+			"hub/service:infra/db":  addressed(ip("192.0.2.5")),
+			"hub/ingress:fleetgate": addressed(ip("192.0.2.6")),
+		},
+		want: map[string]published{
+			"hub/service:infra/db": {Names: []string{"db.example.com", "db2.example.com"},
+				Records: []string{"db.example.com A 192.0.2.5", "db2.example.com A 192.0.2.5"}},
+			"hub/ingress:fleetgate": {Names: []string{"shop.example.com"}, Records: []string{"shop.example.com A 192.0.2.6"}},
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			weights := tc.weights
+			if weights == nil {
+				weights = map[string]int32{"hub": v1alpha1.DefaultClusterWeight}
+			}
+			s := base(weights)
+			tc.snap(s)
+			s = s.Sort()
+			res := translate.Translate(s)
+			got := summary(Build(s, res, tc.programmed, tc.retained))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("owners (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBuildIsDeterministic: the records do not depend on the order of the snapshot's objects,
+// so that an unchanged fleet never rewrites a DNSEndpoint.
+func TestBuildIsDeterministic(t *testing.T) {
+	mk := func(order []int) []Owner {
+		s := base(map[string]int32{"hub": 100, "member-a": 50})
+		gws := []snapshot.Object[gwv1.Gateway]{
+			gateway("hub", "web", 0, nil, "www.example.com"),
+			gateway("member-a", "web", 0, nil, "www.example.com"),
+		}
+		for _, i := range order {
+			s.Gateways = append(s.Gateways, gws[i])
+		}
+		s = s.Sort()
+		return Build(s, translate.Translate(s), map[string]translate.Programmed{
+			"hub/infra/web": addressed(ip("192.0.2.1")), "member-a/infra/web": addressed(ip("192.0.2.2"))}, nil)
+	}
+	a, b := mk([]int{0, 1}), mk([]int{1, 0})
+	if diff := cmp.Diff(summary(a), summary(b)); diff != "" {
+		t.Errorf("order changed the owners (-a +b):\n%s", diff)
+	}
+	// Same creation time: the smaller key is the older, and both share by identity.
+	if got := len(a[0].Endpoints) + len(a[1].Endpoints); got != 2 || a[0].Endpoints[0].SetIdentifier == "" {
+		t.Errorf("want one weighted record per copy, got %v %v", a[0].Endpoints, a[1].Endpoints)
+	}
+}
+
+// BenchmarkBuild: the records of 1000 per-cluster gateways in two members, every name shared by
+// the two copies of its Gateway, as each pass and each apply verdict computes them.
+func BenchmarkBuild(b *testing.B) {
+	s := base(map[string]int32{"hub": 100, "member-a": 50})
+	programmed := map[string]translate.Programmed{}
+	for i := range 500 {
+		name := "gw" + strconv.Itoa(i)
+		for j, cluster := range []string{"hub", "member-a"} {
+			s.Gateways = append(s.Gateways, gateway(cluster, name, i, nil, name+".example.com"))
+			programmed[cluster+"/infra/"+name] = addressed(ip("192.0.2." + strconv.Itoa(j+1)))
+		}
+	}
+	s = s.Sort()
+	res := translate.Translate(s)
+	b.ReportAllocs()
+	for b.Loop() {
+		if owners := Build(s, res, programmed, nil); len(owners) != 1000 {
+			b.Fatalf("%d owners, want 1000", len(owners))
+		}
+	}
+}
