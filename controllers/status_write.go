@@ -22,16 +22,18 @@ func (w *StatusWriter) write(ctx context.Context, ref translate.ObjectRef) error
 	}
 	w.mu.Lock()
 	d, known := w.desired[ref]
+	var want desiredStatus
+	if known {
+		want = d.want // Publish replaces it under the lock
+	}
 	target, connected := w.targets[ref.Cluster]
 	w.mu.Unlock()
 	if !connected {
 		w.log.V(1).Info("dropping status of a cluster that is not connected", "cluster", ref.Cluster, "kind", ref.Kind, "namespace", ref.Namespace, "name", ref.Name)
 		return nil
 	}
-	var want desiredStatus
 	switch {
 	case known:
-		want = d.want
 	case k.status.cleared != nil:
 		want = k.status.cleared(ref)
 	default:
