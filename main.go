@@ -114,7 +114,11 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 	}
 	setup.Fleet = &controllers.FleetOptions{Namespace: o.namespace, HubIsMember: o.hubIsMember, MCSController: o.mcsController}
 	if o.dnsEndpoints {
-		setup.DNS = &controllers.DNSOptions{Namespace: o.namespace}
+		embedded, err := newEmbeddedDNS(ctx, o, mgr.GetAPIReader(), logger)
+		if err != nil {
+			return err
+		}
+		setup.DNS = &controllers.DNSOptions{Namespace: o.namespace, Sync: embedded}
 	}
 	if err := controllers.Setup(ctx, mgr, setup); err != nil {
 		return err

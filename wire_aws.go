@@ -70,7 +70,7 @@ func newAWS(ctx context.Context, o options, direct client.Client, records aws.Me
 
 // fleetID is --fleet-id, or the UID of the hub's kube-system namespace, which lives as long as
 // the hub: a stable, unique fleet ID for the tags and names of every cloud resource.
-func fleetID(ctx context.Context, o options, direct client.Client) (string, error) {
+func fleetID(ctx context.Context, o options, direct client.Reader) (string, error) {
 	if o.fleetID != "" {
 		return o.fleetID, nil
 	}
@@ -82,7 +82,7 @@ func fleetID(ctx context.Context, o options, direct client.Client) (string, erro
 }
 
 // secretData reads a Secret's data directly (the manager caches no Secrets of other namespaces).
-func secretData(direct client.Client) func(ctx context.Context, namespace, name string) (map[string][]byte, error) {
+func secretData(direct client.Reader) func(ctx context.Context, namespace, name string) (map[string][]byte, error) {
 	return func(ctx context.Context, namespace, name string) (map[string][]byte, error) {
 		var s corev1.Secret
 		if err := direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {

@@ -49,11 +49,21 @@ const (
 	annotationDNSClusters = "fleetgate.dev/dns-clusters"
 )
 
-// DNSSyncer publishes every owner's records to a DNS provider itself (the embedded publisher of
-// GatewayClassConfig spec.dns), for users without external-dns. owners maps a gateway key to the
-// records it holds, including those kept while it has no address.
+// DNSSyncer publishes records to DNS providers itself (the embedded publishers of
+// GatewayClassConfig spec.dns), for users without external-dns; providers/dns.Publishers is one.
 type DNSSyncer interface {
-	Sync(ctx context.Context, owners map[string][]*endpoint.Endpoint) error
+	// Publish makes the zone of config (its spec.dns opts) hold owners' records: by gateway key,
+	// the records each gateway holds; an empty set publishes nothing, a nil one keeps what is there.
+	Publish(ctx context.Context, config string, opts v1alpha1.DNSOptions, owners map[string][]*endpoint.Endpoint) error
+	// Forget drops what the publisher of config keeps (its spec.dns went): its records stay.
+	Forget(config string)
+}
+
+// DNSZoneRecords are one GatewayClassConfig's spec.dns and, by gateway key, the records each of
+// its gateways holds.
+type DNSZoneRecords struct {
+	Options v1alpha1.DNSOptions
+	Owners  map[string][]*endpoint.Endpoint
 }
 
 // DNSOptions configure DNSEndpoint publication in the hub.
@@ -91,6 +101,9 @@ type dnsPublisher struct {
 	crdMissing bool
 	// retained are the records kept for owners in clusters the last pass did not read, by name.
 	retained map[string][]records.Retained
+	// zonesSynced are the configs the embedded publishers got last time (publish runs alone:
+	// Start's loop).
+	zonesSynced map[string]bool
 }
 
 // dnsDesired is what one pipeline pass wants published.
@@ -103,6 +116,8 @@ type dnsDesired struct {
 	hubNamespaces map[string]bool
 	// retained is what the owners were built with (Retained).
 	retained map[string][]records.Retained
+	// zones are the configs with spec.dns and their gateways (translate.Result.DNS).
+	zones map[string]translate.DNSZone
 }
 
 // dnsVerdict is the outcome of one owner's publication.
@@ -191,7 +206,20 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 	err := p.live.List(ctx, &list, client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy})
 	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || isMissingKind(err) {
 		p.crdAbsent(d)
-		return nil
+		// The embedded publishers need no DNSEndpoints: they get the owners' records as built,
+		// and keep what an owner without an address published before (nil: unknown).
+		if p.o.Sync == nil {
+			return nil
+		}
+		held := make(map[string][]*endpoint.Endpoint, len(d.owners))
+		for i := range d.owners {
+			if o := &d.owners[i]; !o.Unaddressed {
+				held[o.Key] = o.Endpoints
+			} else {
+				held[o.Key] = nil
+			}
+		}
+		return p.syncZones(ctx, zoneRecords(d.zones, held))
 	}
 	if err != nil {
 		return fmt.Errorf("listing DNSEndpoints: %w", err)
@@ -249,12 +277,50 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 		p.log.Info("deleted the DNSEndpoint of a gateway that went", "gateway", key, "namespace", cur.Namespace, "name", cur.Name)
 	}
 	if p.o.Sync != nil {
-		if err := p.o.Sync.Sync(ctx, held); err != nil {
-			errs = append(errs, fmt.Errorf("embedded DNS publication: %w", err))
-		}
+		errs = append(errs, p.syncZones(ctx, zoneRecords(d.zones, held)))
 	}
 	p.setVerdicts(verdicts)
 	return errors.Join(errs...)
+}
+
+// syncZones has every config's records published, and the publishers of configs that lost
+// spec.dns forgotten.
+func (p *dnsPublisher) syncZones(ctx context.Context, zones map[string]DNSZoneRecords) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(zones)) {
+		z := zones[name]
+		if err := p.o.Sync.Publish(ctx, name, z.Options, z.Owners); err != nil {
+			errs = append(errs, fmt.Errorf("embedded DNS publication of GatewayClassConfig %s: %w", name, err))
+		}
+	}
+	for name := range p.zonesSynced {
+		if _, ok := zones[name]; !ok {
+			p.o.Sync.Forget(name)
+		}
+	}
+	p.zonesSynced = map[string]bool{}
+	for name := range zones {
+		p.zonesSynced[name] = true
+	}
+	return errors.Join(errs...)
+}
+
+// zoneRecords splits the records held by owner among the configs with spec.dns: an owner missing
+// from held has nothing to publish; one held as nil is unknown, and its records stay.
+func zoneRecords(zones map[string]translate.DNSZone, held map[string][]*endpoint.Endpoint) map[string]DNSZoneRecords {
+	out := make(map[string]DNSZoneRecords, len(zones))
+	for name, z := range zones {
+		owners := make(map[string][]*endpoint.Endpoint, len(z.Gateways))
+		for _, key := range z.Gateways {
+			eps, ok := held[key]
+			if !ok {
+				eps = []*endpoint.Endpoint{} // nothing to publish, not "unknown" (nil)
+			}
+			owners[key] = eps
+		}
+		out[name] = DNSZoneRecords{Options: z.Options, Owners: owners}
+	}
+	return out
 }
 
 // retainedRecords are, by name, the records of the DNSEndpoints whose owners d does not have but

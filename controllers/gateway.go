@@ -191,7 +191,7 @@ func (r *GatewayReconciler) publishDNS(snap *snapshot.Snapshot, res *translate.R
 		return
 	}
 	retained := r.DNS.Retained()
-	d := &dnsDesired{owners: records.Build(snap, res, programmed, retained), clusters: res.Clusters, hubNamespaces: map[string]bool{}, retained: retained}
+	d := &dnsDesired{owners: records.Build(snap, res, programmed, retained), clusters: res.Clusters, hubNamespaces: map[string]bool{}, retained: retained, zones: res.DNS}
 	for _, ns := range snap.Namespaces {
 		if ns.Cluster == v1alpha1.HubCluster {
 			d.hubNamespaces[ns.Obj.Name] = true

@@ -224,6 +224,7 @@ func (t *translator) buildLoadBalancer(grp *gatewayGroup, cfg ir.Config) provide
 		Class: grp.class.name, Provider: grp.class.provider, Scope: grp.class.scope,
 		Parameters: grp.class.parameters,
 	}
+	t.addDNS(grp.class, grp.key)
 	for _, g := range grp.gateways {
 		if !slices.Contains(lb.Clusters, g.obj.Cluster) {
 			lb.Clusters = append(lb.Clusters, g.obj.Cluster)

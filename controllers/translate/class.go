@@ -3,6 +3,7 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -26,6 +27,9 @@ type classInfo struct {
 	caps providers.Capabilities
 	// ingressNamespace is spec.ingressNamespace, for IngressClasses naming the config.
 	ingressNamespace string
+	// config names the GatewayClassConfig; dns is its spec.dns (nil when unset).
+	config string
+	dns    *v1alpha1.DNSOptions
 }
 
 // translateClasses validates every GatewayClass of our controller: its parametersRef must name an
@@ -100,7 +104,30 @@ func (t *translator) resolveParams(cluster string, ref *gwv1.ParametersReference
 	}
 	ci.proxy = pp
 	ci.ingressNamespace = cfg.Spec.IngressNamespace
+	ci.config, ci.dns = cfg.Name, cfg.Spec.DNS
+	if ci.dns != nil {
+		// Known even without gateways, so that the records of its last gateway are deleted.
+		t.addDNS(ci, "")
+	}
 	return nil
+}
+
+// addDNS records that the gateway key ("": none, only the config) is served by a class whose
+// config publishes DNS itself.
+func (t *translator) addDNS(ci *classInfo, key string) {
+	if ci.dns == nil {
+		return
+	}
+	if t.res.DNS == nil {
+		t.res.DNS = map[string]DNSZone{}
+	}
+	z := t.res.DNS[ci.config]
+	z.Options = *ci.dns
+	if key != "" && !slices.Contains(z.Gateways, key) {
+		z.Gateways = append(z.Gateways, key)
+		slices.Sort(z.Gateways)
+	}
+	t.res.DNS[ci.config] = z
 }
 
 // providerParameters is the GatewayClassConfig's section of its provider, as JSON; nil when unset.

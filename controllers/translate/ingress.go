@@ -154,6 +154,8 @@ type ingressClass struct {
 	caps          providers.Capabilities
 	// namespace is where its gateway's load balancer and proxies go.
 	namespace string
+	// params is what its GatewayClassConfig said (the embedded DNS publisher's config, addDNS).
+	params *classInfo
 }
 
 // ingressGroup is the gateway of one Ingress class: every Ingress of it, oldest first.
@@ -220,7 +222,7 @@ func (t *translator) ingressClassParams(cluster string, p *networkingv1.IngressC
 	if err := t.resolveParams(cluster, ref, ci); err != nil {
 		return err
 	}
-	c.provider, c.scope, c.parameters, c.proxy, c.caps = ci.provider, ci.scope, ci.parameters, ci.proxy, ci.caps
+	c.provider, c.scope, c.parameters, c.proxy, c.caps, c.params = ci.provider, ci.scope, ci.parameters, ci.proxy, ci.caps, ci
 	if ci.ingressNamespace != "" {
 		c.namespace = ci.ingressNamespace
 	}
@@ -299,6 +301,9 @@ func (t *translator) emitIngress(grp *ingressGroup, c *compiledIngress) {
 	lb := providers.LoadBalancer{
 		Gateway: grp.key, Namespace: grp.class.namespace, Name: "ingress-" + grp.class.name,
 		Class: grp.class.name, Provider: grp.class.provider, Scope: grp.class.scope, Parameters: grp.class.parameters,
+	}
+	if grp.class.params != nil {
+		t.addDNS(grp.class.params, grp.key)
 	}
 	for _, o := range grp.ingresses {
 		if !slices.Contains(lb.Clusters, o.Cluster) {

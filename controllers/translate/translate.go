@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
@@ -32,6 +34,15 @@ type Result struct {
 	// Notices are Events to tell owners what has no status field (lost conflicts, unsupported
 	// backends); the controller records each new one once.
 	Notices []Notice `json:"notices,omitempty"`
+	// DNS are, by GatewayClassConfig name, the configs with spec.dns (the embedded DNS publisher)
+	// and the gateway keys of their classes.
+	DNS map[string]DNSZone `json:"dns,omitempty"`
+}
+
+// DNSZone is a GatewayClassConfig's spec.dns and the gateways (keys) its classes serve.
+type DNSZone struct {
+	Options  v1alpha1.DNSOptions `json:"options"`
+	Gateways []string            `json:"gateways"`
 }
 
 // translator holds the state of one Translate call.

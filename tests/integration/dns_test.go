@@ -36,8 +36,8 @@ import (
 const dnsCRD = "dnsendpoints.externaldns.k8s.io"
 
 // newDNSEnv is newAWSEnv with the hub as a fleet member (its MemberCluster weight counts) and DNS
-// publication on, on a hub started with o.
-func newDNSEnv(t *testing.T, o testbed.Options) *awsEnv {
+// publication on, on a hub started with o; sync, when not nil, is the embedded publishers.
+func newDNSEnv(t *testing.T, o testbed.Options, sync controllers.DNSSyncer) *awsEnv {
 	t.Helper()
 	srv := mototest.ForTest(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", "operator")
@@ -77,7 +77,7 @@ func newDNSEnv(t *testing.T, o testbed.Options) *awsEnv {
 			Delivered: delivery.Fire},
 		Delivery: delivery,
 		Fleet:    &controllers.FleetOptions{Namespace: operatorNamespace, HubIsMember: true},
-		DNS:      &controllers.DNSOptions{Namespace: operatorNamespace, Recheck: 500 * time.Millisecond},
+		DNS:      &controllers.DNSOptions{Namespace: operatorNamespace, Recheck: 500 * time.Millisecond, Sync: sync},
 	})
 	creds := &v1alpha1.AWSCredentials{SecretRef: &v1alpha1.ObjectRef{Namespace: "aws-creds", Name: "keys"}}
 	must(t, cl.Create(ctx, &v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: "aws-alb"},
@@ -185,7 +185,7 @@ func (e *awsEnv) dnsCondition(name string, status metav1.ConditionStatus, reason
 // weights follow the MemberCluster's; unchanged owners are not rewritten; deleting a gateway
 // removes only its own DNSEndpoint.
 func TestDNSEndpoints(t *testing.T) {
-	e := newDNSEnv(t, testbed.Options{})
+	e := newDNSEnv(t, testbed.Options{}, nil)
 	ctx, cl := t.Context(), e.c.Client
 
 	must(t, cl.Create(ctx, albGateway("alb", "")))
@@ -305,7 +305,7 @@ func TestDNSEndpoints(t *testing.T) {
 // says on them that nothing is published; once the CRD is installed, without a restart, the records
 // appear.
 func TestDNSEndpointsCRDInstalledLater(t *testing.T) {
-	e := newDNSEnv(t, testbed.Options{Without: []string{dnsCRD}})
+	e := newDNSEnv(t, testbed.Options{Without: []string{dnsCRD}}, nil)
 	ctx, cl := t.Context(), e.c.Client
 	must(t, cl.Create(ctx, albGateway("alb", "")))
 	must(t, cl.Create(ctx, routeTo("web", "alb", "a.example.com")))
@@ -321,7 +321,7 @@ func TestDNSEndpointsCRDInstalledLater(t *testing.T) {
 // weighted records, weighted by their MemberClusters; while the member is unreachable its records
 // stay, the hub's stays weighted beside them, and the hub's other changes are still published.
 func TestDNSEndpointsAcrossMembers(t *testing.T) {
-	e := newDNSEnv(t, testbed.Options{})
+	e := newDNSEnv(t, testbed.Options{}, nil)
 	member := testbed.ForTest(t, "member-a")[0]
 	ctx, cl, mcl := t.Context(), e.c.Client, member.Client
 	var class gwv1.GatewayClass

@@ -1,0 +1,87 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	mdns "github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	dnspub "github.com/fleetgate/fleetgate/providers/dns"
+	"github.com/fleetgate/fleetgate/providers/dns/bindtest"
+	"github.com/fleetgate/fleetgate/tests/testbed"
+)
+
+// TestDNSEmbeddedRFC2136: a class whose GatewayClassConfig has spec.dns (RFC 2136 to a real
+// BIND9 with TSIG) gets its Gateways' hostnames into the zone without external-dns: the CNAME to
+// the ALB answers soon after the Gateway is Programmed, a record fleetgate did not create is never
+// touched, and deleting the Gateway removes its records.
+func TestDNSEmbeddedRFC2136(t *testing.T) {
+	bind := bindtest.Require(t, "example.test", "untouched 300 IN A 192.0.2.99")
+	var e *awsEnv
+	pubs := dnspub.NewPublishers(dnspub.Options{FleetID: "dns-fleet", Log: testr.New(t),
+		Secrets: func(ctx context.Context, ns, name string) (map[string][]byte, error) {
+			var s corev1.Secret
+			err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)
+			return s.Data, err
+		}})
+	e = newDNSEnv(t, testbed.Options{}, pubs)
+	ctx, cl := t.Context(), e.c.Client
+	must(t, cl.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "tsig"},
+		Data: map[string][]byte{"secret": []byte(bind.Secret)}}))
+	var alb v1alpha1.GatewayClassConfig
+	must(t, cl.Get(ctx, client.ObjectKey{Name: "aws-alb"}, &alb))
+	must(t, cl.Create(ctx, &v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: "aws-dns"},
+		Spec: v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderAWS, AWS: alb.Spec.AWS, DNS: &v1alpha1.DNSOptions{
+			Provider: v1alpha1.DNSProviderRFC2136, Zones: []string{"example.test"},
+			RFC2136: &v1alpha1.DNSRFC2136{Host: bind.Host, Port: int32(bind.Port), Zone: bind.Zone, TSIGKeyName: bindtest.KeyName,
+				TSIGSecretRef: v1alpha1.ObjectRef{Namespace: operatorNamespace, Name: "tsig"}}}}}))
+	must(t, cl.Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "aws-dns"},
+		Spec: gwv1.GatewayClassSpec{ControllerName: v1alpha1.ControllerName,
+			ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: "aws-dns"}}}))
+	gw := albGateway("edge", "")
+	gw.Spec.GatewayClassName = "aws-dns"
+	must(t, cl.Create(ctx, gw))
+	must(t, cl.Create(ctx, routeTo("edge", "edge", "www.example.test")))
+	albDNS := e.gatewayAddress("edge")
+	programmed := time.Now()
+	cname := func() string {
+		rrs, err := bind.Query("www.example.test", mdns.TypeCNAME)
+		if err != nil || len(rrs) == 0 {
+			return ""
+		}
+		if c, ok := rrs[0].(*mdns.CNAME); ok {
+			return strings.TrimSuffix(c.Target, ".")
+		}
+		return ""
+	}
+	testbed.Eventually(t, 30*time.Second, func() error {
+		if got := cname(); got != albDNS {
+			return fmt.Errorf("www.example.test CNAME = %q, want %q", got, albDNS)
+		}
+		return nil
+	})
+	t.Logf("www.example.test resolved to the ALB %s after Programmed", time.Since(programmed).Round(time.Millisecond))
+	if rrs, err := bind.Query("untouched.example.test", mdns.TypeA); err != nil || len(rrs) != 1 {
+		t.Errorf("the record fleetgate did not create: %v, %v", rrs, err)
+	}
+
+	must(t, cl.Delete(ctx, gw))
+	testbed.Eventually(t, 30*time.Second, func() error {
+		if got := cname(); got != "" {
+			return fmt.Errorf("www.example.test still CNAME %s", got)
+		}
+		return nil
+	})
+	if rrs, err := bind.Query("untouched.example.test", mdns.TypeA); err != nil || len(rrs) != 1 {
+		t.Errorf("after the delete, the record fleetgate did not create: %v, %v", rrs, err)
+	}
+}
