@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/http2"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
@@ -136,5 +139,67 @@ func TestWatchBodyOnlyWhenSomethingCanArrive(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("watches (-want +got):\n%s", diff)
+	}
+}
+
+// readCounter counts the reads that reach a connection.
+type readCounter struct {
+	net.Conn
+	reads int
+}
+
+func (c *readCounter) Read(p []byte) (int, error) {
+	c.reads++
+	return c.Conn.Read(p)
+}
+
+// TestHandedOffH2CReadsFramesBuffered: an h2c connection handed to net/http is read through a
+// buffer, so that frames already arrived are taken in one read of the socket, not two per frame
+// (header, payload) as net/http's HTTP/2 server reads them; an HTTP/1.1 one is not.
+func TestHandedOffH2CReadsFramesBuffered(t *testing.T) {
+	const frames = 10
+	var wire bytes.Buffer
+	fr := http2.NewFramer(&wire, nil)
+	for i := range frames {
+		if err := fr.WritePing(false, [8]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	preface := []byte(http2.ClientPreface)
+	tests := []struct {
+		name   string
+		prefix []byte
+		// want is how many reads of the socket the frames took.
+		want int
+	}{
+		{"h2c", preface, 1},
+		{"HTTP/1.1", []byte("GET / HTTP/1.1\r\n"), 2 * frames},
+	}
+	var got, want []string
+	for _, tt := range tests {
+		client, server := net.Pipe()
+		rc := &readCounter{Conn: server}
+		go func() {
+			_, _ = client.Write(wire.Bytes())
+			client.Close()
+		}()
+		c := handedOff(rc, tt.prefix)
+		prefix := make([]byte, len(tt.prefix))
+		if _, err := io.ReadFull(c, prefix); err != nil || !bytes.Equal(prefix, tt.prefix) {
+			t.Fatalf("%s: prefix %q, %v", tt.name, prefix, err)
+		}
+		r := http2.NewFramer(nil, c)
+		n := 0
+		for ; n < frames; n++ {
+			if _, err := r.ReadFrame(); err != nil {
+				t.Fatalf("%s: frame %d: %v", tt.name, n, err)
+			}
+		}
+		c.Close()
+		got = append(got, fmt.Sprintf("%s: %d frames in %d reads", tt.name, n, rc.reads))
+		want = append(want, fmt.Sprintf("%s: %d frames in %d reads", tt.name, frames, tt.want))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
