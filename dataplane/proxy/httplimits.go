@@ -41,7 +41,9 @@ const (
 // watchBody puts r's body, if any, under lim's idle timeout; it returns the request to serve
 // (a copy: the http.Server's own request keeps its body, whose type it inspects when answering).
 func watchBody(r *http.Request, lim *limits, rc http.ResponseController, hit prometheus.Counter) (*http.Request, *idleBody) {
-	if r.Body == nil || r.Body == http.NoBody {
+	// An HTTP/2 request that ended with its headers has a Body (the server's) but a length of 0;
+	// nothing can arrive on it, so it needs no watch (nor the copy of the request).
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return r, nil
 	}
 	d := lim.requestBodyIdleTimeout

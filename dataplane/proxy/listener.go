@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -168,8 +169,31 @@ func (p *tcpPort) handOff(c net.Conn, read []byte) {
 		return
 	}
 	p.open.n.Add(1)
-	p.hl.push(&prefixConn{Conn: &countedConn{Conn: c, open: &p.open}, prefix: read})
+	p.hl.push(handedOff(&countedConn{Conn: c, open: &p.open}, read))
 }
+
+// h2cPreface starts what an HTTP/2 client with prior knowledge sends first.
+const h2cPreface = "PRI * HTTP/2.0\r\n"
+
+// handedOff is the conn a plain connection is handed to net/http as. An h2c connection gets a
+// read buffer: net/http's HTTP/2 server reads frames straight from the conn, a frame header and
+// its payload in two reads, which on a plain socket is two system calls per frame (a TLS
+// connection buffers its records itself). HTTP/1.1 is read through the http.Server's own buffer.
+func handedOff(c net.Conn, read []byte) net.Conn {
+	pc := &prefixConn{Conn: c, prefix: read}
+	if !bytes.HasPrefix(read, []byte(h2cPreface)) {
+		return pc
+	}
+	return &bufferedConn{prefixConn: pc, br: bufio.NewReaderSize(pc, 4<<10)}
+}
+
+// bufferedConn reads its conn through a buffer; reads as large as the buffer bypass it.
+type bufferedConn struct {
+	*prefixConn
+	br *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.br.Read(p) }
 
 // connCount counts a port's open client connections.
 type connCount struct{ n atomic.Int64 }

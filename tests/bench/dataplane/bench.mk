@@ -1,5 +1,6 @@
 # Included from the top-level Makefile: `make bench-dataplane` runs the side-by-side proxy benchmark
-# and writes tests/bench/results/results.md and results.png. DUR, CONNS, HOSTS, REPS and SWAP_DUR can be overridden.
+# and writes tests/bench/results/results.md and results.png (results-https.md, results-h2.md for the TLS and
+# HTTP/2 cases). CASES, DUR, CONNS, HOSTS, REPS, SWAP_DUR, H2_CONNS and H2_STREAMS can be overridden (README.md).
 .PHONY: bench-dataplane bench-dataplane-go bench-deps
 bench-dataplane: bench-deps ## Benchmark the fleetgate proxy against nginx, haproxy and caddy; table + plot in tests/bench/results.
 	bash tests/bench/dataplane/run.sh

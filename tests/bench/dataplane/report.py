@@ -85,7 +85,49 @@ def https_report():
         print("\n".join(lines))
 
 
+def h2_report():
+    """results-h2.md: fleetgate against nginx under h2load, HTTP/2 over TLS and h2c (prior knowledge).
+
+    Paired rounds as in https_report; h2.txt rows are "name streams rps p99 cpu errors load1".
+    """
+    path = os.path.join(work, "h2.txt")
+    if not os.path.exists(path):
+        return
+    h2 = [l.split() for l in open(path) if l.strip()]
+    cases = [("HTTP/2 over TLS", "h2"), ("h2c (prior knowledge)", "h2c")]
+    lines = ["# HTTP/2 benchmark", "",
+             "fleetgate (GOMAXPROCS=1) and nginx (1 worker), each pinned to core 0, h2load and the nginx backend on "
+             "core 1; h2load 16 connections × 10 concurrent streams (unless H2_CONNS/H2_STREAMS said otherwise), "
+             "`:authority: host0.example.com`. TLS 1.3, TLS_AES_128_GCM_SHA256, one ECDSA P-256 certificate for both, "
+             "ALPN h2. nginx `listen … ssl http2` / `listen … http2` (1.22: no `http2 on`), its HTTP/2 defaults stated: "
+             "128 streams, 16 KiB frames, 64 KiB initial window, 8 KiB chunks. Upstream plain HTTP/1.1 keepalive, "
+             f"2-byte body. Load (1 min) at the start of each measurement in the last column; at the end: `{load}`.", "",
+             "| case | proxy | rps, median | rps min–max | × nginx per round: median (min–max) | p99 ms | CPU µs/req "
+             "| CPU × nginx per round: median (min–max) | errors | load 1 min, min–max |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    found = False
+    for label, suffix in cases:
+        fg = [r for r in h2 if r[0] == "fleetgate-" + suffix]
+        ng = [r for r in h2 if r[0] == "nginx-" + suffix]
+        if not fg or not ng:
+            continue
+        found = True
+        per = sorted(float(a[2]) / max(float(b[2]), 1) for a, b in zip(fg, ng))
+        cpu = sorted(float(a[4]) / max(float(b[4]), 0.1) for a, b in zip(fg, ng))
+        for name, rs, mine in (("fleetgate", fg, True), ("nginx", ng, False)):
+            s = summary(rs)
+            loads = [float(r[6]) for r in rs]
+            paired = f"{statistics.median(per):.2f} ({per[0]:.2f}–{per[-1]:.2f})" if mine else "–"
+            cpur = f"{statistics.median(cpu):.2f} ({cpu[0]:.2f}–{cpu[-1]:.2f})" if mine else "–"
+            lines.append(f"| {label} | {name} | {s['rps']:.0f} | {s['min']:.0f}–{s['max']:.0f} | {paired} | "
+                         f"{s['p99']:.2f} | {s['cpu']:.1f} | {cpur} | {s['errors']} | {min(loads):.1f}–{max(loads):.1f} |")
+    if found:
+        open(os.path.join(out, "results-h2.md"), "w").write("\n".join(lines) + "\n")
+        print("\n".join(lines))
+
+
 https_report()
+h2_report()
 order = [p for p in ("fleetgate", "nginx", "haproxy", "caddy") if any(r[0] == p for r in rows)]
 if "nginx" not in order:
     sys.exit(0)  # the plain-HTTP cases did not run (CASES)

@@ -4,8 +4,9 @@
 # backend on core 1, every measurement repeated in rounds (REPS) and reported as medians. Writes
 # results.md and results.png under tests/bench/results/. The backend is on loopback, which the
 # proxy denies by default: fleetgate runs with -denied-endpoint-cidrs= (none).
-# CASES picks what runs: "http" (the plain-HTTP cases → results.md, results.png) and "https"
-# (fleetgate against nginx over TLS, keepalive and a new handshake per request → results-https.md).
+# CASES picks what runs: "http" (the plain-HTTP cases → results.md, results.png), "https"
+# (fleetgate against nginx over TLS, keepalive and a new handshake per request → results-https.md)
+# and "h2" (fleetgate against nginx under h2load: HTTP/2 over TLS and h2c → results-h2.md).
 # FG_BIN measures a prebuilt fleetgate-proxy instead of this tree's (a baseline, say).
 # Needs: nginx, haproxy, wrk, caddy, h2load, matplotlib (`make bench-deps` installs them).
 set -euo pipefail
@@ -16,8 +17,9 @@ WORK=$(mktemp -d)
 DUR=${DUR:-10s}
 CONNS=${CONNS:-32}
 HOSTS=${HOSTS:-"1 1000 10000 100000"}
-CASES=${CASES:-"http https"}
+CASES=${CASES:-"http https h2"}
 BE_PORT=18080 FG_PORT=18081 NGX_PORT=18082 HAP_PORT=18083 CADDY_PORT=18084 FG_TLS_PORT=18085 NGX_TLS_PORT=18086
+NGX_H2C_PORT=18087
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
@@ -120,6 +122,7 @@ start_proxy() {
 		TLS_PORT=$FG_TLS_PORT TLS_CERT=$WORK/cert.pem TLS_KEY=$WORK/key.pem start_fleetgate 1
 		PID=$FG_PID PORT=$FG_TLS_PORT ;;
 	nginx-tls) taskset -c 0 nginx -p "$WORK/nginx-tls" -c "$WORK/nginx-tls/nginx.conf" & PID=$! PORT=$NGX_TLS_PORT ;;
+	nginx-h2) taskset -c 0 nginx -p "$WORK/nginx-h2" -c "$WORK/nginx-h2/nginx.conf" & PID=$! PORT=$NGX_TLS_PORT ;;
 	haproxy) taskset -c 0 haproxy -f "$WORK/haproxy.cfg" -db & PID=$! PORT=$HAP_PORT ;;
 	caddy)
 		GOMAXPROCS=1 taskset -c 0 caddy run --config "$WORK/Caddyfile" --adapter caddyfile >/dev/null 2>&1 &
@@ -135,11 +138,14 @@ rotated() { local a=($1); local n=${#a[@]} i; for ((i = 0; i < n; i++)); do echo
 : >"$WORK/wrk.txt"
 on() { [[ " $CASES " == *" $1 "* ]]; }
 
-if on https; then
+if on https || on h2; then
 	# One ECDSA P-256 certificate for both proxies; TLS 1.3 with the same suite on both (nginx would
 	# follow OpenSSL's client preference, AES-256; crypto/tls picks AES-128 on AES-NI machines).
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=host0.example.com \
 		-addext subjectAltName=DNS:*.example.com -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
+fi
+
+if on https; then
 	nginx_conf "$WORK/nginx-tls" "upstream be { server 127.0.0.1:$BE_PORT; keepalive 128; keepalive_requests 1000000; }
 	ssl_certificate $WORK/cert.pem; ssl_certificate_key $WORK/key.pem;
 	ssl_protocols TLSv1.2 TLSv1.3; ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;
@@ -152,6 +158,63 @@ if on https; then
 			start_proxy "$name-tls"
 			SCHEME=https run_wrk "$name-https" "$PORT" host0.example.com "$PID"
 			SCHEME=https CLOSE=1 run_wrk "$name-https-close" "$PORT" host0.example.com "$PID"
+			stop "$PID"
+		done
+	done
+fi
+
+# run_h2load NAME URL PID → appends "name streams rps p99 cpu_us_per_req errors load1" to $WORK/h2.txt:
+# H2_CONNS connections × H2_STREAMS concurrent streams each, every request's latency logged.
+H2_CONNS=${H2_CONNS:-16} H2_STREAMS=${H2_STREAMS:-10}
+run_h2load() {
+	local name=$1 url=$2 pid=$3
+	local args=(-c "$H2_CONNS" -m "$H2_STREAMS" -H ":authority: host0.example.com")
+	taskset -c 1 h2load "${args[@]}" -D 2 "$url" >/dev/null 2>&1 || true # warm up
+	local load; load=$(cut -d' ' -f1 /proc/loadavg)
+	rm -f "$WORK/h2load.log"
+	local t0; t0=$(cpu_ticks "$pid")
+	local out; out=$(taskset -c 1 h2load "${args[@]}" -D "${DUR%s}" --log-file "$WORK/h2load.log" "$url" 2>&1 || true)
+	local t1; t1=$(cpu_ticks "$pid")
+	echo "$name $H2_STREAMS $(python3 - "$WORK/h2load.log" "$t1" "$t0" "$(getconf CLK_TCK)" "$load" "$DUR" <<'PY'
+import sys
+log, t1, t0, hz, load, dur = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], float(sys.argv[6].rstrip("s"))
+lat, errors = [], 0
+for line in open(log):
+    _, status, micros = line.split()[:3]
+    lat.append(int(micros) / 1000)
+    errors += not status.startswith("2")
+lat.sort()
+done = len(lat)
+p99 = lat[int(0.99 * (done - 1))] if lat else float("nan")
+print(f"{done / dur:.0f} {p99:.2f}ms {(t1 - t0) / hz * 1e6 / max(done, 1):.1f} {errors} {load}")
+PY
+)" | tee -a "$WORK/h2.txt"
+	grep -q "succeeded" <<<"$out" || echo "$out" >&2
+}
+
+if on h2; then
+	command -v h2load >/dev/null || { echo "missing h2load (apt-get install nghttp2-client)" >&2; exit 1; }
+	# nginx 1.22 turns HTTP/2 on per listen (`http2 on` came in 1.25.1): h2 over TLS (ALPN) on one
+	# server, h2c with prior knowledge on the other. Its HTTP/2 settings are the defaults, stated:
+	# 128 concurrent streams, 16 KiB frames, 64 KiB initial stream window (http2_body_preread_size),
+	# 8 KiB response chunks; TLS as in the HTTPS cases.
+	nginx_conf "$WORK/nginx-h2" "upstream be { server 127.0.0.1:$BE_PORT; keepalive 128; keepalive_requests 1000000; }
+	ssl_certificate $WORK/cert.pem; ssl_certificate_key $WORK/key.pem;
+	ssl_protocols TLSv1.2 TLSv1.3; ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;
+	ssl_session_cache shared:SSL:10m; ssl_session_tickets on; ssl_buffer_size 16k;
+	http2_max_concurrent_streams 128; http2_chunk_size 8k; http2_body_preread_size 64k;
+	keepalive_requests 1000000;
+	server { listen 127.0.0.1:$NGX_TLS_PORT ssl http2 backlog=4096; server_name host0.example.com;
+		location / { proxy_pass http://be; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }
+	server { listen 127.0.0.1:$NGX_H2C_PORT http2 backlog=4096; server_name host0.example.com;
+		location / { proxy_pass http://be; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
+	: >"$WORK/h2.txt"
+	echo "== HTTP/2: h2load -c$H2_CONNS -m$H2_STREAMS over TLS and h2c ($DUR), $REPS paired rounds"
+	for ((r = 0; r < REPS; r++)); do
+		for name in $(rotated "fleetgate nginx" $r); do
+			if [ "$name" = fleetgate ]; then start_proxy fleetgate-tls; h2c=$FG_PORT; else start_proxy nginx-h2; h2c=$NGX_H2C_PORT; fi
+			run_h2load "$name-h2" "https://127.0.0.1:$PORT/" "$PID"
+			run_h2load "$name-h2c" "http://127.0.0.1:$h2c/" "$PID"
 			stop "$PID"
 		done
 	done
