@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
+	mdns "github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/providers/dns/bindtest"
 	"github.com/fleetgate/fleetgate/providers/gcp/gcpfake"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
@@ -48,14 +50,24 @@ func startGCP(dir string) (*gcpfake.Server, []string, error) {
 
 // showGCP applies a GCP class whose calls run as the service account of a key Secret and Gateway
 // default/gcp with a route to the echo Service, waits for its global address, describes the URL
-// map and the NEG from the fake, then `fleetgate plan`, which finds nothing left to do.
-func showGCP(ctx context.Context, c client.Client, fake *gcpfake.Server, operator, kubeconfig string) error {
+// map and the NEG from the fake, then `fleetgate plan`, which finds nothing left to do. With BIND9
+// installed, the class also publishes its hostnames into a zone of a local named (spec.dns), and
+// the demo asks named for the Gateway's name.
+func showGCP(ctx context.Context, c client.Client, fake *gcpfake.Server, operator, kubeconfig, dir string) error {
 	step("GCP on the compute fake (%s): a service account key in Secret fleetgate-system/gcp-key", fake.URL())
 	key, err := fake.NewServiceAccountKey(demoProject, "lb@"+demoProject+".iam.gserviceaccount.com")
 	if err != nil {
 		return err
 	}
-	step("applying GatewayClassConfig gcp (provider gcp, global, credentials from the Secret), GatewayClass gcp")
+	if err := ensureNamespace(ctx, c, "fleetgate-system"); err != nil {
+		return err
+	}
+	zone, stop, err := startZone(ctx, c, dir)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	step("applying GatewayClassConfig gcp (provider gcp, global, credentials from the Secret%s), GatewayClass gcp", map[bool]string{true: ", spec.dns into the zone", false: ""}[zone != nil])
 	objs := []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleetgate-system", Name: "gcp-key"}, Data: map[string][]byte{"key.json": key}},
 		&v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: "gcp"}, Spec: v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderGCP,
@@ -64,8 +76,10 @@ func showGCP(ctx context.Context, c client.Client, fake *gcpfake.Server, operato
 		&gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "gcp"}, Spec: gwv1.GatewayClassSpec{ControllerName: v1alpha1.ControllerName,
 			ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: "gcp"}}},
 	}
-	if err := ensureNamespace(ctx, c, "fleetgate-system"); err != nil {
-		return err
+	if zone != nil {
+		objs[1].(*v1alpha1.GatewayClassConfig).Spec.DNS = &v1alpha1.DNSOptions{Provider: v1alpha1.DNSProviderRFC2136, Zones: []string{zone.Zone},
+			RFC2136: &v1alpha1.DNSRFC2136{Host: zone.Host, Port: int32(zone.Port), Zone: zone.Zone, TSIGKeyName: bindtest.KeyName,
+				TSIGSecretRef: v1alpha1.ObjectRef{Namespace: "fleetgate-system", Name: "tsig"}}}
 	}
 	if err := testbed.CreateAll(ctx, c, objs...); err != nil {
 		return err
@@ -103,6 +117,11 @@ func showGCP(ctx context.Context, c client.Client, fake *gcpfake.Server, operato
 	for _, k := range fake.Keys("networkEndpointGroups") {
 		for _, ep := range fake.Endpoints(k) {
 			fmt.Printf("    NEG %s: %s:%d on VM %s\n", k[strings.LastIndex(k, "/")+1:], ep.GetIpAddress(), ep.GetPort(), ep.GetInstance())
+		}
+	}
+	if zone != nil {
+		if err := resolve(ctx, zone, "gcp.example.com", start); err != nil {
+			return err
 		}
 	}
 	args := []string{"plan", "--kubeconfig", kubeconfig, "--gateway", "default/gcp", "--gcp-project", demoProject, "--gcp-endpoint", fake.URL()}
@@ -151,6 +170,52 @@ func waitGateway(ctx context.Context, c client.Client, name string) (string, err
 		select {
 		case <-ctx.Done():
 			return "", fmt.Errorf("the Gateway default/%s was not Programmed: %w", name, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// startZone starts named with zone example.com on a free loopback port and puts its TSIG secret in
+// Secret fleetgate-system/tsig; without BIND9 it says so and returns a nil server.
+func startZone(ctx context.Context, c client.Client, dir string) (*bindtest.Server, func(), error) {
+	bin, err := bindtest.Find()
+	if err != nil {
+		step("skipping the DNS part: BIND9 (named) is not installed (`make bind9` installs it)")
+		return nil, func() {}, nil
+	}
+	zoneDir := filepath.Join(dir, "named")
+	if err := os.MkdirAll(zoneDir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	z, err := bindtest.Start(bin, zoneDir, "example.com")
+	if err != nil {
+		return nil, nil, err
+	}
+	step("BIND9 serves zone example.com on %s (TSIG key in Secret fleetgate-system/tsig)", z.Addr)
+	if err := testbed.CreateAll(ctx, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleetgate-system", Name: "tsig"},
+		Data: map[string][]byte{"secret": []byte(z.Secret)}}); err != nil {
+		z.Stop()
+		return nil, nil, err
+	}
+	return z, z.Stop, nil
+}
+
+// resolve asks the zone's server for name until it answers with an A record.
+func resolve(ctx context.Context, z *bindtest.Server, name string, since time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for {
+		if rrs, err := z.Query(name, mdns.TypeA); err == nil && len(rrs) > 0 {
+			step("dig @%s -p %d %s A", z.Host, z.Port, name)
+			for _, rr := range rrs {
+				fmt.Printf("    %s\n", rr)
+			}
+			fmt.Printf("    (published through the embedded RFC 2136 publisher %s after the Gateway was applied)\n", time.Since(since).Round(time.Millisecond))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not resolve in the zone: %w", name, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

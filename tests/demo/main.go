@@ -1,7 +1,8 @@
 // Command demo is `make demo`: it starts a local kube-apiserver, runs the fleetgate operator against it
 // in local mode, applies the samples, and sends a request through the proxy fleetgate started. When moto
 // is installed (bin/moto), it also turns a Gateway of an AWS class into an ALB on moto; a Gateway of a
-// GCP class becomes a global load balancer on the compute fake, which runs in-process. It stays up for
+// GCP class becomes a global load balancer on the compute fake, which runs in-process, and (with BIND9
+// installed) its hostname resolves through a local zone the class publishes into. It stays up for
 // the user until Ctrl-C, and exits by itself after the showcase when stdin is not a terminal.
 package main
 
@@ -181,7 +182,7 @@ func run(ctx context.Context, operator string, quick bool) (err error) {
 			return err
 		}
 	}
-	if err := showGCP(ctx, cluster.Client, fake, operator, cluster.KubeconfigPath); err != nil {
+	if err := showGCP(ctx, cluster.Client, fake, operator, cluster.KubeconfigPath, filepath.Dir(cluster.KubeconfigPath)); err != nil {
 		return err
 	}
 
