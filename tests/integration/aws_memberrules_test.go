@@ -42,11 +42,7 @@ func (e *awsEnv) startMemberRulesOperator() (stop func()) {
 	p, err := awsprovider.New(awsprovider.Options{
 		Fleet:    e.fleet,
 		Defaults: v1alpha1.AWSOptions{Region: mototest.Region, Endpoint: e.moto.URL},
-		Secrets: func(ctx context.Context, ns, name string) (map[string][]byte, error) {
-			var s corev1.Secret
-			err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)
-			return s.Data, err
-		},
+		Secrets:  secretsOf(e.c.Client),
 		Classes: func(ctx context.Context) ([]v1alpha1.AWSOptions, error) {
 			var list v1alpha1.GatewayClassConfigList
 			if err := e.c.Client.List(ctx, &list); err != nil {

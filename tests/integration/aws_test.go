@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -29,7 +28,6 @@ import (
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers"
-	"github.com/fleetgate/fleetgate/providers"
 	awsprovider "github.com/fleetgate/fleetgate/providers/aws"
 	"github.com/fleetgate/fleetgate/providers/aws/mototest"
 	"github.com/fleetgate/fleetgate/tests/testbed"
@@ -57,28 +55,16 @@ func newAWSEnv(t *testing.T) *awsEnv {
 	must(t, e.c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "aws-creds", Name: "keys"},
 		StringData: map[string]string{"access-key-id": "testing", "secret-access-key": "testing"}}))
 	p, err := awsprovider.New(awsprovider.Options{
-		Fleet:    e.fleet,
-		Defaults: v1alpha1.AWSOptions{Region: mototest.Region, Endpoint: e.shim.URL()},
-		Secrets: func(ctx context.Context, ns, name string) (map[string][]byte, error) {
-			var s corev1.Secret
-			err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)
-			return s.Data, err
-		},
+		Fleet:       e.fleet,
+		Defaults:    v1alpha1.AWSOptions{Region: mototest.Region, Endpoint: e.shim.URL()},
+		Secrets:     secretsOf(e.c.Client),
 		Probes:      controllers.NewPodProbes(func(string) (client.Client, error) { return e.c.Client, nil }),
 		MaxAttempts: 2, MaxBackoff: 50 * time.Millisecond,
 		Registerer: prometheus.NewRegistry(),
 		Log:        testr.New(t),
 	})
 	must(t, err)
-	registry := providers.NewRegistry()
-	registry.Register(string(v1alpha1.ProviderAWS), p)
-	delivery := controllers.NewTrigger()
-	runOperator(t, e.c, testr.NewWithOptions(t, testr.Options{Verbosity: 0}), controllers.Options{
-		Registry: prometheus.NewRegistry(),
-		Apply: &controllers.Dataplane{Providers: registry, Configs: newAckingConfigs(func() { delivery.Fire("") }),
-			Delivered: delivery.Fire},
-		Delivery: delivery,
-	})
+	runWithProvider(t, e.c, string(v1alpha1.ProviderAWS), p, controllers.Options{})
 	return e
 }
 

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -55,29 +54,18 @@ func newDNSEnv(t *testing.T, o testbed.Options, sync controllers.DNSSyncer) *aws
 	must(t, cl.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "aws-creds", Name: "keys"},
 		StringData: map[string]string{"access-key-id": "testing", "secret-access-key": "testing"}}))
 	p, err := awsprovider.New(awsprovider.Options{
-		Fleet:    e.fleet,
-		Defaults: v1alpha1.AWSOptions{Region: mototest.Region, Endpoint: e.shim.URL()},
-		Secrets: func(ctx context.Context, ns, name string) (map[string][]byte, error) {
-			var s corev1.Secret
-			err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)
-			return s.Data, err
-		},
+		Fleet:       e.fleet,
+		Defaults:    v1alpha1.AWSOptions{Region: mototest.Region, Endpoint: e.shim.URL()},
+		Secrets:     secretsOf(cl),
 		Probes:      controllers.NewPodProbes(func(string) (client.Client, error) { return cl, nil }),
 		MaxAttempts: 2, MaxBackoff: 50 * time.Millisecond,
 		Registerer: prometheus.NewRegistry(),
 		Log:        testr.New(t),
 	})
 	must(t, err)
-	registry := providers.NewRegistry()
-	registry.Register(string(v1alpha1.ProviderAWS), p)
-	delivery := controllers.NewTrigger()
-	runOperator(t, e.c, testr.NewWithOptions(t, testr.Options{Verbosity: 0}), controllers.Options{
-		Registry: prometheus.NewRegistry(),
-		Apply: &controllers.Dataplane{Providers: registry, Configs: newAckingConfigs(func() { delivery.Fire("") }),
-			Delivered: delivery.Fire},
-		Delivery: delivery,
-		Fleet:    &controllers.FleetOptions{Namespace: operatorNamespace, HubIsMember: true},
-		DNS:      &controllers.DNSOptions{Namespace: operatorNamespace, Recheck: 500 * time.Millisecond, Sync: sync},
+	runWithProvider(t, e.c, string(v1alpha1.ProviderAWS), p, controllers.Options{
+		Fleet: &controllers.FleetOptions{Namespace: operatorNamespace, HubIsMember: true},
+		DNS:   &controllers.DNSOptions{Namespace: operatorNamespace, Recheck: 500 * time.Millisecond, Sync: sync},
 	})
 	creds := &v1alpha1.AWSCredentials{SecretRef: &v1alpha1.ObjectRef{Namespace: "aws-creds", Name: "keys"}}
 	must(t, cl.Create(ctx, &v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: "aws-alb"},

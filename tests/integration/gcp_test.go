@@ -12,7 +12,6 @@ import (
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"github.com/go-logr/logr/testr"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -26,7 +25,6 @@ import (
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers"
-	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/gcp"
 	"github.com/fleetgate/fleetgate/providers/gcp/gcpfake"
 	"github.com/fleetgate/fleetgate/tests/testbed"
@@ -63,25 +61,13 @@ func newGCPEnv(t *testing.T) *gcpEnv {
 	p, err := gcp.New(gcp.Options{
 		Fleet:    "it-fleet",
 		Defaults: v1alpha1.GCPOptions{Project: gcpProject, Region: "europe-west1", Endpoint: e.fake.URL()},
-		Secrets: func(ctx context.Context, ns, name string) (map[string][]byte, error) {
-			var s corev1.Secret
-			err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)
-			return s.Data, err
-		},
-		Retries: gcp.Retries{MaxAttempts: 3, Initial: time.Millisecond, Max: 10 * time.Millisecond, Timeout: 10 * time.Second, Operation: 10 * time.Second},
-		Log:     testr.New(t),
+		Secrets:  secretsOf(e.c.Client),
+		Retries:  gcp.Retries{MaxAttempts: 3, Initial: time.Millisecond, Max: 10 * time.Millisecond, Timeout: 10 * time.Second, Operation: 10 * time.Second},
+		Log:      testr.New(t),
 	})
 	must(t, err)
 	t.Cleanup(p.Close)
-	registry := providers.NewRegistry()
-	registry.Register(string(v1alpha1.ProviderGCP), p)
-	delivery := controllers.NewTrigger()
-	runOperator(t, e.c, testr.NewWithOptions(t, testr.Options{Verbosity: 0}), controllers.Options{
-		Registry: prometheus.NewRegistry(),
-		Apply: &controllers.Dataplane{Providers: registry, Configs: newAckingConfigs(func() { delivery.Fire("") }),
-			Delivered: delivery.Fire},
-		Delivery: delivery,
-	})
+	runWithProvider(t, e.c, string(v1alpha1.ProviderGCP), p, controllers.Options{})
 	return e
 }
 

@@ -11,12 +11,14 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fleetgate/fleetgate/controllers"
+	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -82,4 +84,26 @@ func update(t testing.TB, c client.Client, obj client.Object, mutate func()) {
 		mutate()
 		return c.Update(t.Context(), obj)
 	}))
+}
+
+// secretsOf reads a Secret's data from cl, as the operator's cloud providers read their keys.
+func secretsOf(cl client.Client) func(ctx context.Context, ns, name string) (map[string][]byte, error) {
+	return func(ctx context.Context, ns, name string) (map[string][]byte, error) {
+		var s corev1.Secret
+		err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)
+		return s.Data, err
+	}
+}
+
+// runWithProvider runs the operator on c with p as the provider named name and proxies that
+// acknowledge every config at once; o adds the rest (fleet, DNS).
+func runWithProvider(t *testing.T, c *testbed.Cluster, name string, p providers.Provider, o controllers.Options) {
+	t.Helper()
+	registry := providers.NewRegistry()
+	registry.Register(name, p)
+	delivery := controllers.NewTrigger()
+	o.Registry = prometheus.NewRegistry()
+	o.Apply = &controllers.Dataplane{Providers: registry, Configs: newAckingConfigs(func() { delivery.Fire("") }), Delivered: delivery.Fire}
+	o.Delivery = delivery
+	runOperator(t, c, testr.NewWithOptions(t, testr.Options{Verbosity: 0}), o)
 }
