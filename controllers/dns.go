@@ -39,6 +39,10 @@ const (
 	ReasonDNSNoAddress       = "NoAddress"
 	ReasonDNSConflicted      = "Conflicted"
 	ReasonDNSWriteFailed     = "WriteFailed"
+	// ReasonDNSRefused: a name cannot be published (outside the zones, weights the zone lacks).
+	ReasonDNSRefused = "Refused"
+	// ReasonDNSNotServed: the zone accepted a change it does not serve when read back.
+	ReasonDNSNotServed = "NotServed"
 	// ReasonDNSConflict is the reason of the Event a Gateway gets for a hostname another owns.
 	ReasonDNSConflict = "DNSConflict"
 )
@@ -54,7 +58,8 @@ const (
 type DNSSyncer interface {
 	// Publish makes the zone of config (its spec.dns opts) hold owners' records: by gateway key,
 	// the records each gateway holds; an empty set publishes nothing, a nil one keeps what is there.
-	Publish(ctx context.Context, config string, opts v1alpha1.DNSOptions, owners map[string][]*endpoint.Endpoint) error
+	// It returns, by gateway key, what did not go as desired.
+	Publish(ctx context.Context, config string, opts v1alpha1.DNSOptions, owners map[string][]*endpoint.Endpoint) (map[string]providers.DNSOwnerOutcome, error)
 	// Forget drops what the publisher of config keeps (its spec.dns went): its records stay.
 	Forget(config string)
 }
@@ -124,7 +129,7 @@ type dnsDesired struct {
 type dnsVerdict struct {
 	status          metav1.ConditionStatus
 	reason, message string
-	// conflicts maps names the owner lost to the owner holding them.
+	// conflicts maps names the owner lost to who holds them ("gateway x publishes it").
 	conflicts map[string]string
 }
 
@@ -205,12 +210,13 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 	var list dnsv1a1.DNSEndpointList
 	err := p.live.List(ctx, &list, client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy})
 	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || isMissingKind(err) {
-		p.crdAbsent(d)
-		// The embedded publishers need no DNSEndpoints: they get the owners' records as built,
-		// and keep what an owner without an address published before (nil: unknown).
+		verdicts := p.crdAbsent(d)
 		if p.o.Sync == nil {
+			p.setVerdicts(verdicts)
 			return nil
 		}
+		// The embedded publishers need no DNSEndpoints: they get the owners' records as built,
+		// and keep what an owner without an address published before (nil: unknown).
 		held := make(map[string][]*endpoint.Endpoint, len(d.owners))
 		for i := range d.owners {
 			if o := &d.owners[i]; !o.Unaddressed {
@@ -219,7 +225,11 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 				held[o.Key] = nil
 			}
 		}
-		return p.syncZones(ctx, zoneRecords(d.zones, held))
+		zoned, err := p.syncZones(ctx, zoneRecords(d.zones, held), d.owners)
+		// For a gateway of a class that publishes itself, the DNSEndpoint CRD is beside the point.
+		maps.Copy(verdicts, zoned)
+		p.setVerdicts(verdicts)
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("listing DNSEndpoints: %w", err)
@@ -277,20 +287,46 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 		p.log.Info("deleted the DNSEndpoint of a gateway that went", "gateway", key, "namespace", cur.Namespace, "name", cur.Name)
 	}
 	if p.o.Sync != nil {
-		errs = append(errs, p.syncZones(ctx, zoneRecords(d.zones, held)))
+		zoned, err := p.syncZones(ctx, zoneRecords(d.zones, held), d.owners)
+		errs = append(errs, err)
+		for key, v := range zoned {
+			verdicts[key] = withDNSEndpoint(v, verdicts[key])
+		}
 	}
 	p.setVerdicts(verdicts)
 	return errors.Join(errs...)
 }
 
-// syncZones has every config's records published, and the publishers of configs that lost
-// spec.dns forgotten.
-func (p *dnsPublisher) syncZones(ctx context.Context, zones map[string]DNSZoneRecords) error {
+// withDNSEndpoint is the verdict of a gateway whose class publishes into its zone itself (zone)
+// and whose records were also written as a DNSEndpoint (ep): the zone's, unless the DNSEndpoint
+// could not be written.
+func withDNSEndpoint(zone, ep dnsVerdict) dnsVerdict {
+	if ep.reason == ReasonDNSWriteFailed && zone.status == metav1.ConditionTrue {
+		return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSWriteFailed, message: zone.message + "; but " + ep.message}
+	}
+	return zone
+}
+
+// syncZones has every config's records published, the publishers of configs that lost spec.dns
+// forgotten, and returns the verdict of each owner of the pass in a zone.
+func (p *dnsPublisher) syncZones(ctx context.Context, zones map[string]DNSZoneRecords, owners []records.Owner) (map[string]dnsVerdict, error) {
+	byKey := make(map[string]*records.Owner, len(owners))
+	for i := range owners {
+		byKey[owners[i].Key] = &owners[i]
+	}
+	verdicts := map[string]dnsVerdict{}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(zones)) {
 		z := zones[name]
-		if err := p.o.Sync.Publish(ctx, name, z.Options, z.Owners); err != nil {
-			errs = append(errs, fmt.Errorf("embedded DNS publication of GatewayClassConfig %s: %w", name, err))
+		out, err := p.o.Sync.Publish(ctx, name, z.Options, z.Owners)
+		if err != nil {
+			err = fmt.Errorf("embedded DNS publication of GatewayClassConfig %s: %w", name, err)
+			errs = append(errs, err)
+		}
+		for key := range z.Owners {
+			if o := byKey[key]; o != nil {
+				verdicts[key] = zoneVerdict(o, z.Options, out[key], err)
+			}
 		}
 	}
 	for name := range p.zonesSynced {
@@ -302,7 +338,64 @@ func (p *dnsPublisher) syncZones(ctx context.Context, zones map[string]DNSZoneRe
 	for name := range zones {
 		p.zonesSynced[name] = true
 	}
-	return errors.Join(errs...)
+	return verdicts, errors.Join(errs...)
+}
+
+// zoneVerdict is the verdict of an owner whose class publishes into its zone itself: which names
+// are published and served (read back from the zone), and why the others are not.
+func zoneVerdict(o *records.Owner, opts v1alpha1.DNSOptions, out providers.DNSOwnerOutcome, err error) dnsVerdict {
+	where := fmt.Sprintf("zone %s (%s)", strings.Join(opts.Zones, ", "), opts.Provider)
+	switch {
+	case o.Unaddressed:
+		return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSNoAddress,
+			message: fmt.Sprintf("the gateway has no address; the records last published in %s for %s are kept", where, records.Describe(o.Names))}
+	case err != nil:
+		return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSWriteFailed,
+			message: fmt.Sprintf("publishing %s into %s failed (the records last published stay; retried): %v", records.Describe(o.Names), where, err)}
+	}
+	lost := map[string]string{}
+	for n, holder := range o.Conflicts {
+		lost[n] = "gateway " + holder + " publishes it"
+	}
+	maps.Copy(lost, out.Lost)
+	var served []string
+	for _, n := range o.Names {
+		if _, l := lost[n]; !l && out.Refused[n] == "" && !slices.Contains(out.Unserved, n) {
+			served = append(served, n)
+		}
+	}
+	v := dnsVerdict{status: metav1.ConditionTrue, reason: ReasonDNSPublished, conflicts: lost}
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(lost)) {
+		parts = append(parts, fmt.Sprintf("%s is not published: %s", n, lost[n]))
+	}
+	for _, n := range slices.Sorted(maps.Keys(out.Refused)) {
+		parts = append(parts, fmt.Sprintf("%s cannot be published: %s", n, out.Refused[n]))
+	}
+	if len(out.Unserved) > 0 {
+		parts = append(parts, fmt.Sprintf("%s accepted %s but does not serve it as written when read back (written again on the next pass)",
+			where, records.Describe(out.Unserved)))
+	}
+	switch {
+	case len(lost) > 0:
+		v.status, v.reason = metav1.ConditionFalse, ReasonDNSConflicted
+	case len(out.Refused) > 0:
+		v.status, v.reason = metav1.ConditionFalse, ReasonDNSRefused
+	case len(out.Unserved) > 0:
+		v.status, v.reason = metav1.ConditionFalse, ReasonDNSNotServed
+	}
+	if len(served) > 0 {
+		msg := fmt.Sprintf("published %s in %s; read back from the zone, it serves them", records.Describe(served), where)
+		if o.Weighted {
+			msg += " (weighted with other gateways serving the same names)"
+		}
+		parts = append(parts, msg)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no names to publish in "+where)
+	}
+	v.message = strings.Join(parts, "; ")
+	return v
 }
 
 // zoneRecords splits the records held by owner among the configs with spec.dns: an owner missing
@@ -384,8 +477,19 @@ func (p *dnsPublisher) publishOwner(ctx context.Context, o *records.Owner, cur *
 		if err := p.writer.Update(ctx, want); err != nil {
 			return dnsVerdict{}, nil, fmt.Errorf("updating DNSEndpoint %s/%s: %w", want.Namespace, want.Name, err)
 		}
+		cur = nil
 	}
-	return ownerVerdict(o), o.Endpoints, nil
+	v := ownerVerdict(o)
+	if len(o.Endpoints) > 0 {
+		// external-dns's CRD source stamps the generation it read: the records reach DNS in the
+		// same loop of it.
+		if cur != nil && cur.Status.ObservedGeneration == cur.Generation {
+			v.message += "; external-dns has read them"
+		} else {
+			v.message += "; external-dns has not read them yet"
+		}
+	}
+	return v, o.Endpoints, nil
 }
 
 // ownerVerdict is the verdict of an owner whose records were written.
@@ -404,21 +508,23 @@ func ownerVerdict(o *records.Owner) dnsVerdict {
 		return dnsVerdict{status: metav1.ConditionTrue, reason: ReasonDNSPublished, message: msg}
 	}
 	lost := slices.Sorted(maps.Keys(o.Conflicts))
+	conflicts := make(map[string]string, len(lost))
 	var b strings.Builder
 	for i, n := range lost {
 		if i > 0 {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "%s is published by gateway %s", n, o.Conflicts[n])
+		conflicts[n] = "gateway " + o.Conflicts[n] + " publishes it"
 	}
 	if len(published) > 0 {
 		fmt.Fprintf(&b, "; published %s", records.Describe(published))
 	}
-	return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSConflicted, message: b.String(), conflicts: o.Conflicts}
+	return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSConflicted, message: b.String(), conflicts: conflicts}
 }
 
-// crdAbsent reports every owner unpublished, logging the absence once.
-func (p *dnsPublisher) crdAbsent(d *dnsDesired) {
+// crdAbsent returns every owner unpublished, logging the absence once.
+func (p *dnsPublisher) crdAbsent(d *dnsDesired) map[string]dnsVerdict {
 	p.mu.Lock()
 	if !p.crdMissing {
 		p.log.Info("DNSEndpoint CRD not installed: no DNS records are published until it is", "crd", dnsEndpointCRD)
@@ -430,7 +536,7 @@ func (p *dnsPublisher) crdAbsent(d *dnsDesired) {
 		verdicts[o.Key] = dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSCRDNotInstalled,
 			message: "the hub lacks the CRD " + dnsEndpointCRD + " (external-dns); " + records.Describe(o.Names) + " will be published once it is installed"}
 	}
-	p.setVerdicts(verdicts)
+	return verdicts
 }
 
 const dnsEndpointCRD = "dnsendpoints.externaldns.k8s.io"
@@ -550,7 +656,7 @@ func setDNSPublished(res *translate.Result, verdicts map[string]dnsVerdict) {
 			ObservedGeneration: gs.Generation, Reason: v.reason, Message: v.message})
 		for _, n := range slices.Sorted(maps.Keys(v.conflicts)) {
 			res.Notices = append(res.Notices, translate.Notice{Ref: gs.Ref, Type: "Warning", Reason: ReasonDNSConflict,
-				Message: fmt.Sprintf("hostname %s is not published for this Gateway: gateway %s publishes it", n, v.conflicts[n])})
+				Message: fmt.Sprintf("hostname %s is not published for this Gateway: %s", n, v.conflicts[n])})
 		}
 	}
 }

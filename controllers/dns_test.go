@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -8,6 +9,7 @@ import (
 	dnsv1a1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
 
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/records"
 	"github.com/fleetgate/fleetgate/controllers/translate"
 	"github.com/fleetgate/fleetgate/providers"
@@ -33,11 +35,76 @@ func TestOwnerVerdict(t *testing.T) {
 			Conflicts: map[string]string{"a.example.com": "hub/infra/old"}},
 		want: dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSConflicted,
 			message:   "a.example.com is published by gateway hub/infra/old; published b.example.com",
-			conflicts: map[string]string{"a.example.com": "hub/infra/old"}},
+			conflicts: map[string]string{"a.example.com": "gateway hub/infra/old publishes it"}},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, ownerVerdict(&tc.owner), cmp.AllowUnexported(dnsVerdict{})); diff != "" {
+				t.Errorf("verdict (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestZoneVerdict(t *testing.T) {
+	opts := v1alpha1.DNSOptions{Provider: v1alpha1.DNSProviderRFC2136, Zones: []string{"example.com"}}
+	names := []string{"a.example.com", "b.example.com"}
+	tests := []struct {
+		name  string
+		owner records.Owner
+		out   providers.DNSOwnerOutcome
+		err   error
+		want  dnsVerdict
+	}{{
+		name:  "every name published and served",
+		owner: records.Owner{Names: names},
+		want: dnsVerdict{status: metav1.ConditionTrue, reason: ReasonDNSPublished, conflicts: map[string]string{},
+			message: "published a.example.com, b.example.com in zone example.com (rfc2136); read back from the zone, it serves them"},
+	}, {
+		name:  "a name held by a record fleetgate did not create",
+		owner: records.Owner{Names: names},
+		out:   providers.DNSOwnerOutcome{Lost: map[string]string{"a.example.com": "held by an A record fleetgate did not create"}},
+		want: dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSConflicted,
+			conflicts: map[string]string{"a.example.com": "held by an A record fleetgate did not create"},
+			message: "a.example.com is not published: held by an A record fleetgate did not create; " +
+				"published b.example.com in zone example.com (rfc2136); read back from the zone, it serves them"},
+	}, {
+		name:  "a name lost to another gateway before the zone",
+		owner: records.Owner{Names: names, Conflicts: map[string]string{"b.example.com": "hub/infra/old"}},
+		want: dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSConflicted,
+			conflicts: map[string]string{"b.example.com": "gateway hub/infra/old publishes it"},
+			message: "b.example.com is not published: gateway hub/infra/old publishes it; " +
+				"published a.example.com in zone example.com (rfc2136); read back from the zone, it serves them"},
+	}, {
+		name:  "refused and not served",
+		owner: records.Owner{Names: names},
+		out: providers.DNSOwnerOutcome{Refused: map[string]string{"a.example.com": "outside the zones"},
+			Unserved: []string{"b.example.com"}},
+		want: dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSRefused, conflicts: map[string]string{},
+			message: "a.example.com cannot be published: outside the zones; zone example.com (rfc2136) accepted b.example.com " +
+				"but does not serve it as written when read back (written again on the next pass)"},
+	}, {
+		name:  "not served",
+		owner: records.Owner{Names: names[:1]},
+		out:   providers.DNSOwnerOutcome{Unserved: []string{"a.example.com"}},
+		want: dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSNotServed, conflicts: map[string]string{},
+			message: "zone example.com (rfc2136) accepted a.example.com but does not serve it as written when read back (written again on the next pass)"},
+	}, {
+		name:  "the zone failed",
+		owner: records.Owner{Names: names},
+		err:   errors.New("connection refused"),
+		want: dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSWriteFailed,
+			message: "publishing a.example.com, b.example.com into zone example.com (rfc2136) failed (the records last published stay; retried): connection refused"},
+	}, {
+		name:  "no address yet",
+		owner: records.Owner{Names: names, Unaddressed: true},
+		err:   errors.New("ignored"),
+		want: dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSNoAddress,
+			message: "the gateway has no address; the records last published in zone example.com (rfc2136) for a.example.com, b.example.com are kept"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, zoneVerdict(&tc.owner, opts, tc.out, tc.err), cmp.AllowUnexported(dnsVerdict{})); diff != "" {
 				t.Errorf("verdict (-want +got):\n%s", diff)
 			}
 		})
@@ -53,7 +120,7 @@ func TestSetDNSPublished(t *testing.T) {
 	setDNSPublished(res, map[string]dnsVerdict{
 		"hub/infra/web": {status: metav1.ConditionTrue, reason: ReasonDNSPublished, message: "published a.example.com"},
 		"member-a/infra/web": {status: metav1.ConditionFalse, reason: ReasonDNSConflicted, message: "lost",
-			conflicts: map[string]string{"a.example.com": "hub/infra/web"}},
+			conflicts: map[string]string{"a.example.com": "gateway hub/infra/web publishes it"}},
 	})
 	var got [][]metav1.Condition
 	for _, gs := range res.Gateways {

@@ -18,9 +18,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/external-dns/endpoint"
 	"sigs.k8s.io/external-dns/plan"
+	"sigs.k8s.io/external-dns/provider"
 	"sigs.k8s.io/external-dns/registry"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/providers"
 )
 
 // Defaults of DNSOptions.
@@ -82,6 +84,10 @@ func New(ctx context.Context, o Options) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newPublisher(o, prov, weighted, filter, ownerID)
+}
+
+func newPublisher(o Options, prov provider.Provider, weighted bool, filter *endpoint.DomainFilter, ownerID string) (*Publisher, error) {
 	reg, err := newRegistry(prov, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("dns: TXT registry: %w", err)
@@ -162,11 +168,43 @@ type OwnerResult struct {
 	Conflicts []Skip `json:",omitempty"`
 	// Refused are desired records that cannot be published (NoTargets, OutsideZones, NoWeights).
 	Refused []Skip `json:",omitempty"`
+	// Unserved are records this pass wrote that the zone, read back, does not hold as written
+	// (the provider accepted the change and dropped or altered it).
+	Unserved []Record `json:",omitempty"`
 }
 
 // Result is what one Sync did, per owner key. Owners with nothing to say are absent.
 type Result struct {
 	Owners map[string]*OwnerResult
+}
+
+// Outcomes are, by owner, the names not published as desired; owners without any are absent.
+func (r Result) Outcomes() map[string]providers.DNSOwnerOutcome {
+	out := map[string]providers.DNSOwnerOutcome{}
+	for key, o := range r.Owners {
+		var oc providers.DNSOwnerOutcome
+		for _, c := range o.Conflicts {
+			if oc.Lost == nil {
+				oc.Lost = map[string]string{}
+			}
+			oc.Lost[c.Name] = c.Message
+		}
+		for _, s := range o.Refused {
+			if oc.Refused == nil {
+				oc.Refused = map[string]string{}
+			}
+			oc.Refused[s.Name] = s.Message
+		}
+		for _, u := range o.Unserved {
+			if !slices.Contains(oc.Unserved, u.Name) {
+				oc.Unserved = append(oc.Unserved, u.Name)
+			}
+		}
+		if oc.Lost != nil || oc.Refused != nil || oc.Unserved != nil {
+			out[key] = oc
+		}
+	}
+	return out
 }
 
 func (r *Result) owner(key string) *OwnerResult {
@@ -214,15 +252,7 @@ func (p *Publisher) sync(ctx context.Context, owners map[string][]*endpoint.Endp
 	}
 	desired = p.resolveConflicts(current, desired, &res)
 
-	pl := (&plan.Plan{
-		Current:        current,
-		Desired:        desired,
-		Policies:       []plan.Policy{&plan.SyncPolicy{}},
-		DomainFilter:   endpoint.MatchAllDomainFilters{p.filter},
-		ManagedRecords: managedTypes,
-		OwnerID:        p.ownerID,
-	}).Calculate()
-	changes := pl.Changes
+	changes := p.plan(current, desired)
 
 	present := map[string]bool{}
 	for key := range owners {
@@ -268,7 +298,35 @@ func (p *Publisher) sync(ctx context.Context, owners map[string][]*endpoint.Endp
 				len(c.Create), len(c.UpdateNew), len(c.Delete), p.providerID, err)
 		}
 	}
-	return res, nil
+	return res, p.readBack(ctx, desired, &res)
+}
+
+// plan is what makes the zone's records (current) the desired ones.
+func (p *Publisher) plan(current, desired []*endpoint.Endpoint) *plan.Changes {
+	return (&plan.Plan{
+		Current:        current,
+		Desired:        desired,
+		Policies:       []plan.Policy{&plan.SyncPolicy{}},
+		DomainFilter:   endpoint.MatchAllDomainFilters{p.filter},
+		ManagedRecords: managedTypes,
+		OwnerID:        p.ownerID,
+	}).Calculate().Changes
+}
+
+// readBack lists the zone after a pass wrote to it and reports, as Unserved, the desired records
+// it does not hold as written: what the status says is served is what the zone answers.
+func (p *Publisher) readBack(ctx context.Context, desired []*endpoint.Endpoint, res *Result) error {
+	after, err := p.reg.Records(ctx)
+	if err != nil {
+		return fmt.Errorf("dns: reading back the records of zones %v: %w", p.filter.Filters, err)
+	}
+	again := p.plan(after, desired)
+	for _, e := range slices.Concat(again.Create, again.UpdateNew) {
+		o := res.owner(resourceOf(e))
+		o.Unserved = append(o.Unserved, recordOf(e))
+	}
+	res.sort()
+	return nil
 }
 
 // chunkChanges splits changes into pieces of at most n creates, n updates and n deletes. Each
@@ -461,7 +519,7 @@ func (r *Result) sort() {
 	}
 	bySkip := func(a, b Skip) int { return byRecord(a.Record, b.Record) }
 	for _, o := range r.Owners {
-		for _, l := range [][]Record{o.Created, o.Updated, o.Deleted, o.Held} {
+		for _, l := range [][]Record{o.Created, o.Updated, o.Deleted, o.Held, o.Unserved} {
 			slices.SortFunc(l, byRecord)
 		}
 		slices.SortFunc(o.Conflicts, bySkip)

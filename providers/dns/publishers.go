@@ -2,14 +2,13 @@ package dns
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/external-dns/endpoint"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/providers"
 )
 
 // Publishers is what the DNS controller calls: one Publisher per class, kept across passes (the
@@ -50,22 +49,14 @@ func (s *Publishers) Sync(ctx context.Context, class string, opts v1alpha1.DNSOp
 	return res, err
 }
 
-// Publish is Sync for the controllers' DNS publisher: what a zone refuses or someone else holds
-// is logged (the DNSEndpoint publication reports conflicts on the Gateways).
-func (s *Publishers) Publish(ctx context.Context, class string, opts v1alpha1.DNSOptions, owners map[string][]*endpoint.Endpoint) error {
+// Publish is Sync for the controllers' DNS publisher: by gateway key, what was not published as
+// desired (held by someone else, refused, or not served when read back).
+func (s *Publishers) Publish(ctx context.Context, class string, opts v1alpha1.DNSOptions, owners map[string][]*endpoint.Endpoint) (map[string]providers.DNSOwnerOutcome, error) {
 	res, err := s.Sync(ctx, class, opts, owners)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, key := range slices.Sorted(maps.Keys(res.Owners)) {
-		for _, c := range res.Owners[key].Conflicts {
-			s.base.Log.Info("a DNS name is held by someone else: not published", "class", class, "gateway", key, "name", c.Name, "reason", c.Reason, "message", c.Message)
-		}
-		for _, r := range res.Owners[key].Refused {
-			s.base.Log.Info("a DNS record cannot be published", "class", class, "gateway", key, "name", r.Name, "reason", r.Reason, "message", r.Message)
-		}
-	}
-	return nil
+	return res.Outcomes(), nil
 }
 
 // Forget drops class's publisher (the class is gone, or no longer publishes): its records stay.

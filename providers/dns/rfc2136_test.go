@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/external-dns/endpoint"
+	"sigs.k8s.io/external-dns/plan"
+	"sigs.k8s.io/external-dns/provider"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers/dns/bindtest"
@@ -398,5 +400,66 @@ func TestRFC2136Wildcard(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{ownerTXT("gw/w")}, answer(t, srv, "a-wildcard.apps.example.test", miekg.TypeTXT)); d != "" {
 		t.Errorf("ownership record (-want +got):\n%s", d)
+	}
+}
+
+// droppingProvider accepts every change and carries out all but the creation of one name: a
+// provider that acknowledges what it then does not serve.
+type droppingProvider struct {
+	provider.Provider
+	drop string
+}
+
+func (d droppingProvider) ApplyChanges(ctx context.Context, c *plan.Changes) error {
+	kept := *c
+	kept.Create = slices.DeleteFunc(slices.Clone(c.Create), func(e *endpoint.Endpoint) bool {
+		return strings.HasSuffix(e.DNSName, d.drop)
+	})
+	return d.Provider.ApplyChanges(ctx, &kept)
+}
+
+// TestRFC2136ReadBack: the records a pass wrote are read back from the zone, and one the server
+// does not hold as written is reported Unserved (what the Gateway's status calls served is what
+// the zone answers); the next pass writes it again.
+func TestRFC2136ReadBack(t *testing.T) {
+	srv := bindtest.Require(t, testZone)
+	o := rfc2136Options(srv)
+	o.Log = testr.New(t)
+	filter := endpoint.NewDomainFilter(o.DNS.Zones)
+	real, _, err := newProvider(t.Context(), o, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string][]*endpoint.Endpoint{"gw/a": {a("app.example.test", "192.0.2.1"), a("api.example.test", "192.0.2.2")}}
+
+	p, err := newPublisher(o, droppingProvider{real, "api.example.test"}, false, filter, testOwner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Sync(t.Context(), owners)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Result{Owners: map[string]*OwnerResult{"gw/a": {
+		Created:  recs("api.example.test A", "app.example.test A"),
+		Unserved: recs("api.example.test A"),
+	}}}
+	if d := cmp.Diff(want, res); d != "" {
+		t.Errorf("with a provider dropping api.example.test (-want +got):\n%s", d)
+	}
+
+	p, err = newPublisher(o, real, false, filter, testOwner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err = p.Sync(t.Context(), owners); err != nil {
+		t.Fatal(err)
+	}
+	want = Result{Owners: map[string]*OwnerResult{"gw/a": {Created: recs("api.example.test A")}}}
+	if d := cmp.Diff(want, res); d != "" {
+		t.Errorf("next pass on the real server (-want +got):\n%s", d)
+	}
+	if got := answer(t, srv, "api.example.test", miekg.TypeA); !slices.Equal(got, []string{"192.0.2.2"}) {
+		t.Errorf("api.example.test A = %v, want [192.0.2.2]", got)
 	}
 }

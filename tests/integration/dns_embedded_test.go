@@ -10,11 +10,13 @@ import (
 	"github.com/go-logr/logr/testr"
 	mdns "github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers"
 	dnspub "github.com/fleetgate/fleetgate/providers/dns"
 	"github.com/fleetgate/fleetgate/providers/dns/bindtest"
 	"github.com/fleetgate/fleetgate/tests/testbed"
@@ -70,8 +72,31 @@ func TestDNSEmbeddedRFC2136(t *testing.T) {
 		return nil
 	})
 	t.Logf("www.example.test resolved to the ALB %s after Programmed", time.Since(programmed).Round(time.Millisecond))
-	if rrs, err := bind.Query("untouched.example.test", mdns.TypeA); err != nil || len(rrs) != 1 {
+	e.dnsCondition("edge", metav1.ConditionTrue, controllers.ReasonDNSPublished,
+		"published www.example.test in zone example.test (rfc2136)", "it serves them")
+
+	// A hostname held by a record fleetgate did not create: told on the Gateway (condition and
+	// Event), never overwritten, and the other names stay published.
+	must(t, cl.Create(ctx, routeTo("taken", "edge", "untouched.example.test")))
+	e.dnsCondition("edge", metav1.ConditionFalse, controllers.ReasonDNSConflicted,
+		"untouched.example.test is not published", "fleetgate did not create", "published www.example.test")
+	testbed.Eventually(t, 30*time.Second, func() error {
+		var evs eventsv1.EventList
+		if err := cl.List(ctx, &evs, client.InNamespace("default")); err != nil {
+			return err
+		}
+		for _, ev := range evs.Items {
+			if ev.Reason == controllers.ReasonDNSConflict && ev.Regarding.Name == "edge" && strings.Contains(ev.Note, "untouched.example.test") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s Event on edge among %d", controllers.ReasonDNSConflict, len(evs.Items))
+	})
+	if rrs, err := bind.Query("untouched.example.test", mdns.TypeA); err != nil || len(rrs) != 1 || rrs[0].(*mdns.A).A.String() != "192.0.2.99" {
 		t.Errorf("the record fleetgate did not create: %v, %v", rrs, err)
+	}
+	if got := cname(); got != albDNS {
+		t.Errorf("www.example.test CNAME = %q after the conflict, want %q", got, albDNS)
 	}
 
 	must(t, cl.Delete(ctx, gw))
