@@ -1,0 +1,141 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	mdns "github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/providers/dns/bindtest"
+	"github.com/fleetgate/fleetgate/tests/testbed"
+)
+
+// TestDNSKillOperator: the operator binary (local mode; its class publishes into a real BIND9
+// zone over RFC 2136) is SIGKILLed FLEETGATE_DNS_KILLS times (default 20) while routes come and
+// go, each kill at a random moment of the DNS change that follows. Meanwhile the zone is asked
+// every 20 ms for a name whose route stays the whole time. Then: that name never stopped
+// resolving (no lost record); once the operator settles, the zone holds exactly the names of the
+// routes that exist, each with its TXT ownership record and nothing of the deleted ones (no
+// orphan); the record fleetgate did not create is untouched.
+func TestDNSKillOperator(t *testing.T) {
+	kills := 20
+	if v := os.Getenv("FLEETGATE_DNS_KILLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		must(t, err)
+		kills = n
+	}
+	bind := bindtest.Require(t, "example.test", "untouched 300 IN A 192.0.2.99")
+	e := newTrafficEnv(t)
+	ctx, cl := t.Context(), e.c.Client
+	must(t, cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleetgate-system"}}))
+	must(t, cl.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleetgate-system", Name: "tsig"},
+		Data: map[string][]byte{"secret": []byte(bind.Secret)}}))
+	e.backend(41, "web", 9080)
+	must(t, cl.Create(ctx, &v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: "fleetgate"},
+		Spec: v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderInCluster, Scope: v1alpha1.ScopeCluster,
+			DNS: &v1alpha1.DNSOptions{Provider: v1alpha1.DNSProviderRFC2136, Zones: []string{"example.test"},
+				RFC2136: &v1alpha1.DNSRFC2136{Host: bind.Host, Port: int32(bind.Port), Zone: bind.Zone, TSIGKeyName: bindtest.KeyName,
+					TSIGSecretRef: v1alpha1.ObjectRef{Namespace: "fleetgate-system", Name: "tsig"}}}}}))
+	must(t, cl.Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "fleetgate"},
+		Spec: gwv1.GatewayClassSpec{ControllerName: v1alpha1.ControllerName,
+			ParametersRef: &gwv1.ParametersReference{Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: "fleetgate"}}}))
+	must(t, cl.Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"},
+		Spec: gwv1.GatewaySpec{GatewayClassName: "fleetgate",
+			Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}))
+	must(t, cl.Create(ctx, httpRoute("stable", "stable.example.test", "web")))
+	resolves := func(name string) bool {
+		rrs, err := bind.Query(name, mdns.TypeA)
+		return err == nil && len(rrs) > 0
+	}
+	testbed.Eventually(t, 30*time.Second, func() error {
+		if !resolves("stable.example.test") {
+			return fmt.Errorf("stable.example.test does not resolve")
+		}
+		return nil
+	})
+
+	var lost, asked atomic.Int64
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for watchCtx.Err() == nil {
+			asked.Add(1)
+			if !resolves("stable.example.test") {
+				lost.Add(1)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+
+	routes := []string{"stable"}
+	for i := range kills {
+		name := fmt.Sprintf("r%d", i)
+		must(t, cl.Create(ctx, httpRoute(name, name+".example.test", "web")))
+		routes = append(routes, name)
+		if i >= 2 {
+			old := fmt.Sprintf("r%d", i-2)
+			must(t, cl.Delete(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: old}}))
+			routes = slices.DeleteFunc(routes, func(r string) bool { return r == old })
+		}
+		// Within the operator's reaction to the change: it restarted just before (caches,
+		// proxies) and publishes ~1 s later.
+		time.Sleep(rand.N(2 * time.Second))
+		e.op.Kill()
+		e.startOperator()
+	}
+
+	addr, _ := e.programmed(metav1.ConditionTrue, 60*time.Second)
+	want := []string{"untouched.example.test. A 192.0.2.99"}
+	for _, r := range routes {
+		want = append(want, r+".example.test. A "+addr, "a-"+r+".example.test. TXT resource=hub/default/gw")
+	}
+	slices.Sort(want)
+	var got []string
+	testbed.Eventually(t, 60*time.Second, func() error {
+		rrs, err := bind.Transfer()
+		if err != nil {
+			return err
+		}
+		got = got[:0]
+		for _, rr := range rrs {
+			h := rr.Header()
+			if h.Name == "ns."+bind.Zone+"." { // the zone's own name server
+				continue
+			}
+			switch rec := rr.(type) {
+			case *mdns.A:
+				got = append(got, h.Name+" A "+rec.A.String())
+			case *mdns.TXT:
+				txt := strings.Join(rec.Txt, "")
+				_, res, _ := strings.Cut(txt, "external-dns/resource=")
+				got = append(got, h.Name+" TXT resource="+res)
+			case *mdns.CNAME, *mdns.AAAA:
+				got = append(got, rr.String())
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("zone:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		}
+		return nil
+	})
+	stopWatch()
+	<-watched
+	if lost.Load() > 0 {
+		t.Errorf("stable.example.test did not resolve %d times out of %d queries during the kills", lost.Load(), asked.Load())
+	}
+	t.Logf("%d kills: stable.example.test answered all %d queries; the zone holds exactly the %d routes' records", kills, asked.Load(), len(routes))
+}
