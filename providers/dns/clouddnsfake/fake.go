@@ -122,6 +122,20 @@ func (s *Server) AddZone(projectID, name, dnsName, visibility string) (*dnsv1.Ma
 	return &mz, nil
 }
 
+// Apply makes a change as changes.create does, for a test to set up records it did not publish.
+func (s *Server) Apply(projectID, zoneName string, c *dnsv1.Change) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z := s.zone(projectID, zoneName)
+	if z == nil {
+		return fmt.Errorf("no zone %s in project %s", zoneName, projectID)
+	}
+	if _, err := s.createChange(z, c); err != nil {
+		return fmt.Errorf("%d %s: %s", err.code, err.reason, err.message)
+	}
+	return nil
+}
+
 // RecordSets returns a zone's record sets in (name, type) order, but its apex SOA and NS.
 func (s *Server) RecordSets(projectID, zoneName string) []*dnsv1.ResourceRecordSet {
 	s.mu.Lock()
