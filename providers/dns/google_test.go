@@ -365,11 +365,17 @@ func TestGoogleManyRecords(t *testing.T) {
 	}
 }
 
-// TestGoogleCredentials: once the service account's key is revoked the token exchange fails,
-// Sync says so, and the zone is untouched.
+// TestGoogleCredentials: without a key file New fails and says why; once the service account's
+// key is revoked the token exchange fails, Sync says so, and the zone is untouched.
 func TestGoogleCredentials(t *testing.T) {
 	env := newGoogleEnv(t)
 	env.zone(t, "example-test", testZone+".", "public")
+	keyFile := os.Getenv("GOOGLE_APPLICATION_CREDENTIALS")
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", keyFile+".missing")
+	if _, err := New(t.Context(), googleOptions("")); err == nil || !strings.Contains(err.Error(), "dns: google provider for project "+googleProject) || !strings.Contains(err.Error(), "key.json.missing") {
+		t.Errorf("New without the key file: %v, want the provider's error naming the file", err)
+	}
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", keyFile)
 	p := newGoogle(t, t.Context(), "")
 	env.tokens.Revoke(googleAccount)
 	_, err := p.Sync(t.Context(), map[string][]*endpoint.Endpoint{"gw/a": {a("app.example.test", "192.0.2.1")}})
