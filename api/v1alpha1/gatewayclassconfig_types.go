@@ -77,19 +77,20 @@ type GatewayClassConfigSpec struct {
 	DNS *DNSOptions `json:"dns,omitempty"`
 }
 
-// DNSProvider is the DNS service an embedded publisher writes to. Google Cloud DNS is not one yet:
-// external-dns v0.22.0's google provider takes neither credentials nor an endpoint of ours.
-// +kubebuilder:validation:Enum=rfc2136;route53
+// DNSProvider is the DNS service an embedded publisher writes to.
+// +kubebuilder:validation:Enum=rfc2136;route53;google
 type DNSProvider string
 
 const (
 	DNSProviderRFC2136 DNSProvider = "rfc2136"
 	DNSProviderRoute53 DNSProvider = "route53"
+	DNSProviderGoogle  DNSProvider = "google"
 )
 
 // DNSOptions configure the embedded DNS publisher of a class.
 // +kubebuilder:validation:XValidation:rule="self.provider != 'rfc2136' || has(self.rfc2136)",message="provider rfc2136 needs the rfc2136 section"
 // +kubebuilder:validation:XValidation:rule="self.provider != 'route53' || has(self.route53)",message="provider route53 needs the route53 section"
+// +kubebuilder:validation:XValidation:rule="self.provider != 'google' || has(self.google)",message="provider google needs the google section"
 type DNSOptions struct {
 	Provider DNSProvider `json:"provider"`
 
@@ -127,6 +128,8 @@ type DNSOptions struct {
 	RFC2136 *DNSRFC2136 `json:"rfc2136,omitempty"`
 	// +optional
 	Route53 *DNSRoute53 `json:"route53,omitempty"`
+	// +optional
+	Google *DNSGoogle `json:"google,omitempty"`
 }
 
 // DNSRFC2136 is a DNS server taking dynamic updates (RFC 2136) signed with TSIG.
@@ -165,6 +168,26 @@ type DNSRoute53 struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	HostedZoneID string `json:"hostedZoneID,omitempty"`
+}
+
+// DNSGoogle is Google Cloud DNS: the project's public or private managed zones whose DNS names
+// are under Zones. Its calls are made with the operator's own Google environment: Application
+// Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, workload identity or the metadata server),
+// and the universe domain of GOOGLE_CLOUD_UNIVERSE_DOMAIN (default googleapis.com), since
+// external-dns v0.22.0's google provider builds its client from the process environment and
+// takes no credentials or endpoint of ours. Cloud DNS records have no set identifiers there, so
+// weighted records are refused (WeightsUnsupported).
+type DNSGoogle struct {
+	// Project is the ID of the Google Cloud project that holds the managed zones.
+	// +kubebuilder:validation:MinLength=6
+	// +kubebuilder:validation:MaxLength=30
+	// +kubebuilder:validation:Pattern=`^[a-z][-a-z0-9]{4,28}[a-z0-9]$`
+	Project string `json:"project"`
+	// ManagedZone narrows the zones to the one with this name or numeric ID (for example the
+	// public one of a split-horizon pair); found from Zones when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	ManagedZone string `json:"managedZone,omitempty"`
 }
 
 // ProxyOptions are the limits of the fleetgate proxies that serve a class's Gateways. They are

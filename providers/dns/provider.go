@@ -6,11 +6,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"time"
+
+	"golang.org/x/oauth2"
 
 	"sigs.k8s.io/external-dns/endpoint"
 	"sigs.k8s.io/external-dns/pkg/apis/externaldns"
 	"sigs.k8s.io/external-dns/provider"
 	"sigs.k8s.io/external-dns/provider/aws"
+	"sigs.k8s.io/external-dns/provider/google"
 	"sigs.k8s.io/external-dns/provider/rfc2136"
 	"sigs.k8s.io/external-dns/registry"
 	"sigs.k8s.io/external-dns/registry/txt"
@@ -27,6 +32,17 @@ import (
 const (
 	applyChunk       = 100
 	rfc2136BatchSize = 2 * applyChunk
+)
+
+// Cloud DNS applies one change (additions and deletions) atomically, and takes up to 1,000 of
+// each ("Additions per change", "Deletions per change" in its quotas and limits). One Sync chunk
+// is at most 4*applyChunk record sets of each kind (a record and its TXT record, an update's old
+// and new ones), so with external-dns's batch size (which counts both kinds together) at 1,000
+// a chunk is one change per zone: a record and its ownership record land together or not at
+// all. No pause between changes: one pass sends one change per zone per chunk.
+const (
+	googleBatchChangeSize = 1000
+	googleCallTimeout     = 30 * time.Second
 )
 
 // newProvider builds external-dns's provider for the class, and tells whether it has weighted
@@ -79,6 +95,28 @@ func newProvider(ctx context.Context, o Options, filter *endpoint.DomainFilter) 
 			return nil, false, fmt.Errorf("dns: route53 provider: %w", err)
 		}
 		return p, true, nil
+	case v1alpha1.DNSProviderGoogle:
+		g := o.DNS.Google
+		if g == nil {
+			return nil, false, errors.New("dns: provider google needs the google section")
+		}
+		// external-dns v0.22.0's provider/google takes its credentials (Application Default
+		// Credentials) and its endpoint (https://dns.<GOOGLE_CLOUD_UNIVERSE_DOMAIN>/) from the
+		// process: the operator's own. Its one seam is the oauth2 library's HTTP client in ctx,
+		// used here only to bound every call: changes.create takes no context of its own.
+		ctx = context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Timeout: googleCallTimeout})
+		cfg.GoogleProject = g.Project
+		if g.ManagedZone != "" {
+			cfg.ZoneIDFilter = []string{g.ManagedZone}
+		}
+		cfg.GoogleBatchChangeSize = googleBatchChangeSize
+		cfg.GoogleBatchChangeInterval = 0
+		p, err := google.New(ctx, cfg, filter)
+		if err != nil {
+			return nil, false, fmt.Errorf("dns: google provider for project %s: %w", g.Project, err)
+		}
+		// The provider writes no routing policies: no weighted records.
+		return p, false, nil
 	}
 	return nil, false, fmt.Errorf("dns: unknown provider %q", o.DNS.Provider)
 }

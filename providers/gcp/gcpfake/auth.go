@@ -26,6 +26,9 @@ const (
 	jwtBearer     = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 	scopeCompute  = "https://www.googleapis.com/auth/compute"
 	scopePlatform = "https://www.googleapis.com/auth/cloud-platform"
+	// scopeDNS is what external-dns's Cloud DNS provider asks for (providers/dns/clouddnsfake
+	// checks the tokens this endpoint issues).
+	scopeDNS = "https://www.googleapis.com/auth/ndev.clouddns.readwrite"
 )
 
 type authState struct {
@@ -67,6 +70,15 @@ func (s *Server) NewServiceAccountKey(project, email string) ([]byte, error) {
 		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
 		"client_email": email, "client_id": id, "token_uri": s.TokenURL(),
 	})
+}
+
+// VerifyToken tells whether tok is an access token this endpoint issued and that is still valid,
+// and for which service account: for other fakes that take its tokens (Cloud DNS).
+func (s *Server) VerifyToken(tok string) (email string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	email, ok = s.auth.tokens[tok]
+	return email, ok
 }
 
 // Revoke makes email's key and every token issued to it invalid, as deleting the key would.
@@ -151,8 +163,8 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		fail("invalid_grant", "Invalid JWT: audience is not this token endpoint")
 	case claims.Exp < time.Now().Unix():
 		fail("invalid_grant", "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe.")
-	case !strings.Contains(claims.Scope, scopeCompute) && !strings.Contains(claims.Scope, scopePlatform):
-		fail("invalid_scope", "no compute scope")
+	case !strings.Contains(claims.Scope, scopeCompute) && !strings.Contains(claims.Scope, scopePlatform) && !strings.Contains(claims.Scope, scopeDNS):
+		fail("invalid_scope", "no compute, cloud-platform or Cloud DNS scope")
 	default:
 		s.seq++
 		tok := "fake-token-" + strconv.FormatUint(s.seq, 10)
