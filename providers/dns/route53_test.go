@@ -191,5 +191,3 @@ func TestRoute53Weighted(t *testing.T) {
 		}
 	}
 }
-
-// TestRoute53ClassCredentials: a class's own Route53 region, endpoint or keys cannot reach

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -85,7 +86,7 @@ func (o *Operator) Stop() error {
 	case err := <-o.done:
 		var exit *exec.ExitError
 		if err != nil && (!errors.As(err, &exit) || exit.Exited()) {
-			return fmt.Errorf("operator exited: %w", err)
+			return fmt.Errorf("operator exited: %w; its log ends:\n%s", err, tail(o.Log, 20))
 		}
 		return nil
 	case <-time.After(60 * time.Second):
@@ -98,4 +99,14 @@ func (o *Operator) Stop() error {
 func (o *Operator) Kill() {
 	_ = o.cmd.Process.Kill()
 	<-o.done //nolint:errcheck // the error is the kill's own
+}
+
+// tail returns the last n lines of the file at path (what it says when it cannot be read).
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
