@@ -101,7 +101,9 @@ type DNSOptions struct {
 	// +kubebuilder:validation:items:MaxLength=253
 	Zones []string `json:"zones"`
 
-	// OwnerID marks the records fleetgate owns in the TXT registry; default the operator's fleet ID.
+	// OwnerID marks the records this class owns in the TXT registry; default "<fleet ID>-<config
+	// name>". Each class needs its own: a class deletes the records of its owner ID that none of its
+	// gateways wants.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	OwnerID string `json:"ownerID,omitempty"`

@@ -7,6 +7,8 @@ package dns
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -41,7 +43,7 @@ type Options struct {
 	DNS v1alpha1.DNSOptions
 	// Class names the GatewayClass, for logs and the metrics' class label.
 	Class string
-	// FleetID is the operator's fleet ID, the owner ID when DNS.OwnerID is unset.
+	// FleetID is the operator's fleet ID; with Class, the owner ID when DNS.OwnerID is unset.
 	FleetID string
 	// Secrets reads a Secret's data (the TSIG secret).
 	Secrets func(ctx context.Context, namespace, name string) (map[string][]byte, error)
@@ -75,9 +77,12 @@ func New(ctx context.Context, o Options) (*Publisher, error) {
 	if len(o.DNS.Zones) == 0 {
 		return nil, errors.New("dns: no zones")
 	}
-	ownerID := cmp.Or(o.DNS.OwnerID, o.FleetID)
+	ownerID := o.DNS.OwnerID
 	if ownerID == "" {
-		return nil, errors.New("dns: no owner ID (neither spec.dns.ownerID nor a fleet ID)")
+		if o.FleetID == "" {
+			return nil, errors.New("dns: no owner ID (neither spec.dns.ownerID nor a fleet ID)")
+		}
+		ownerID = DefaultOwnerID(o.FleetID, o.Class)
 	}
 	filter := endpoint.NewDomainFilter(o.DNS.Zones)
 	prov, weighted, err := newProvider(ctx, o, filter)
@@ -126,6 +131,18 @@ func newPublisher(o Options, prov provider.Provider, weighted bool, filter *endp
 		p.guard.grace = o.DNS.DeleteGracePeriod.Duration
 	}
 	return p, nil
+}
+
+// DefaultOwnerID is a class's owner ID in the TXT registry: one per class, because a publisher
+// deletes the records of its owner ID that none of its gateways wants, so two classes sharing a
+// zone under one owner ID would delete each other's names. At most 63 characters.
+func DefaultOwnerID(fleet, class string) string {
+	id := fleet + "-" + class
+	if len(id) <= 63 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(fleet + "/" + class))
+	return id[:50] + "-" + hex.EncodeToString(sum[:6])
 }
 
 // Record names one record set.

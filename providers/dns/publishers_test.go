@@ -60,3 +60,34 @@ func TestPublishers(t *testing.T) {
 		t.Error("Forget kept the publisher")
 	}
 }
+
+// TestPublishersShareAZone: two classes of one fleet publishing into the same zone each own only
+// their gateways' records: a pass of one never deletes the other's (with one owner ID for both,
+// each took the other's gateways for gone and deleted their names).
+func TestPublishersShareAZone(t *testing.T) {
+	srv := bindtest.Require(t, testZone)
+	base := rfc2136Options(srv, func(o *Options) { o.DNS.OwnerID = ""; o.FleetID = "fleet-1" })
+	base.Log = testr.New(t)
+	s := NewPublishers(base)
+	if _, err := s.Sync(t.Context(), "alb", base.DNS, map[string][]*endpoint.Endpoint{"gw/alb": {a("shop.example.test", "192.0.2.1")}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		res, err := s.Sync(t.Context(), "proxy", base.DNS, map[string][]*endpoint.Endpoint{"gw/proxy": {a("api.example.test", "192.0.2.2")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := res.Owners["gw/alb"]; r != nil {
+			t.Errorf("class proxy's pass touched class alb's gateway: %+v", r)
+		}
+	}
+	want := []string{
+		`a-api.example.test. TXT "heritage=external-dns,external-dns/owner=fleet-1-proxy,external-dns/resource=gw/proxy"`,
+		`a-shop.example.test. TXT "heritage=external-dns,external-dns/owner=fleet-1-alb,external-dns/resource=gw/alb"`,
+		"api.example.test. A 192.0.2.2",
+		"shop.example.test. A 192.0.2.1",
+	}
+	if d := cmp.Diff(want, zoneRecords(t, srv)); d != "" {
+		t.Errorf("zone (-want +got):\n%s", d)
+	}
+}

@@ -92,7 +92,7 @@ func TestRoute53Weighted(t *testing.T) {
 			Provider: v1alpha1.DNSProviderRoute53, Zones: []string{"example.test"},
 			Route53: &v1alpha1.DNSRoute53{HostedZoneID: zoneID},
 		},
-		FleetID: testOwner, Class: "test", Log: testr.New(t),
+		FleetID: "fleet", Class: "test", Log: testr.New(t), // owner ID fleet-test: testOwner
 	})
 	if err != nil {
 		t.Fatal(err)
