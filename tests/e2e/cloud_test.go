@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/aws/aws-sdk-go-v2/service/route53"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,7 +33,10 @@ import (
 // TestMultiCloud serves one hostname from two fleet gateways at once, an AWS ALB (moto) and a
 // GCP global load balancer (the compute fake), each with the backends of both members (a
 // ServiceImport): both are Programmed with their address in every member, the route is Accepted
-// by both, and each cloud splits the traffic by the members' weights (1:3).
+// by both, and each cloud splits the traffic by the members' weights (1:3). Both classes publish
+// into one Route53 zone (moto) through the embedded publisher, and both gateways opt into DNS
+// weights: the name gets two weighted records, an alias to the ALB and an A record to the GCP
+// address, each with its TXT ownership record.
 func TestMultiCloud(t *testing.T) {
 	const project = "fleet-project"
 	m := mototest.ForTest(t)
@@ -46,15 +50,21 @@ func TestMultiCloud(t *testing.T) {
 	adcFile := filepath.Join(t.TempDir(), "adc.json")
 	must(t, os.WriteFile(adcFile, adc, 0o600))
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adcFile)
+	// external-dns's provider/aws builds its Route53 client from the operator's environment.
+	t.Setenv("AWS_ENDPOINT_URL", m.URL)
+	t.Setenv("AWS_REGION", mototest.Region)
+	zoneID := route53Zone(t, m.URL, "example.com")
 
 	f := newFleetWith(t, 100, 300, "--fleet-id=e2e-multicloud",
 		"--aws-region="+mototest.Region, "--aws-endpoint="+m.URL,
 		"--gcp-project="+project, "--gcp-endpoint="+fake.URL())
 	ctx := t.Context()
+	dns := &v1alpha1.DNSOptions{Provider: v1alpha1.DNSProviderRoute53, Zones: []string{"example.com"},
+		Route53: &v1alpha1.DNSRoute53{HostedZoneID: zoneID}}
 	for _, c := range f.all {
 		for name, spec := range map[string]v1alpha1.GatewayClassConfigSpec{
-			"aws": {Provider: v1alpha1.ProviderAWS, Scope: v1alpha1.ScopeFleet, AWS: &v1alpha1.AWSOptions{VPC: vpc}},
-			"gcp": {Provider: v1alpha1.ProviderGCP, Scope: v1alpha1.ScopeFleet, GCP: &v1alpha1.GCPOptions{LoadBalancerType: v1alpha1.GCPGlobal}},
+			"aws": {Provider: v1alpha1.ProviderAWS, Scope: v1alpha1.ScopeFleet, AWS: &v1alpha1.AWSOptions{VPC: vpc}, DNS: dns},
+			"gcp": {Provider: v1alpha1.ProviderGCP, Scope: v1alpha1.ScopeFleet, GCP: &v1alpha1.GCPOptions{LoadBalancerType: v1alpha1.GCPGlobal}, DNS: dns},
 		} {
 			must(t, c.Client.Create(ctx, &v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}))
 			must(t, c.Client.Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -64,8 +74,10 @@ func TestMultiCloud(t *testing.T) {
 	}
 	for i, c := range []*testbed.Cluster{f.a, f.b} {
 		cloudBackend(t, c, fmt.Sprintf("10.0.%d.10", i+1), fmt.Sprintf("europe-west1-%c", 'b'+i))
-		for _, class := range []string{"aws", "gcp"} {
-			must(t, c.Client.Create(ctx, gateway("edge-"+class, class)))
+		for class, weight := range map[string]gwv1.AnnotationValue{"aws": "1", "gcp": "2"} {
+			gw := gateway("edge-"+class, class)
+			gw.Spec.Infrastructure = &gwv1.GatewayInfrastructure{Annotations: map[gwv1.AnnotationKey]gwv1.AnnotationValue{"fleetgate.dev/dns-weight": weight}}
+			must(t, c.Client.Create(ctx, gw))
 		}
 	}
 	r := route("shop", "edge-aws", "shop.example.com", serviceImport("web"))
@@ -122,6 +134,77 @@ func TestMultiCloud(t *testing.T) {
 	if w := awsHostWeights(t, m.URL, "shop.example.com"); !slices.Equal(w, []int32{1, 3}) {
 		t.Errorf("AWS weights for shop.example.com = %v, want [1 3]", w)
 	}
+
+	// DNS: one weighted record per load balancer, weights 1:2 (× the fleet gateway's member weight).
+	var sets []string
+	testbed.Eventually(t, 60*time.Second, func() error {
+		sets = route53Sets(t, m.URL, zoneID, "shop.example.com")
+		var alias, a int
+		for _, s := range sets {
+			switch {
+			case strings.Contains(s, " A set=") && strings.Contains(s, "alias="+addrs["edge-aws"]):
+				alias++
+			case strings.Contains(s, " A set=") && strings.HasSuffix(s, " "+addrs["edge-gcp"]):
+				a++
+			}
+		}
+		if alias != 1 || a != 1 {
+			return fmt.Errorf("shop.example.com record sets %q: want one weighted alias to %s and one weighted A %s", sets, addrs["edge-aws"], addrs["edge-gcp"])
+		}
+		return nil
+	})
+	t.Logf("shop.example.com in Route53: %q", sets)
+	for _, gw := range []string{"edge-aws", "edge-gcp"} {
+		testbed.Eventually(t, 30*time.Second, func() error {
+			var got gwv1.Gateway
+			if err := f.a.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: gw}, &got); err != nil {
+				return err
+			}
+			c := meta.FindStatusCondition(got.Status.Conditions, "fleetgate.dev/DNSPublished")
+			if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "it serves them") || !strings.Contains(c.Message, "weighted") {
+				return fmt.Errorf("%s DNSPublished %+v", gw, c)
+			}
+			return nil
+		})
+	}
+}
+
+// route53Zone creates a public hosted zone in moto and returns its ID.
+func route53Zone(t *testing.T, endpoint, name string) string {
+	t.Helper()
+	cfg, err := mototest.Config(t.Context(), endpoint)
+	must(t, err)
+	out, err := route53.NewFromConfig(cfg).CreateHostedZone(t.Context(), &route53.CreateHostedZoneInput{
+		Name: aws.String(name), CallerReference: aws.String(t.Name())})
+	must(t, err)
+	return strings.TrimPrefix(aws.ToString(out.HostedZone.Id), "/hostedzone/")
+}
+
+// route53Sets lists the record sets of name and its ownership records, one line each:
+// "name TYPE set=<id> weight=<w> [alias=<target>] values...".
+func route53Sets(t *testing.T, endpoint, zoneID, name string) []string {
+	t.Helper()
+	cfg, err := mototest.Config(t.Context(), endpoint)
+	must(t, err)
+	out, err := route53.NewFromConfig(cfg).ListResourceRecordSets(t.Context(), &route53.ListResourceRecordSetsInput{HostedZoneId: aws.String(zoneID)})
+	must(t, err)
+	var sets []string
+	for _, rs := range out.ResourceRecordSets {
+		n := strings.TrimSuffix(aws.ToString(rs.Name), ".")
+		if n != name && !strings.HasSuffix(n, "-"+name) {
+			continue
+		}
+		s := fmt.Sprintf("%s %s set=%s weight=%d", n, rs.Type, aws.ToString(rs.SetIdentifier), aws.ToInt64(rs.Weight))
+		if rs.AliasTarget != nil {
+			s += " alias=" + strings.TrimSuffix(aws.ToString(rs.AliasTarget.DNSName), ".")
+		}
+		for _, r := range rs.ResourceRecords {
+			s += " " + aws.ToString(r.Value)
+		}
+		sets = append(sets, s)
+	}
+	slices.Sort(sets)
+	return sets
 }
 
 // motoNetwork makes a VPC with two subnets tagged for internet-facing load balancers.
