@@ -183,7 +183,11 @@ func TestDNSEndpoints(t *testing.T) {
 	if obj.Namespace != "default" || len(obj.OwnerReferences) != 1 || obj.OwnerReferences[0].Kind != "Gateway" || obj.OwnerReferences[0].Name != "alb" {
 		t.Errorf("DNSEndpoint %s/%s owners %+v: want in default, owned by Gateway alb", obj.Namespace, obj.Name, obj.OwnerReferences)
 	}
-	e.dnsCondition("alb", metav1.ConditionTrue, controllers.ReasonDNSPublished, "a.example.com")
+	e.dnsCondition("alb", metav1.ConditionTrue, controllers.ReasonDNSPublished, "a.example.com", "external-dns has not read them yet")
+	// external-dns's part: its CRD source stamps the generation it read.
+	obj.Status.ObservedGeneration = obj.Generation
+	must(t, cl.Status().Update(ctx, obj))
+	e.dnsCondition("alb", metav1.ConditionTrue, controllers.ReasonDNSPublished, "a.example.com", "external-dns has read them")
 
 	t.Run("route hostnames change the records", func(t *testing.T) {
 		route := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
