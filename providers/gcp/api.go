@@ -231,8 +231,7 @@ func collect[T proto.Message](it interface{ Next() (T, error) }) ([]proto.Messag
 	}
 }
 
-// list lists the resources of kind k in scope whose names match filter. NEGs are listed across
-// every zone (aggregated), whatever scope says, and come back with their zone.
+// list lists the resources of kind k in scope whose names match filter.
 func (c *clients) list(ctx context.Context, k Kind, scope Scope, filter string) ([]proto.Message, error) {
 	p, f, r := &c.project, &filter, &scope.Region
 	g := scope.Region == ""
@@ -247,8 +246,6 @@ func (c *clients) list(ctx context.Context, k Kind, scope Scope, filter string) 
 		return collect(c.healthChecks.List(ctx, &computepb.ListHealthChecksRequest{Project: *p, Filter: f}, c.co...))
 	case k == KindHealthCheck:
 		return collect(c.regionHealthChecks.List(ctx, &computepb.ListRegionHealthChecksRequest{Project: *p, Region: *r, Filter: f}, c.co...))
-	case k == KindNEG:
-		return c.listNEGs(ctx, filter)
 	case k == KindBackendService && g:
 		return collect(c.backendServices.List(ctx, &computepb.ListBackendServicesRequest{Project: *p, Filter: f}, c.co...))
 	case k == KindBackendService:
@@ -277,9 +274,71 @@ func (c *clients) list(ctx context.Context, k Kind, scope Scope, filter string) 
 	return nil, fmt.Errorf("listing %s: unknown kind", k)
 }
 
-func (c *clients) listNEGs(ctx context.Context, filter string) ([]proto.Message, error) {
-	it := c.negs.AggregatedList(ctx, &computepb.AggregatedListNetworkEndpointGroupsRequest{Project: c.project, Filter: &filter}, c.co...)
-	var out []proto.Message
+// scoped is a listed resource and the scope it lives in.
+type scoped struct {
+	scope Scope
+	msg   proto.Message
+}
+
+// listAcross lists the resources of kind k whose names match filter in every region (and, for
+// NEGs, every zone) with one aggregated list: what a gateway left in a region its class no
+// longer names is found too. Global resources are left to list.
+func (c *clients) listAcross(ctx context.Context, k Kind, filter string) ([]scoped, error) {
+	p, f := c.project, &filter
+	switch k {
+	case KindAddress:
+		return collectScoped(c.addresses.AggregatedList(ctx, &computepb.AggregatedListAddressesRequest{Project: p, Filter: f}, c.co...),
+			func(p compute.AddressesScopedListPair) (string, []*computepb.Address) {
+				return p.Key, p.Value.GetAddresses()
+			})
+	case KindHealthCheck:
+		return collectScoped(c.healthChecks.AggregatedList(ctx, &computepb.AggregatedListHealthChecksRequest{Project: p, Filter: f}, c.co...),
+			func(p compute.HealthChecksScopedListPair) (string, []*computepb.HealthCheck) {
+				return p.Key, p.Value.GetHealthChecks()
+			})
+	case KindNEG:
+		return collectScoped(c.negs.AggregatedList(ctx, &computepb.AggregatedListNetworkEndpointGroupsRequest{Project: p, Filter: f}, c.co...),
+			func(p compute.NetworkEndpointGroupsScopedListPair) (string, []*computepb.NetworkEndpointGroup) {
+				return p.Key, p.Value.GetNetworkEndpointGroups()
+			})
+	case KindBackendService:
+		return collectScoped(c.backendServices.AggregatedList(ctx, &computepb.AggregatedListBackendServicesRequest{Project: p, Filter: f}, c.co...),
+			func(p compute.BackendServicesScopedListPair) (string, []*computepb.BackendService) {
+				return p.Key, p.Value.GetBackendServices()
+			})
+	case KindSSLCertificate:
+		return collectScoped(c.sslCertificates.AggregatedList(ctx, &computepb.AggregatedListSslCertificatesRequest{Project: p, Filter: f}, c.co...),
+			func(p compute.SslCertificatesScopedListPair) (string, []*computepb.SslCertificate) {
+				return p.Key, p.Value.GetSslCertificates()
+			})
+	case KindURLMap:
+		return collectScoped(c.urlMaps.AggregatedList(ctx, &computepb.AggregatedListUrlMapsRequest{Project: p, Filter: f}, c.co...),
+			func(p compute.UrlMapsScopedListPair) (string, []*computepb.UrlMap) {
+				return p.Key, p.Value.GetUrlMaps()
+			})
+	case KindTargetHTTPProxy:
+		return collectScoped(c.targetHTTPProxies.AggregatedList(ctx, &computepb.AggregatedListTargetHttpProxiesRequest{Project: p, Filter: f}, c.co...),
+			func(p compute.TargetHttpProxiesScopedListPair) (string, []*computepb.TargetHttpProxy) {
+				return p.Key, p.Value.GetTargetHttpProxies()
+			})
+	case KindTargetHTTPSProxy:
+		return collectScoped(c.targetHTTPSProxies.AggregatedList(ctx, &computepb.AggregatedListTargetHttpsProxiesRequest{Project: p, Filter: f}, c.co...),
+			func(p compute.TargetHttpsProxiesScopedListPair) (string, []*computepb.TargetHttpsProxy) {
+				return p.Key, p.Value.GetTargetHttpsProxies()
+			})
+	case KindForwardingRule:
+		return collectScoped(c.forwardingRules.AggregatedList(ctx, &computepb.AggregatedListForwardingRulesRequest{Project: p, Filter: f}, c.co...),
+			func(p compute.ForwardingRulesScopedListPair) (string, []*computepb.ForwardingRule) {
+				return p.Key, p.Value.GetForwardingRules()
+			})
+	}
+	return nil, fmt.Errorf("listing %s across regions: no regional variant", k)
+}
+
+// collectScoped drains an aggregated list's pairs (split: a pair's scope key and items), keeping
+// the regional and zonal scopes.
+func collectScoped[P any, T proto.Message](it interface{ Next() (P, error) }, split func(P) (string, []T)) ([]scoped, error) {
+	var out []scoped
 	for {
 		pair, err := it.Next()
 		if errors.Is(err, iterator.Done) {
@@ -288,11 +347,18 @@ func (c *clients) listNEGs(ctx context.Context, filter string) ([]proto.Message,
 		if err != nil {
 			return nil, err
 		}
-		for _, n := range pair.Value.GetNetworkEndpointGroups() {
-			if n.Zone == nil {
-				n.Zone = proto.String(strings.TrimPrefix(pair.Key, "zones/"))
-			}
-			out = append(out, n)
+		key, items := split(pair)
+		var sc Scope
+		switch kind, name, _ := strings.Cut(key, "/"); kind {
+		case "regions":
+			sc = Scope{Region: name}
+		case "zones":
+			sc = Scope{Zone: name}
+		default:
+			continue // "global": listed on its own
+		}
+		for _, m := range items {
+			out = append(out, scoped{sc, m})
 		}
 	}
 }

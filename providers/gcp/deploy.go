@@ -107,42 +107,45 @@ type named interface {
 	GetDescription() string
 }
 
-// observe lists every resource whose name starts with prefix, in the global scope, the regions
-// and (for NEGs) every zone, keeping those whose ownership record is this fleet's.
-func (d *deployer) observe(ctx context.Context, prefix string, regions []string) (map[resKey]*live, error) {
+// observe lists every resource whose name starts with prefix, in the global scope and (with one
+// aggregated list per kind) every region and zone, keeping those whose ownership record is this
+// fleet's. Listing every region, not only the class's, finds what a gateway left behind when its
+// class moved to another region or load balancer type, so that it is deleted, not leaked.
+func (d *deployer) observe(ctx context.Context, prefix string) (map[resKey]*live, error) {
 	out := map[resKey]*live{}
-	scopes := []Scope{{}}
-	for _, r := range regions {
-		scopes = append(scopes, Scope{Region: r})
-	}
+	filter := prefixFilter(prefix)
 	for k := range numKinds {
-		for _, sc := range scopes {
-			if (k == KindNEG || k == KindFirewall) && sc.Region != "" {
-				continue // NEGs are listed across zones once; firewall rules are global
-			}
-			msgs, err := d.c.list(ctx, k, sc, prefixFilter(prefix))
+		var found []scoped
+		if k != KindNEG { // NEGs are zonal only
+			msgs, err := d.c.list(ctx, k, Scope{}, filter)
 			if err != nil {
-				return nil, fmt.Errorf("listing %ss in %s: %w", k, sc, err)
+				return nil, fmt.Errorf("listing global %ss: %w", k, err)
 			}
 			for _, m := range msgs {
-				n, ok := m.(named)
-				if !ok || !strings.HasPrefix(n.GetName(), prefix) {
-					continue
-				}
-				o, ok := parseOwner(n.GetDescription())
-				if !ok || o.Fleet != d.fleet {
-					continue
-				}
-				scope := sc
-				if neg, ok := m.(*computepb.NetworkEndpointGroup); ok {
-					scope = Scope{Zone: lastSegment(neg.GetZone())}
-				}
-				l := &live{kind: k, scope: scope, name: n.GetName(), msg: m, owner: o, clusters: o.Clusters}
-				if labeled, ok := m.(interface{ GetLabels() map[string]string }); ok && k.anchor() {
-					l.clusters = labeledClusters(labeled.GetLabels())
-				}
-				out[resKey{k, scope, n.GetName()}] = l
+				found = append(found, scoped{Scope{}, m})
 			}
+		}
+		if k != KindFirewall { // firewall rules are global only
+			across, err := d.c.listAcross(ctx, k, filter)
+			if err != nil {
+				return nil, fmt.Errorf("listing %ss across regions: %w", k, err)
+			}
+			found = append(found, across...)
+		}
+		for _, f := range found {
+			n, ok := f.msg.(named)
+			if !ok || !strings.HasPrefix(n.GetName(), prefix) {
+				continue
+			}
+			o, ok := parseOwner(n.GetDescription())
+			if !ok || o.Fleet != d.fleet {
+				continue
+			}
+			l := &live{kind: k, scope: f.scope, name: n.GetName(), msg: f.msg, owner: o, clusters: o.Clusters}
+			if labeled, ok := f.msg.(interface{ GetLabels() map[string]string }); ok && k.anchor() {
+				l.clusters = labeledClusters(labeled.GetLabels())
+			}
+			out[resKey{k, f.scope, n.GetName()}] = l
 		}
 	}
 	return out, nil
@@ -161,11 +164,7 @@ func (d *deployer) Deploy(ctx context.Context, s *Stack) (Deployed, error) {
 }
 
 func (d *deployer) run(ctx context.Context, s *Stack, x *executor) (Deployed, error) {
-	var regions []string
-	if s.Region != "" {
-		regions = []string{s.Region}
-	}
-	owned, err := d.observe(ctx, s.Prefix, regions)
+	owned, err := d.observe(ctx, s.Prefix)
 	if err != nil {
 		return Deployed{}, err
 	}

@@ -188,8 +188,7 @@ func (p *Provider) Delete(ctx context.Context, lb *providers.LoadBalancer) error
 		return fmt.Errorf("deleting %s: %w", lb.Gateway, credentialsError(err, account))
 	}
 	prefix := gatewayPrefix(p.o.Fleet, lb.Gateway)
-	regions := p.regions(o)
-	owned, err := d.observe(ctx, prefix, regions)
+	owned, err := d.observe(ctx, prefix)
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", lb.Gateway, credentialsError(err, account))
 	}
@@ -229,12 +228,11 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 			errs = append(errs, credentialsError(err, account))
 			continue
 		}
-		key := account + "|" + o.Region
-		if seen[key] {
+		if seen[account] {
 			continue
 		}
-		seen[key] = true
-		owned, err := d.observe(ctx, fleetPrefix(p.o.Fleet), p.regions(o))
+		seen[account] = true
+		owned, err := d.observe(ctx, fleetPrefix(p.o.Fleet))
 		if err != nil {
 			errs = append(errs, credentialsError(err, account))
 			continue
@@ -255,17 +253,6 @@ func (p *Provider) List(ctx context.Context) ([]providers.LoadBalancer, error) {
 		}
 	}
 	return providers.Listed(found), errors.Join(errs...)
-}
-
-// regions are where a class's regional resources may be: its region and the defaults'.
-func (p *Provider) regions(o v1alpha1.GCPOptions) []string {
-	var out []string
-	for _, r := range []string{o.Region, p.o.Defaults.Region} {
-		if r != "" && !slices.Contains(out, r) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 func (p *Provider) deployer(ctx context.Context, o v1alpha1.GCPOptions) (*deployer, string, error) {

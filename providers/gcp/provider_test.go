@@ -685,3 +685,51 @@ func TestStablePriorities(t *testing.T) {
 		}
 	}
 }
+
+// TestEnsureClassMoves: a gateway whose class moves from a regional load balancer to the global
+// one leaves nothing in the region (every region is listed, not only the class's: a class moved to
+// another region is found the same way), moving back leaves nothing global, and Delete then leaves
+// nothing at all.
+func TestEnsureClassMoves(t *testing.T) {
+	lb, members := goldenModel(t, "global-https")
+	p, fake := testProvider(t, members)
+	in := func(scope string) []string {
+		var out []string
+		for _, c := range allCollections {
+			for _, k := range fake.Keys(c) {
+				if strings.Contains(k, "/"+scope+"/") {
+					out = append(out, k)
+				}
+			}
+		}
+		return out
+	}
+	regional := json.RawMessage(`{"project":"my-project","loadBalancerType":"regional","region":"europe-west1"}`)
+	global := json.RawMessage(`{"project":"my-project"}`)
+	lb.Parameters = regional
+	ensure(t, p, lb)
+	if len(in("regions/europe-west1")) == 0 {
+		t.Fatal("the regional load balancer made nothing in europe-west1")
+	}
+	lb.Parameters = global
+	ensure(t, p, lb)
+	if left := in("regions/europe-west1"); len(left) != 0 {
+		t.Errorf("after the class became global, left in europe-west1: %v", left)
+	}
+	if len(in("global")) == 0 {
+		t.Fatal("the global load balancer made nothing")
+	}
+	lb.Parameters = regional
+	ensure(t, p, lb)
+	for _, k := range in("global") {
+		if !strings.Contains(k, "/firewalls/") { // firewall rules are global whatever the load balancer
+			t.Errorf("after the class became regional again, left global: %s", k)
+		}
+	}
+	if err := p.Delete(context.Background(), lb); err != nil {
+		t.Fatal(err)
+	}
+	if left := counts(fake); len(left) != 0 {
+		t.Errorf("left after Delete: %v", left)
+	}
+}

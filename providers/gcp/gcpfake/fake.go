@@ -264,10 +264,11 @@ func (s *Server) route(req *request) (any, *apiError) {
 	unsupported := errorf(http.StatusNotFound, "notFound", "gcpfake does not serve %s %s", method, req.call.Path)
 	switch {
 	case req.scope == "aggregated":
-		if req.coll != "networkEndpointGroups" || method != http.MethodGet {
-			return nil, unsupported
+		k, ok := s.kinds[req.coll]
+		if !ok || (k.global && !k.zonal) || method != http.MethodGet {
+			return nil, unsupported // firewalls have no aggregated list
 		}
-		return s.aggregatedNEGs(req)
+		return s.aggregated(req, k)
 	case req.coll == "operations":
 		if method != http.MethodGet || req.name == "" || req.action != "" {
 			return nil, unsupported

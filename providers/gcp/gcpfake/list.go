@@ -56,12 +56,25 @@ func listResponse(kind, id, next string, page []entry) (any, *apiError) {
 	return out, nil
 }
 
-// aggregatedNEGs serves GET aggregated/networkEndpointGroups: items keyed "zones/Z".
-func (s *Server) aggregatedNEGs(req *request) (any, *apiError) {
-	prefix := "projects/" + req.project + "/zones/"
+// aggregatedPage is the JSON of a compute aggregated list: items by scope ("global",
+// "regions/R", "zones/Z"), each a scoped list whose one field is named after the collection
+// (AddressesScopedList.addresses, NetworkEndpointGroupsScopedList.networkEndpointGroups, …).
+type aggregatedPage struct {
+	Kind          string                                  `json:"kind"`
+	ID            string                                  `json:"id"`
+	Items         map[string]map[string][]json.RawMessage `json:"items,omitempty"`
+	NextPageToken string                                  `json:"nextPageToken,omitempty"`
+	SelfLink      string                                  `json:"selfLink"`
+}
+
+// aggregated serves GET aggregated/<collection>: the collection's resources in every scope the
+// kind has, keyed by scope. The v1 reference describes those of backendServices, healthChecks,
+// sslCertificates, urlMaps and the target proxies as "all … resources, regional and global".
+func (s *Server) aggregated(req *request, k *kind) (any, *apiError) {
+	prefix := "projects/" + req.project + "/"
 	var entries []entry
 	for _, key := range sortedKeys(s.res) {
-		if _, coll, _ := splitKey(key); strings.HasPrefix(key, prefix) && coll == "networkEndpointGroups" {
+		if _, coll, _ := splitKey(key); strings.HasPrefix(key, prefix) && coll == req.coll {
 			entries = append(entries, entry{key, s.view(key, s.res[key])})
 		}
 	}
@@ -69,23 +82,19 @@ func (s *Server) aggregatedNEGs(req *request) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	out := &computepb.NetworkEndpointGroupAggregatedList{
-		Kind:     proto.String("compute#networkEndpointGroupAggregatedList"),
-		Id:       proto.String("projects/" + req.project + "/aggregated/networkEndpointGroups"),
-		SelfLink: proto.String(Link("projects/" + req.project + "/aggregated/networkEndpointGroups")),
-		Items:    map[string]*computepb.NetworkEndpointGroupsScopedList{},
-	}
-	if next != "" {
-		out.NextPageToken = proto.String(next)
-	}
+	id := prefix + "aggregated/" + req.coll
+	out := aggregatedPage{Kind: k.kind + "AggregatedList", ID: id, NextPageToken: next, SelfLink: Link(id),
+		Items: map[string]map[string][]json.RawMessage{}}
 	for _, e := range page {
-		scope, _, _ := splitKey(e.key)
-		sl := out.Items[scope]
-		if sl == nil {
-			sl = &computepb.NetworkEndpointGroupsScopedList{}
-			out.Items[scope] = sl
+		b, err := protojson.Marshal(e.msg)
+		if err != nil {
+			return nil, errorf(http.StatusInternalServerError, "backendError", "marshal: %v", err)
 		}
-		sl.NetworkEndpointGroups = append(sl.NetworkEndpointGroups, e.msg.(*computepb.NetworkEndpointGroup))
+		scope, _, _ := splitKey(e.key)
+		if out.Items[scope] == nil {
+			out.Items[scope] = map[string][]json.RawMessage{}
+		}
+		out.Items[scope][req.coll] = append(out.Items[scope][req.coll], b)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package gcpfake_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/api/iterator"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fleetgate/fleetgate/providers/gcp/gcpfake"
@@ -61,6 +63,25 @@ func TestAddresses(t *testing.T) {
 		t.Errorf("use (-want +got):\n%s", diff)
 	}
 	expect(t, "delete used address", opErr(e.gaddr.Delete(ctx, &computepb.DeleteGlobalAddressRequest{Project: p, Address: "b"})), http.StatusBadRequest)
+
+	// The aggregated list holds every scope of the collection, filtered like a list.
+	agg := map[string][]string{}
+	it := e.addr.AggregatedList(ctx, &computepb.AggregatedListAddressesRequest{Project: p, Filter: proto.String("name ne fixed")})
+	for {
+		pair, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range pair.Value.GetAddresses() {
+			agg[pair.Key] = append(agg[pair.Key], a.GetName())
+		}
+	}
+	if diff := cmp.Diff(map[string][]string{"global": {"b", "c"}, "regions/" + region: {"r"}}, agg); diff != "" {
+		t.Errorf("aggregated (-want +got):\n%s", diff)
+	}
 }
 
 // TestNetworkEndpoints pins attach/detach/list and size. Per the compute v1 reference

@@ -50,11 +50,12 @@ awk '
 
 cat <<'TAIL'
 
-How reads are bounded: a Deploy lists each kind it manages once with a name-prefix filter
+How reads are bounded: a Deploy or Delete lists each kind it manages with a name-prefix filter
 (`name eq "fg-<fleet>-<gateway>-.*"`), which GCE applies server-side, so the reads do not grow with
-the project ("others" changes no count); NEGs are listed once across every zone (aggregatedList).
-They grow with the gateway: one listNetworkEndpoints per NEG. A Delete lists the class's region
-too (8 more lists for a global gateway), since it cannot know where an older class put things.
+the project ("others" changes no count): once globally and once across every region and zone
+(aggregatedList; NEGs only the latter, firewalls only the former), so that what a gateway left in a
+region its class no longer names is found and deleted (TestEnsureClassMoves). They grow with the
+gateway: one listNetworkEndpoints per NEG.
 Every mutation is followed by one GET of its operation (the REST client's Wait polls even an
 operation that came back DONE); on GCE operations come back RUNNING and take several polls.
 TAIL
