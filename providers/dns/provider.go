@@ -35,15 +35,27 @@ const (
 )
 
 // Cloud DNS applies one change (additions and deletions) atomically, and takes up to 1,000 of
-// each ("Additions per change", "Deletions per change" in its quotas and limits). One Sync chunk
-// is at most 4*applyChunk record sets of each kind (a record and its TXT record, an update's old
-// and new ones), so with external-dns's batch size (which counts both kinds together) at 1,000
-// a chunk is one change per zone: a record and its ownership record land together or not at
-// all. No pause between changes: one pass sends one change per zone per chunk.
+// each and 100,000 bytes of record data ("Additions per change", "Deletions per change",
+// "Resource record data size per change" in its quotas and limits). A Sync chunk for Cloud DNS
+// holds googleChunk records of each kind: with their TXT records and an update's old and new
+// ones at most 8*googleChunk record sets, so with external-dns's batch size (which counts both
+// kinds together) at 1,000 a chunk is one change per zone — a record and its ownership record
+// land together or not at all — and its data stays under 100,000 bytes even with ownership
+// records of ~900 bytes (long gateway keys), where a chunk of applyChunk could exceed it at ~230.
+// No pause between changes: one pass sends one change per zone per chunk.
 const (
+	googleChunk           = 25
 	googleBatchChangeSize = 1000
 	googleCallTimeout     = 30 * time.Second
 )
+
+// chunkOf is how many records of each kind one Sync chunk hands the provider.
+func chunkOf(p v1alpha1.DNSProvider) int {
+	if p == v1alpha1.DNSProviderGoogle {
+		return googleChunk
+	}
+	return applyChunk
+}
 
 // newProvider builds external-dns's provider for the class, and tells whether it has weighted
 // records (set identifiers).

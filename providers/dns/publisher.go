@@ -309,7 +309,7 @@ func (p *Publisher) sync(ctx context.Context, owners map[string][]*endpoint.Endp
 	if !changes.HasChanges() {
 		return res, nil
 	}
-	for _, c := range chunkChanges(changes, applyChunk) {
+	for _, c := range chunkChanges(changes, chunkOf(p.providerID)) {
 		if err := p.reg.ApplyChanges(ctx, c); err != nil {
 			return res, fmt.Errorf("dns: applying %d creates, %d updates and %d deletes to %s: %w",
 				len(c.Create), len(c.UpdateNew), len(c.Delete), p.providerID, err)
