@@ -41,7 +41,8 @@ var managedTypes = []string{endpoint.RecordTypeA, endpoint.RecordTypeAAAA, endpo
 type Options struct {
 	// DNS is the class's spec.dns.
 	DNS v1alpha1.DNSOptions
-	// Class names the GatewayClass, for logs and the metrics' class label.
+	// Class names the GatewayClassConfig whose spec.dns this is: for logs, the metrics' class label
+	// and the default owner ID.
 	Class string
 	// FleetID is the operator's fleet ID; with Class, the owner ID when DNS.OwnerID is unset.
 	FleetID string
