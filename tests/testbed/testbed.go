@@ -83,6 +83,11 @@ type Options struct {
 	// AuditLog, when set, is the file the server writes its audit log to: every request, at the
 	// Metadata level (user, verb, resource, response code), as JSON lines.
 	AuditLog string
+	// Node makes the server one a node (StartNode) can join: it listens on every address and
+	// advertises the host's (HostIP), so that pods reach it through the kubernetes Service; it
+	// reaches kubelets by their InternalIP; and ServiceAccount admission is on, so that pods get
+	// their service account's token.
+	Node bool
 }
 
 // auditPolicy logs every request's metadata, so that a test can see each one the operator made.
@@ -175,6 +180,17 @@ func StartWith(ctx context.Context, name string, o Options) (*Cluster, error) {
 			Set("audit-policy-file", policy).
 			Set("audit-log-path", o.AuditLog).
 			Set("audit-log-mode", "blocking")
+	}
+	if o.Node {
+		ip, err := HostIP()
+		if err != nil {
+			return nil, errors.Join(err, os.RemoveAll(dir))
+		}
+		env.ControlPlane.GetAPIServer().Configure().
+			Set("bind-address", "0.0.0.0").
+			Set("advertise-address", ip).
+			Set("kubelet-preferred-address-types", "InternalIP").
+			Disable("disable-admission-plugins") // envtest turns ServiceAccount admission off
 	}
 	// Explicit paths: envtest would prefer $KUBEBUILDER_ASSETS to the wrappers' directory.
 	env.ControlPlane.GetAPIServer().Path = filepath.Join(assets, "kube-apiserver")

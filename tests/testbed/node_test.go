@@ -1,0 +1,159 @@
+package testbed
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestNode starts a real node, runs a 2-replica Deployment of the echo image on it, reaches a pod
+// by its IP and both pods through their Service's ClusterIP (kube-proxy) from the host, stops the
+// node and checks that it left nothing on the machine.
+func TestNode(t *testing.T) {
+	ctx := t.Context()
+	sysctls := ReadNodeSysctls()
+	c := ForTestWith(t, "node", Options{Node: true})
+	echo, err := BuildImage(ctx, t.TempDir(), EchoImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	n := NodeForTest(t, c, NodeOptions{Images: []string{echo}})
+	t.Logf("node Ready %s after its start", time.Since(start).Round(time.Millisecond))
+
+	labels := map[string]string{"app": "echo"}
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "echo", Image: EchoImage, ImagePullPolicy: corev1.PullNever,
+					Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+						FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+					Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
+					ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
+						HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}},
+				}}},
+			},
+		},
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"},
+		Spec: corev1.ServiceSpec{Selector: labels,
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	start = time.Now()
+	if err := CreateAll(ctx, c.Client, deploy, svc); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, 2*time.Minute, func() error {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(deploy), deploy); err != nil {
+			return err
+		}
+		if deploy.Status.ReadyReplicas != 2 {
+			return fmt.Errorf("%d of 2 replicas ready", deploy.Status.ReadyReplicas)
+		}
+		return nil
+	})
+	t.Logf("2 replicas Ready %s after the Deployment was created", time.Since(start).Round(time.Millisecond))
+
+	var pods corev1.PodList
+	if err := c.Client.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels(labels)); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pods.Items {
+		if p.Status.PodIP == "" || p.Spec.NodeName != NodeName {
+			t.Fatalf("pod %s: IP %q on node %q, want an IP on %s", p.Name, p.Status.PodIP, p.Spec.NodeName, NodeName)
+		}
+		names = append(names, p.Name)
+	}
+	if len(names) != 2 {
+		t.Fatalf("%d echo pods, want 2", len(names))
+	}
+	pod := pods.Items[0]
+	if got, want := get(t, "http://"+pod.Status.PodIP+":8080/direct"), pod.Name+" GET "+pod.Status.PodIP+":8080/direct\n"; got != want {
+		t.Errorf("GET the pod's IP: %q, want %q", got, want)
+	}
+	// kube-proxy programs the Service once it sees the EndpointSlice; until then it refuses.
+	Eventually(t, time.Minute, func() error {
+		_, err := tryGet("http://" + svc.Spec.ClusterIP + "/svc")
+		return err
+	})
+	// kube-proxy picks a backend at random per connection: both answer within 64 requests unless
+	// one does not (a chance of 2^-63 otherwise).
+	seen := map[string]int{}
+	for range 64 {
+		got := get(t, "http://"+svc.Spec.ClusterIP+"/svc")
+		name, _, _ := strings.Cut(got, " ")
+		if !slices.Contains(names, name) || got != name+" GET "+svc.Spec.ClusterIP+"/svc\n" {
+			t.Fatalf("GET the ClusterIP: %q, want one of the pods %v", got, names)
+		}
+		if seen[name]++; len(seen) == 2 {
+			break
+		}
+	}
+	if len(seen) != 2 {
+		t.Errorf("the ClusterIP reached only %v, want both pods %v", seen, names)
+	}
+
+	var total int64
+	for role, b := range n.RSS() {
+		total += b
+		t.Logf("RSS %s: %d MiB", role, b>>20)
+	}
+	t.Logf("RSS of the node (without the API server and etcd): %d MiB", total>>20)
+
+	// The check below must see a node: a running one leaves something of every kind.
+	running := strings.Join(NodeLeftovers(sysctls), "\n")
+	for _, kind := range []string{"process kubelet", "process app", "process containerd-shim", "mount ", "netns ",
+		"link ", "nft table ip kube-proxy", "iptables chain ", "cgroup ", "dir /var/lib/kubelet", "sysctl net/ipv4/ip_forward"} {
+		if !strings.Contains(running, kind) {
+			t.Errorf("a running node shows no %q among its leftovers:\n%s", kind, running)
+		}
+	}
+	if err := n.Stop(); err != nil {
+		t.Fatalf("stopping the node: %v", err)
+	}
+	if left := NodeLeftovers(sysctls); len(left) > 0 {
+		t.Errorf("the stopped node left:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	body, err := tryGet(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+func tryGet(url string) (string, error) {
+	// A new connection per request, as kube-proxy balances connections; no proxy from the environment.
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s %q %w", url, resp.Status, b, err)
+	}
+	return string(b), nil
+}
