@@ -69,7 +69,8 @@ type NodeOptions struct {
 type Node struct {
 	// IP is the node's InternalIP, the host's (HostIP).
 	IP string
-	// Logs is the directory the node's processes log to, removed by Stop.
+	// Logs is the directory the node's processes log to, removed by Stop (NodeForTest shows their
+	// ends when the test failed).
 	Logs string
 
 	root  string
@@ -148,20 +149,11 @@ func StartNode(ctx context.Context, c *Cluster, o NodeOptions) (_ *Node, err err
 		return nil, err
 	}
 	root := nodeRoot()
-	lock, err := os.OpenFile(root+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := lockNode()
 	if err != nil {
-		return nil, fmt.Errorf("node lock: %w", err)
+		return nil, err
 	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("node lock: %w", err)
-	}
-	logs, err := os.MkdirTemp("", "fleetgate-node-logs-")
-	if err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("log dir: %w", err)
-	}
-	n := &Node{IP: ip, Logs: logs, root: root, lock: lock}
+	n := &Node{IP: ip, Logs: root + "-logs", root: root, lock: lock}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, n.Stop())
@@ -172,6 +164,9 @@ func StartNode(ctx context.Context, c *Cluster, o NodeOptions) (_ *Node, err err
 	}
 	if err := sweepNode(root); err != nil {
 		return nil, fmt.Errorf("sweeping an earlier node's leftovers: %w", err)
+	}
+	if err := os.MkdirAll(n.Logs, 0o700); err != nil {
+		return nil, fmt.Errorf("log dir: %w", err)
 	}
 	if err := n.prepare(c); err != nil {
 		return nil, err
@@ -226,6 +221,34 @@ func StartNode(ctx context.Context, c *Cluster, o NodeOptions) (_ *Node, err err
 		return nil, err
 	}
 	return n, nil
+}
+
+// SweepNode removes what a node left on this machine when its test binary was killed; a running
+// node is stopped first by its own test. StartNode does it too.
+func SweepNode() error {
+	lock, err := lockNode()
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := foreignRuntime(nodeRoot()); err != nil {
+		return err
+	}
+	return sweepNode(nodeRoot())
+}
+
+// lockNode waits until no other node runs on this machine and returns the lock, held until the
+// file is closed (or this process dies).
+func lockNode() (*os.File, error) {
+	lock, err := os.OpenFile(nodeRoot()+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("node lock: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("node lock: %w", err)
+	}
+	return lock, nil
 }
 
 // prepare writes the node's configuration under its root: the processes' kubeconfigs and
@@ -413,7 +436,7 @@ func (n *Node) Stop() error {
 	}
 	n.procs = nil
 	err := sweepNode(n.root)
-	err = errors.Join(err, os.RemoveAll(n.Logs), n.lock.Close())
+	err = errors.Join(err, n.lock.Close())
 	n.lock = nil
 	return err
 }
@@ -562,7 +585,7 @@ func NodeLeftovers(sysctls map[string]string) []string {
 	for _, cg := range kubeCgroups() {
 		out = append(out, "cgroup "+cg)
 	}
-	for _, d := range append(nodeGlobalDirs(), root) {
+	for _, d := range append(nodeGlobalDirs(), root, root+"-logs") {
 		if _, err := os.Lstat(d); err == nil {
 			out = append(out, "dir "+d)
 		}
@@ -640,7 +663,7 @@ func sweepNode(root string) error {
 			}
 		}
 	}
-	for _, d := range append(nodeGlobalDirs(), root) {
+	for _, d := range append(nodeGlobalDirs(), root, root+"-logs") {
 		if err := os.RemoveAll(d); err != nil {
 			errs = append(errs, err)
 		}

@@ -1,11 +1,16 @@
 package testbed
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,24 +38,7 @@ func TestNode(t *testing.T) {
 	t.Logf("node Ready %s after its start", time.Since(start).Round(time.Millisecond))
 
 	labels := map[string]string{"app": "echo"}
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "echo", Image: EchoImage, ImagePullPolicy: corev1.PullNever,
-					Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
-						FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
-					Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
-					ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
-						HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}},
-				}}},
-			},
-		},
-	}
+	deploy := echoDeployment(2)
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"},
 		Spec: corev1.ServiceSpec{Selector: labels,
@@ -60,15 +48,7 @@ func TestNode(t *testing.T) {
 	if err := CreateAll(ctx, c.Client, deploy, svc); err != nil {
 		t.Fatal(err)
 	}
-	Eventually(t, 2*time.Minute, func() error {
-		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(deploy), deploy); err != nil {
-			return err
-		}
-		if deploy.Status.ReadyReplicas != 2 {
-			return fmt.Errorf("%d of 2 replicas ready", deploy.Status.ReadyReplicas)
-		}
-		return nil
-	})
+	Eventually(t, 2*time.Minute, func() error { return deploymentReady(ctx, c.Client, "echo", 2) })
 	t.Logf("2 replicas Ready %s after the Deployment was created", time.Since(start).Round(time.Millisecond))
 
 	var pods corev1.PodList
@@ -134,6 +114,95 @@ func TestNode(t *testing.T) {
 	}
 }
 
+// envHoldNode makes TestHoldNode run: it is the helper process of TestNodeSweptAfterKill.
+const envHoldNode = "FLEETGATE_TESTBED_HOLD_NODE"
+
+// TestNodeSweptAfterKill runs this test binary again as a helper that starts a node with two
+// pods, SIGKILLs it, as `go test -timeout` or a CI runner would, checks that the node's shims and
+// containers outlive it (so there is something to sweep), and then that SweepNode (which every
+// StartNode runs first) leaves nothing.
+func TestNodeSweptAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a real node; skipped in -short mode")
+	}
+	if err := NodeSupported(); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("no node on this machine (with CI set this fails): %v", err)
+		}
+		t.Fatalf("no node on this machine: %v", err)
+	}
+	sysctls := ReadNodeSysctls()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldNode$", "-test.v")
+	cmd.Env = append(os.Environ(), envHoldNode+"=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited, err := StartTied(cmd, syscall.SIGKILL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	lines := bufio.NewScanner(out)
+	var holding bool
+	for lines.Scan() {
+		if dirs, ok := strings.CutPrefix(lines.Text(), "HOLDING"); ok {
+			holding = true
+			// The killed helper's API server and etcd files: not the node's, but nobody else's.
+			t.Cleanup(func() {
+				for _, d := range strings.Fields(dirs) {
+					_ = os.RemoveAll(d)
+				}
+			})
+			break
+		}
+	}
+	if !holding {
+		t.Fatalf("the helper ended before its node ran pods: %v", <-exited)
+	}
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited //nolint:errcheck // the error is the kill's own
+	left := strings.Join(NodeLeftovers(sysctls), "\n")
+	for _, kind := range []string{"process app", "process containerd-shim", "mount ", "netns ", "cgroup ", "link "} {
+		if !strings.Contains(left, kind) {
+			t.Errorf("after the kill, no %q among the leftovers: nothing to sweep?\n%s", kind, left)
+		}
+	}
+	if err := SweepNode(); err != nil {
+		t.Fatalf("sweeping: %v", err)
+	}
+	if left := NodeLeftovers(sysctls); len(left) > 0 {
+		t.Errorf("the sweep left:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// TestHoldNode is TestNodeSweptAfterKill's helper: it starts a node running two echo pods, says
+// so, and waits to be killed.
+func TestHoldNode(t *testing.T) {
+	if os.Getenv(envHoldNode) == "" {
+		t.Skip("the helper process of TestNodeSweptAfterKill")
+	}
+	c := ForTestWith(t, "held-node", Options{Node: true})
+	echo, err := BuildImage(t.Context(), t.TempDir(), EchoImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	NodeForTest(t, c, NodeOptions{Images: []string{echo}})
+	if err := CreateAll(t.Context(), c.Client, echoDeployment(2)); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, 2*time.Minute, func() error { return deploymentReady(t.Context(), c.Client, "echo", 2) })
+	fmt.Println("HOLDING", c.dir, c.env.ControlPlane.GetAPIServer().CertDir, c.env.ControlPlane.Etcd.DataDir)
+	<-t.Context().Done() // never: the parent kills this process first
+}
+
 func get(t *testing.T, url string) string {
 	t.Helper()
 	body, err := tryGet(url)
@@ -156,4 +225,39 @@ func tryGet(url string) (string, error) {
 		return "", fmt.Errorf("GET %s: %s %q %w", url, resp.Status, b, err)
 	}
 	return string(b), nil
+}
+
+// echoDeployment is Deployment default/echo: replicas pods of EchoImage, labelled app=echo, ready
+// once they answer HTTP on 8080.
+func echoDeployment(replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": "echo"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "echo", Image: EchoImage, ImagePullPolicy: corev1.PullNever,
+					Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+						FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+					Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
+					ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
+						HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}},
+				}}},
+			},
+		},
+	}
+}
+
+func deploymentReady(ctx context.Context, c client.Client, name string, replicas int32) error {
+	var d appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &d); err != nil {
+		return err
+	}
+	if d.Status.ReadyReplicas != replicas {
+		return fmt.Errorf("deployment %s: %d of %d replicas ready", name, d.Status.ReadyReplicas, replicas)
+	}
+	return nil
 }
