@@ -15,7 +15,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -32,8 +36,9 @@ const (
 	// PodCIDR is the pods' range, which the CNI bridge hands out.
 	PodCIDR    = "10.88.0.0/16"
 	nodeBridge = "fgnode0"
-	// serviceCIDR is envtest's API server's service range.
-	serviceCIDR = "10.0.0.0/24"
+	// serviceCIDR is envtest's API server's service range; the kubernetes Service has its first IP.
+	serviceCIDR         = "10.0.0.0/24"
+	kubernetesServiceIP = "10.0.0.1"
 )
 
 // nodeRoot holds what the node's processes can be told to keep elsewhere. Fixed, not a temp dir:
@@ -144,6 +149,9 @@ func NodeForTest(t testing.TB, c *Cluster, o NodeOptions) *Node {
 // StartNode starts a node joined to c and waits until it is Ready. It waits for any other node on
 // this machine to stop first.
 func StartNode(ctx context.Context, c *Cluster, o NodeOptions) (_ *Node, err error) {
+	if c.podCA == nil {
+		return nil, fmt.Errorf("cluster %s was not started with Options.Node", c.Name)
+	}
 	ip, err := HostIP()
 	if err != nil {
 		return nil, err
@@ -272,7 +280,7 @@ func (n *Node) prepare(c *Cluster) error {
 	}
 	files := map[string]string{
 		"sysctls.json":           string(saved),
-		"ca.crt":                 string(c.Config.CAData),
+		"ca.crt":                 string(c.podCA),
 		"containerd/config.toml": containerdConfig(root),
 		"cni/10-fleetgate.conflist": fmt.Sprintf(`{"cniVersion": "1.0.0", "name": "fleetgate", "plugins": [
   {"type": "bridge", "bridge": %q, "isGateway": true, "hairpinMode": true,
@@ -905,6 +913,42 @@ func cleanIptables(tool string) error {
 	cmd.Stdin = strings.NewReader(script.String())
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%s-restore: %w: %s\n%s", tool, err, b, script.String())
+	}
+	return nil
+}
+
+// EchoDeployment is Deployment namespace/name: replicas pods of EchoImage labelled app=name, ready
+// once they answer HTTP on 8080.
+func EchoDeployment(namespace, name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "echo", Image: EchoImage, ImagePullPolicy: corev1.PullNever,
+					Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+						FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+					Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
+					ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
+						HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}},
+				}}},
+			},
+		},
+	}
+}
+
+// DeploymentReady says whether Deployment namespace/name has replicas ready pods.
+func DeploymentReady(ctx context.Context, c client.Client, namespace, name string, replicas int32) error {
+	var d appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &d); err != nil {
+		return err
+	}
+	if d.Status.ReadyReplicas != replicas {
+		return fmt.Errorf("deployment %s/%s: %d of %d replicas ready", namespace, name, d.Status.ReadyReplicas, replicas)
 	}
 	return nil
 }

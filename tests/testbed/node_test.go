@@ -2,7 +2,6 @@ package testbed
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,11 +13,9 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -38,7 +35,7 @@ func TestNode(t *testing.T) {
 	t.Logf("node Ready %s after its start", time.Since(start).Round(time.Millisecond))
 
 	labels := map[string]string{"app": "echo"}
-	deploy := echoDeployment(2)
+	deploy := EchoDeployment("default", "echo", 2)
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"},
 		Spec: corev1.ServiceSpec{Selector: labels,
@@ -48,7 +45,7 @@ func TestNode(t *testing.T) {
 	if err := CreateAll(ctx, c.Client, deploy, svc); err != nil {
 		t.Fatal(err)
 	}
-	Eventually(t, 2*time.Minute, func() error { return deploymentReady(ctx, c.Client, "echo", 2) })
+	Eventually(t, 2*time.Minute, func() error { return DeploymentReady(ctx, c.Client, "default", "echo", 2) })
 	t.Logf("2 replicas Ready %s after the Deployment was created", time.Since(start).Round(time.Millisecond))
 
 	var pods corev1.PodList
@@ -69,27 +66,24 @@ func TestNode(t *testing.T) {
 	if got, want := get(t, "http://"+pod.Status.PodIP+":8080/direct"), pod.Name+" GET "+pod.Status.PodIP+":8080/direct\n"; got != want {
 		t.Errorf("GET the pod's IP: %q, want %q", got, want)
 	}
-	// kube-proxy programs the Service once it sees the EndpointSlice; until then it refuses.
-	Eventually(t, time.Minute, func() error {
-		_, err := tryGet("http://" + svc.Spec.ClusterIP + "/svc")
-		return err
-	})
-	// kube-proxy picks a backend at random per connection: both answer within 64 requests unless
-	// one does not (a chance of 2^-63 otherwise).
+	// kube-proxy programs the Service once it sees the EndpointSlice (refusing until then), and
+	// balances new connections at random among the endpoints it knows: both pods answer in the end.
 	seen := map[string]int{}
-	for range 64 {
-		got := get(t, "http://"+svc.Spec.ClusterIP+"/svc")
+	Eventually(t, time.Minute, func() error {
+		got, err := tryGet("http://" + svc.Spec.ClusterIP + "/svc")
+		if err != nil {
+			return err
+		}
 		name, _, _ := strings.Cut(got, " ")
 		if !slices.Contains(names, name) || got != name+" GET "+svc.Spec.ClusterIP+"/svc\n" {
 			t.Fatalf("GET the ClusterIP: %q, want one of the pods %v", got, names)
 		}
-		if seen[name]++; len(seen) == 2 {
-			break
+		if seen[name]++; len(seen) < 2 {
+			return fmt.Errorf("the ClusterIP reached only %v, want both pods %v", seen, names)
 		}
-	}
-	if len(seen) != 2 {
-		t.Errorf("the ClusterIP reached only %v, want both pods %v", seen, names)
-	}
+		return nil
+	})
+	t.Logf("the ClusterIP reached both pods: %v", seen)
 
 	var total int64
 	for role, b := range n.RSS() {
@@ -195,10 +189,10 @@ func TestHoldNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	NodeForTest(t, c, NodeOptions{Images: []string{echo}})
-	if err := CreateAll(t.Context(), c.Client, echoDeployment(2)); err != nil {
+	if err := CreateAll(t.Context(), c.Client, EchoDeployment("default", "echo", 2)); err != nil {
 		t.Fatal(err)
 	}
-	Eventually(t, 2*time.Minute, func() error { return deploymentReady(t.Context(), c.Client, "echo", 2) })
+	Eventually(t, 2*time.Minute, func() error { return DeploymentReady(t.Context(), c.Client, "default", "echo", 2) })
 	fmt.Println("HOLDING", c.dir, c.env.ControlPlane.GetAPIServer().CertDir, c.env.ControlPlane.Etcd.DataDir)
 	<-t.Context().Done() // never: the parent kills this process first
 }
@@ -225,39 +219,4 @@ func tryGet(url string) (string, error) {
 		return "", fmt.Errorf("GET %s: %s %q %w", url, resp.Status, b, err)
 	}
 	return string(b), nil
-}
-
-// echoDeployment is Deployment default/echo: replicas pods of EchoImage, labelled app=echo, ready
-// once they answer HTTP on 8080.
-func echoDeployment(replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": "echo"}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "echo", Image: EchoImage, ImagePullPolicy: corev1.PullNever,
-					Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
-						FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
-					Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
-					ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
-						HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}},
-				}}},
-			},
-		},
-	}
-}
-
-func deploymentReady(ctx context.Context, c client.Client, name string, replicas int32) error {
-	var d appsv1.Deployment
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &d); err != nil {
-		return err
-	}
-	if d.Status.ReadyReplicas != replicas {
-		return fmt.Errorf("deployment %s: %d of %d replicas ready", name, d.Status.ReadyReplicas, replicas)
-	}
-	return nil
 }
