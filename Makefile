@@ -161,7 +161,7 @@ run: ## Run the operator against the current kubeconfig.
 ##@ Test
 
 .PHONY: test
-test: testbed testbed-node moto bind9 ## Run every test (unit, golden, AWS on moto, integration on real API servers).
+test: testbed testbed-node image moto bind9 ## Run every test (unit, golden, AWS on moto, integration on real API servers).
 	$(MOTO_ENV) go test -count=1 $$(go list ./... | grep -vE '$(API_SERVER_PKGS)')
 	@# Packages that start API servers run one at a time: two cores do not start six at once reliably.
 	$(MOTO_ENV) KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -p 1 -timeout 60m $$(go list ./... | grep -E '$(API_SERVER_PKGS)')

@@ -4,6 +4,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,10 +44,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// imageArchive is the operator image's amd64 docker archive that `make image` writes.
+// imageArchive is the operator image's amd64 docker archive that `make image` writes:
+// $FLEETGATE_IMAGE_ARCHIVE, else bin/image/fleetgate.tar.
 func imageArchive(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(testbed.RepoRoot(), "bin", "image", "fleetgate.tar")
+	path := cmp.Or(os.Getenv("FLEETGATE_IMAGE_ARCHIVE"), filepath.Join(testbed.RepoRoot(), "bin", "image", "fleetgate.tar"))
 	if _, err := os.Stat(path); err != nil {
 		if os.Getenv("CI") == "" {
 			t.Skipf("no operator image (run `make image`; with CI set this fails): %v", err)
