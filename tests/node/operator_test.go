@@ -62,7 +62,8 @@ func imageArchive(t *testing.T) string {
 // Deployment's two pods from the `make image` image, with the bundle ServiceAccount's token; one
 // is elected leader. A Gateway of an in-cluster class gets a proxy Deployment, whose pods take
 // their config over xDS (mTLS) from the operator's Service, and an HTTPRoute's requests from the
-// host reach the backend pods through the proxy Service's ClusterIP (kube-proxy).
+// host reach the backend pods through the proxy Service's ClusterIP (kube-proxy). A LoadBalancer
+// Service of our class gets proxy pods too, and an address that serves.
 func TestOperatorAsPod(t *testing.T) {
 	archive := imageArchive(t)
 	ctx := t.Context()
@@ -145,7 +146,7 @@ func TestOperatorAsPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	proxyCredentialsWorkaround(t, c)
+	proxyCredentialsWorkaround(t, c, 1)
 	var addr string
 	testbed.Eventually(t, 3*time.Minute, func() error {
 		var gw gwv1.Gateway
@@ -194,6 +195,59 @@ func TestOperatorAsPod(t *testing.T) {
 	if !slices.Contains(backendNames, name) || !strings.HasPrefix(rest, "GET ") || !strings.HasSuffix(rest, "/through-the-proxy\n") {
 		t.Errorf("GET through the proxy Service: %q, want an answer of one of the backend pods %v", body, backendNames)
 	}
+
+	// A LoadBalancer Service of our class gets proxies of its own, behind a LoadBalancer Service
+	// of theirs. No load-balancer controller runs here, so the test plays the cloud's part, as
+	// cloud-provider-kind would: it gives that Service an ingress IP, which kube-proxy serves.
+	lbIP := "198.18.10.1"
+	lb := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-lb"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To(v1alpha1.LoadBalancerClassInCluster),
+			Selector: map[string]string{"app": "web"},
+			Ports:    []corev1.ServicePort{{Name: "tcp", Port: 8088, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	if err := cl.Create(ctx, lb); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	proxyCredentialsWorkaround(t, c, 2)
+	testbed.Eventually(t, time.Minute, func() error {
+		var svcs corev1.ServiceList
+		if err := cl.List(ctx, &svcs, client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy}); err != nil {
+			return err
+		}
+		for _, s := range svcs.Items {
+			if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+				continue
+			}
+			if len(s.Status.LoadBalancer.Ingress) == 0 {
+				s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: lbIP}}
+				return cl.Status().Update(ctx, &s)
+			}
+			return nil
+		}
+		return errors.New("no LoadBalancer proxy Service yet")
+	})
+	testbed.Eventually(t, 3*time.Minute, func() error {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(lb), lb); err != nil {
+			return err
+		}
+		// ipMode Proxy: kube-proxy leaves the address to the proxies rather than short-cutting
+		// to the Service's own endpoints, so the requests below go through the proxy pods.
+		if ing := lb.Status.LoadBalancer.Ingress; len(ing) != 1 || ing[0].IP != lbIP || ptr.Deref(ing[0].IPMode, "") != corev1.LoadBalancerIPModeProxy {
+			return fmt.Errorf("Service %s has load balancer %+v, want %s with ipMode Proxy", lb.Name, ing, lbIP)
+		}
+		return nil
+	})
+	t.Logf("LoadBalancer Service got its address %s %s after it was created", lbIP, time.Since(start).Round(time.Millisecond))
+	testbed.Eventually(t, time.Minute, func() error {
+		var err error
+		body, err = get("http://" + lbIP + ":8088/through-the-lb")
+		return err
+	})
+	if name, _, _ := strings.Cut(body, " "); !slices.Contains(backendNames, name) || !strings.HasSuffix(body, "/through-the-lb\n") {
+		t.Errorf("GET through the LoadBalancer Service: %q, want an answer of one of the backend pods %v", body, backendNames)
+	}
 }
 
 // proxyCredentialsWorkaround works around a defect of the in-cluster provider that only a real
@@ -202,7 +256,7 @@ func TestOperatorAsPod(t *testing.T) {
 // "reading -cert: open /etc/fleetgate/xds/tls.crt: permission denied". Until the provider sets
 // fsGroup (or a readable mode), the test adds fsGroup to the proxy Deployment itself: a merge
 // patch of a field the operator's apply does not own, so the operator keeps it.
-func proxyCredentialsWorkaround(t *testing.T, c *testbed.Cluster) {
+func proxyCredentialsWorkaround(t *testing.T, c *testbed.Cluster, want int) {
 	t.Helper()
 	ctx := t.Context()
 	var deploys appsv1.DeploymentList
@@ -210,8 +264,8 @@ func proxyCredentialsWorkaround(t *testing.T, c *testbed.Cluster) {
 		if err := c.Client.List(ctx, &deploys, client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy}); err != nil {
 			return err
 		}
-		if len(deploys.Items) == 0 {
-			return errors.New("no proxy Deployment yet")
+		if len(deploys.Items) < want {
+			return fmt.Errorf("%d proxy Deployments, want %d", len(deploys.Items), want)
 		}
 		return nil
 	})
