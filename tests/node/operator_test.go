@@ -65,6 +65,7 @@ func imageArchive(t *testing.T) string {
 // host reach the backend pods through the proxy Service's ClusterIP (kube-proxy). A LoadBalancer
 // Service of our class gets proxy pods too, and an address that serves.
 func TestOperatorAsPod(t *testing.T) {
+	testbed.RequireNode(t)
 	archive := imageArchive(t)
 	ctx := t.Context()
 	c := testbed.ForTestWith(t, "hub", testbed.Options{Node: true, PrerequisitesOnly: true})

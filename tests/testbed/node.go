@@ -117,10 +117,9 @@ func NodeSupported() error {
 	return nil
 }
 
-// NodeForTest starts a node joined to c (started with Options.Node) for the test and stops it
-// when the test ends. Where a node cannot run (NodeSupported) it skips the test, unless $CI is
-// set: there it fails.
-func NodeForTest(t testing.TB, c *Cluster, o NodeOptions) *Node {
+// RequireNode skips the test where a node cannot run (NodeSupported), or in -short mode, unless
+// $CI is set: there it fails. Node tests call it first, before they start an API server.
+func RequireNode(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs a real node; skipped in -short mode")
@@ -131,6 +130,13 @@ func NodeForTest(t testing.TB, c *Cluster, o NodeOptions) *Node {
 		}
 		t.Fatalf("no node on this machine: %v", err)
 	}
+}
+
+// NodeForTest starts a node joined to c (started with Options.Node) for the test and stops it
+// when the test ends; it calls RequireNode first.
+func NodeForTest(t testing.TB, c *Cluster, o NodeOptions) *Node {
+	t.Helper()
+	RequireNode(t)
 	n, err := StartNode(t.Context(), c, o)
 	if err != nil {
 		t.Fatal(err)

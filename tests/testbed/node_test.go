@@ -23,6 +23,7 @@ import (
 // by its IP and both pods through their Service's ClusterIP (kube-proxy) from the host, stops the
 // node and checks that it left nothing on the machine.
 func TestNode(t *testing.T) {
+	RequireNode(t)
 	ctx := t.Context()
 	sysctls := ReadNodeSysctls()
 	c := ForTestWith(t, "node", Options{Node: true})
@@ -122,15 +123,7 @@ const envHoldNode = "FLEETGATE_TESTBED_HOLD_NODE"
 // containers outlive it (so there is something to sweep), and then that SweepNode (which every
 // StartNode runs first) leaves nothing.
 func TestNodeSweptAfterKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a real node; skipped in -short mode")
-	}
-	if err := NodeSupported(); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("no node on this machine (with CI set this fails): %v", err)
-		}
-		t.Fatalf("no node on this machine: %v", err)
-	}
+	RequireNode(t)
 	sysctls := ReadNodeSysctls()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldNode$", "-test.v")
 	cmd.Env = append(os.Environ(), envHoldNode+"=1")
