@@ -167,15 +167,16 @@ func StartNode(ctx context.Context, c *Cluster, o NodeOptions) (_ *Node, err err
 	if err != nil {
 		return nil, err
 	}
+	// Before anything is swept: the sweep would take a foreign kubelet's containers.
+	if err := foreignRuntime(root); err != nil {
+		return nil, errors.Join(err, lock.Close())
+	}
 	n := &Node{IP: ip, Logs: root + "-logs", root: root, lock: lock}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, n.Stop())
 		}
 	}()
-	if err := foreignRuntime(root); err != nil {
-		return nil, err
-	}
 	if err := sweepNode(root); err != nil {
 		return nil, fmt.Errorf("sweeping an earlier node's leftovers: %w", err)
 	}
@@ -205,6 +206,7 @@ func StartNode(ctx context.Context, c *Cluster, o NodeOptions) (_ *Node, err err
 	}
 	bin := func(name string) string { return filepath.Join(AssetsDir(), name) }
 	kc := func(name string) string { return filepath.Join(root, name+".kubeconfig") }
+	// envtest's service-account signing key: the token controller signs with the server's key.
 	cert := filepath.Join(c.env.ControlPlane.GetAPIServer().CertDir, "sa-signer.key")
 	if err := n.start("kube-controller-manager", bin("kube-controller-manager"),
 		"--kubeconfig", kc("kube-controller-manager"),
@@ -274,13 +276,7 @@ func (n *Node) prepare(c *Cluster) error {
 			return fmt.Errorf("node dir: %w", err)
 		}
 	}
-	sysctls := map[string]string{}
-	for _, s := range nodeSysctls() {
-		if v, err := os.ReadFile(filepath.Join("/proc/sys", s)); err == nil {
-			sysctls[s] = strings.TrimSpace(string(v))
-		}
-	}
-	saved, err := json.Marshal(sysctls)
+	saved, err := json.Marshal(ReadNodeSysctls())
 	if err != nil {
 		return err
 	}
@@ -299,7 +295,9 @@ cgroupDriver: cgroupfs
 # The machine runs cgroup v1, which kubelet refuses by default since 1.35.
 failCgroupV1: false
 failSwapOn: false
-address: 0.0.0.0
+# The API server (envtest's, without kubelet client credentials) reaches it at the node's IP for
+# logs and exec: anonymous and allowed, on that address only.
+address: %s
 readOnlyPort: 0
 healthzPort: 0
 authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
@@ -308,7 +306,7 @@ authorization: {mode: AlwaysAllow}
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-`, root),
+`, root, n.IP),
 		"kube-proxy.yaml": fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: nftables

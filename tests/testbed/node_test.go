@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -64,6 +65,15 @@ func TestNode(t *testing.T) {
 		t.Fatalf("%d echo pods, want 2", len(names))
 	}
 	pod := pods.Items[0]
+	// The API server reaches the kubelet at the node's InternalIP for a pod's log.
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podLog, err := cs.CoreV1().Pods("default").GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil || !strings.Contains(string(podLog), pod.Name+" serving on :8080") {
+		t.Errorf("log of pod %s: %q, %v; want its start line", pod.Name, podLog, err)
+	}
 	if got, want := get(t, "http://"+pod.Status.PodIP+":8080/direct"), pod.Name+" GET "+pod.Status.PodIP+":8080/direct\n"; got != want {
 		t.Errorf("GET the pod's IP: %q, want %q", got, want)
 	}

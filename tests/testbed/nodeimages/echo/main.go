@@ -19,5 +19,6 @@ func main() {
 	srv := &http.Server{Addr: ":8080", ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s %s %s%s\n", pod, r.Method, r.Host, r.URL.RequestURI())
 	})}
+	log.Printf("%s serving on %s", pod, srv.Addr)
 	log.Fatal(srv.ListenAndServe())
 }
