@@ -173,7 +173,8 @@ func TestNodeSweptAfterKill(t *testing.T) {
 	}
 	<-exited //nolint:errcheck // the error is the kill's own
 	left := strings.Join(NodeLeftovers(sysctls), "\n")
-	for _, kind := range []string{"process app", "process containerd-shim", "mount ", "netns ", "cgroup ", "link "} {
+	for _, kind := range []string{"process app", "process containerd-shim", "mount ", "netns ", "cgroup ", "link ",
+		"nft table ip kube-proxy", "iptables chain ", "dir /var/lib/kubelet", "sysctl net/ipv4/ip_forward"} {
 		if !strings.Contains(left, kind) {
 			t.Errorf("after the kill, no %q among the leftovers: nothing to sweep?\n%s", kind, left)
 		}
