@@ -1,6 +1,7 @@
 // Package testbed starts real kube-apiservers (with etcd), built from source into bin/, with every CRD
 // fleetgate reads installed: ours, the Gateway API experimental channel, the MCS API and external-dns's
-// DNSEndpoint. One server is a cluster; several make a fleet.
+// DNSEndpoint. One server is a cluster; several make a fleet. A server started with Options.Node
+// can get a real node (node.go) that runs pods.
 package testbed
 
 import (
