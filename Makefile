@@ -23,6 +23,11 @@ GOTESTSUM := $(BIN)/gotestsum-$(GOTESTSUM_VERSION)
 # so the binaries are rebuilt only when tests/tools/go.mod changes.
 TESTBED_STAMP := $(BIN)/.testbed-$(shell sha256sum $(TOOLS_MOD)/go.mod | cut -c1-12)
 TESTBED_BINS := $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager
+# A node's binaries (kubelet, kube-proxy, kube-scheduler), from the same pins but with their own stamp:
+# only tests that run pods need them. Not .testbed-*: the control plane's rule removes those.
+NODE_STAMP := $(BIN)/.node-$(shell sha256sum $(TOOLS_MOD)/go.mod | cut -c1-12)
+# The Debian packages a node runs on: container runtime, CNI plugins, packet filter tools.
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables nftables conntrack
 
 # moto, the AWS API fake the AWS provider's tests run against (providers/aws/mototest), in a venv in
 # bin/moto. The stamp names the pin, so the venv is made once and remade only when the pin changes.
@@ -131,6 +136,16 @@ $(TESTBED_STAMP):
 	cd $(TOOLS_MOD) && go build -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 	rm -f $(BIN)/.testbed-* && touch $@
 
+.PHONY: testbed-node
+testbed-node: $(NODE_STAMP) node-packages ## Build kubelet, kube-proxy and kube-scheduler from source (cached) and install a node's Debian packages.
+
+$(NODE_STAMP):
+	@echo ">> building the test node ($(K8S_VERSION)) from source; ~4 min with a warm Go cache on 2 cores"
+	cd $(TOOLS_MOD) && go build -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/kubelet k8s.io/kubernetes/cmd/kubelet
+	cd $(TOOLS_MOD) && go build -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+	cd $(TOOLS_MOD) && go build -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+	rm -f $(BIN)/.node-* && touch $@
+
 ##@ Run
 
 .PHONY: demo
@@ -146,7 +161,7 @@ run: ## Run the operator against the current kubeconfig.
 ##@ Test
 
 .PHONY: test
-test: testbed moto bind9 ## Run every test (unit, golden, AWS on moto, integration on real API servers).
+test: testbed testbed-node image moto bind9 ## Run every test (unit, golden, AWS on moto, integration on real API servers).
 	$(MOTO_ENV) go test -count=1 $$(go list ./... | grep -vE '$(API_SERVER_PKGS)')
 	@# Packages that start API servers run one at a time: two cores do not start six at once reliably.
 	$(MOTO_ENV) KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -p 1 -timeout 60m $$(go list ./... | grep -E '$(API_SERVER_PKGS)')
@@ -243,6 +258,20 @@ bind9: ## Install BIND9 (named) from the Debian package when it is missing (make
 	echo ">> installing bind9 (named) with apt-get"; \
 	{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends bind9; } \
 	  || fail "apt-get install bind9 failed"
+
+# containerd, runc, the CNI plugins and the packet filter tools a test node runs on (tests/testbed's
+# node.go), from Debian's packages, when any is missing. Without root or apt-get, CI ($$CI set) fails
+# here; elsewhere a warning, and the node tests skip.
+.PHONY: node-packages
+node-packages: ## Install containerd, runc, CNI plugins, iptables, nftables and conntrack when missing (make testbed-node does it).
+	@fail() { if [ -n "$$CI" ]; then echo "ERROR: $$1" >&2; exit 1; fi; \
+	  echo "WARNING: $$1; the node tests skip" >&2; exit 0; }; \
+	missing=; for p in $(NODE_PACKAGES); do dpkg-query -W -f '$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then fail "missing packages:$$missing"; fi; \
+	echo ">> installing$$missing with apt-get"; \
+	{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; } \
+	  || fail "apt-get install$$missing failed"
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION) && mv $(BIN)/controller-gen $@

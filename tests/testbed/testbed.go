@@ -1,6 +1,7 @@
 // Package testbed starts real kube-apiservers (with etcd), built from source into bin/, with every CRD
 // fleetgate reads installed: ours, the Gateway API experimental channel, the MCS API and external-dns's
-// DNSEndpoint. One server is a cluster; several make a fleet.
+// DNSEndpoint. One server is a cluster; several make a fleet. A server started with Options.Node
+// can get a real node (node.go) that runs pods.
 package testbed
 
 import (
@@ -45,6 +46,8 @@ type Cluster struct {
 	// apiServerArgs and restarted belong to StopAPIServer and StartAPIServer.
 	apiServerArgs []string
 	restarted     *exec.Cmd
+	// podCA signs the certificate pods see (Options.Node); nil without.
+	podCA []byte
 }
 
 // RepoRoot is the root of the fleetgate checkout this package was built from.
@@ -83,6 +86,11 @@ type Options struct {
 	// AuditLog, when set, is the file the server writes its audit log to: every request, at the
 	// Metadata level (user, verb, resource, response code), as JSON lines.
 	AuditLog string
+	// Node makes the server one a node (StartNode) can join: it listens on every address and
+	// advertises the host's (HostIP), so that pods reach it through the kubernetes Service; it
+	// reaches kubelets by their InternalIP; and ServiceAccount admission is on, so that pods get
+	// their service account's token.
+	Node bool
 }
 
 // auditPolicy logs every request's metadata, so that a test can see each one the operator made.
@@ -176,10 +184,29 @@ func StartWith(ctx context.Context, name string, o Options) (*Cluster, error) {
 			Set("audit-log-path", o.AuditLog).
 			Set("audit-log-mode", "blocking")
 	}
+	var podCA []byte
+	if o.Node {
+		ip, err := HostIP()
+		if err != nil {
+			return nil, errors.Join(err, os.RemoveAll(dir))
+		}
+		// Pods reach the server at the kubernetes Service's IP, forwarded to the host's: without
+		// SNI, the server picks the certificate by the address it was reached on.
+		var crt, key string
+		if podCA, crt, key, err = podServingCert(dir, ip); err != nil {
+			return nil, errors.Join(err, os.RemoveAll(dir))
+		}
+		env.ControlPlane.GetAPIServer().Configure().
+			Set("bind-address", "0.0.0.0").
+			Set("advertise-address", ip).
+			Set("tls-sni-cert-key", crt+","+key+":"+ip).
+			Set("kubelet-preferred-address-types", "InternalIP").
+			Disable("disable-admission-plugins") // envtest turns ServiceAccount admission off
+	}
 	// Explicit paths: envtest would prefer $KUBEBUILDER_ASSETS to the wrappers' directory.
 	env.ControlPlane.GetAPIServer().Path = filepath.Join(assets, "kube-apiserver")
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
-	c := &Cluster{Name: name, env: env, dir: dir, thread: newThread()}
+	c := &Cluster{Name: name, env: env, dir: dir, thread: newThread(), podCA: podCA}
 	c.thread.do(func() { c.Config, err = env.Start() })
 	if err != nil {
 		c.thread.close()
