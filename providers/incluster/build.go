@@ -123,6 +123,9 @@ func buildServiceAccount(lb *providers.LoadBalancer, cluster string) *corev1ac.S
 		WithAutomountServiceAccountToken(false)
 }
 
+// proxyUser is the non-root user and group of fleetgate's image (image/build.go).
+const proxyUser = 65532
+
 func (p *Provider) buildDeployment(lb *providers.LoadBalancer, cluster string) *appsv1ac.DeploymentApplyConfiguration {
 	name := ObjectName(lb)
 	labels, annotations := objectMeta(lb)
@@ -145,6 +148,9 @@ func (p *Provider) buildDeployment(lb *providers.LoadBalancer, cluster string) *
 		WithAutomountServiceAccountToken(false).
 		WithSecurityContext(corev1ac.PodSecurityContext().
 			WithRunAsNonRoot(true).
+			// The image's non-root user; fsGroup makes the 0440 credentials volume its group's,
+			// so the proxy can read its xDS certificate (a real kubelet refused it without).
+			WithRunAsUser(proxyUser).WithRunAsGroup(proxyUser).WithFSGroup(proxyUser).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)).
 			// Listeners on 80 and 443 without root or NET_BIND_SERVICE; the sysctl is namespaced and safe.
 			WithSysctls(corev1ac.Sysctl().WithName("net.ipv4.ip_unprivileged_port_start").WithValue("0")))

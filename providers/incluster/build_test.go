@@ -195,7 +195,7 @@ func TestBuildDeployment(t *testing.T) {
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(sel)).
 			WithTemplate(corev1ac.PodTemplateSpec().WithLabels(podLabels).WithAnnotations(map[string]string{"note": "x"}).
 				WithSpec(corev1ac.PodSpec().WithServiceAccountName(name).WithAutomountServiceAccountToken(false).
-					WithSecurityContext(corev1ac.PodSecurityContext().WithRunAsNonRoot(true).
+					WithSecurityContext(corev1ac.PodSecurityContext().WithRunAsNonRoot(true).WithRunAsUser(65532).WithRunAsGroup(65532).WithFSGroup(65532).
 						WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)).
 						WithSysctls(corev1ac.Sysctl().WithName("net.ipv4.ip_unprivileged_port_start").WithValue("0"))).
 					WithContainers(corev1ac.Container().WithName("proxy").WithImage("img:1").

@@ -24,7 +24,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -147,7 +146,6 @@ func TestOperatorAsPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	proxyCredentialsWorkaround(t, c, 1)
 	var addr string
 	testbed.Eventually(t, 3*time.Minute, func() error {
 		var gw gwv1.Gateway
@@ -211,7 +209,6 @@ func TestOperatorAsPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	proxyCredentialsWorkaround(t, c, 2)
 	testbed.Eventually(t, time.Minute, func() error {
 		var svcs corev1.ServiceList
 		if err := cl.List(ctx, &svcs, client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy}); err != nil {
@@ -248,37 +245,6 @@ func TestOperatorAsPod(t *testing.T) {
 	})
 	if name, _, _ := strings.Cut(body, " "); !slices.Contains(backendNames, name) || !strings.HasSuffix(body, "/through-the-lb\n") {
 		t.Errorf("GET through the LoadBalancer Service: %q, want an answer of one of the backend pods %v", body, backendNames)
-	}
-}
-
-// proxyCredentialsWorkaround works around a defect of the in-cluster provider that only a real
-// kubelet shows: the proxy pod mounts its xDS credentials Secret with mode 0440 (owner and group
-// root) and runs as the image's non-root user (65532) without an fsGroup, so the proxy exits with
-// "reading -cert: open /etc/fleetgate/xds/tls.crt: permission denied". Until the provider sets
-// fsGroup (or a readable mode), the test adds fsGroup to the proxy Deployment itself: a merge
-// patch of a field the operator's apply does not own, so the operator keeps it.
-func proxyCredentialsWorkaround(t *testing.T, c *testbed.Cluster, want int) {
-	t.Helper()
-	ctx := t.Context()
-	var deploys appsv1.DeploymentList
-	testbed.Eventually(t, time.Minute, func() error {
-		if err := c.Client.List(ctx, &deploys, client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy}); err != nil {
-			return err
-		}
-		if len(deploys.Items) < want {
-			return fmt.Errorf("%d proxy Deployments, want %d", len(deploys.Items), want)
-		}
-		return nil
-	})
-	for _, d := range deploys.Items {
-		if sc := d.Spec.Template.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
-			continue // the provider sets it: this workaround can go
-		}
-		t.Logf("WORKAROUND: proxy Deployment %s/%s has no fsGroup; its non-root proxy cannot read its 0440 credentials: adding fsGroup 65532", d.Namespace, d.Name)
-		patch := []byte(`{"spec":{"template":{"spec":{"securityContext":{"fsGroup":65532}}}}}`)
-		if err := c.Client.Patch(ctx, &d, client.RawPatch(types.MergePatchType, patch)); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
