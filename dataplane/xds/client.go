@@ -217,10 +217,10 @@ func (c *Client) apply(resp *discoveryv3.DeltaDiscoveryResponse) error {
 	for _, name := range resp.GetRemovedResources() {
 		delete(c.held, name)
 	}
-	c.applied.Store(u.Version)
 	if wire != 0 {
-		c.wire.Store(int64(wire))
+		c.wire.Store(int64(wire)) // first: whoever sees the version sees its wire version
 	}
+	c.applied.Store(u.Version)
 	return nil
 }
 

@@ -455,7 +455,7 @@ func (s *Server) RemoveGateway(gateway string) {
 	}
 }
 
-// Status returns the delivery state of gateway.
+// Status returns the delivery state of gateway; refusals older than RefusalTTL are forgotten.
 func (s *Server) Status(gateway string) GatewayStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -469,10 +469,13 @@ func (s *Server) Status(gateway string) GatewayStatus {
 		st.Replicas = append(st.Replicas, ReplicaStatus{Node: sub.node, Wire: sub.wire, Acked: sub.acked, Nacked: sub.nacked, NackReason: sub.reason})
 	}
 	for node, r := range g.refused {
-		if s.now().Sub(r.at) < RefusalTTL {
-			st.Replicas = append(st.Replicas, ReplicaStatus{Node: node, Refused: r.reason})
+		if s.now().Sub(r.at) >= RefusalTTL {
+			delete(g.refused, node)
+			continue
 		}
+		st.Replicas = append(st.Replicas, ReplicaStatus{Node: node, Refused: r.reason})
 	}
+	s.dropIfUnusedLocked(gateway, g)
 	sort.Slice(st.Replicas, func(i, j int) bool { return st.Replicas[i].Node < st.Replicas[j].Node })
 	return st
 }

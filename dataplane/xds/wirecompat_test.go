@@ -221,6 +221,8 @@ func TestRollingUpgradeMixedWireVersions(t *testing.T) {
 	p := &proxy{}
 	client := newClient(t, addr, pk.clientTLS(t, cur.Gateway), cur.Gateway, "pod-new", p)
 	run(t, client)
+	// Programmed alone could be the old replica's before the new one subscribed.
+	eventually(t, "the current proxy to apply the config", func() bool { return client.Version() >= v1 })
 	waitProgrammed(t, srv, cur.Gateway, v1)
 	if got := client.WireVersion(); got != WireV2 {
 		t.Errorf("current proxy speaks %v with the current operator, want %v", got, WireV2)
