@@ -205,6 +205,8 @@ func TestAnnouncedWireVersions(t *testing.T) {
 		{name: "a proxy from before wire versions announces nothing", features: nil, want: []WireVersion{WireV1}},
 		{name: "other features only", features: []string{"envoy.lb.does_not_support_overprovisioning"}, want: []WireVersion{WireV1}},
 		{name: "what a current client sends", features: clientFeatures(WireVersions()), want: []WireVersion{WireV2, WireV1}},
+		{name: "at most four, without duplicates", features: []string{"fleetgate.dev/wire/v9", "fleetgate.dev/wire/v9", "fleetgate.dev/wire/v8",
+			"fleetgate.dev/wire/v7", "fleetgate.dev/wire/v6", "fleetgate.dev/wire/v5"}, want: []WireVersion{9, 8, 7, 6}},
 		{name: "unknown versions are kept to be named", features: []string{"fleetgate.dev/wire/v7", "fleetgate.dev/wire/vx", "fleetgate.dev/wire/v0"}, want: []WireVersion{7}},
 	}
 	for _, tt := range tests {

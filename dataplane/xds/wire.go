@@ -155,6 +155,9 @@ func clientFeatures(vs []WireVersion) []string {
 	return out
 }
 
+// maxAnnounced bounds the versions taken from one proxy's announcement; a proxy speaks two.
+const maxAnnounced = 4
+
 // announcedWireVersions returns the versions a proxy's client features announce, unknown ones
 // included (to name them in a refusal); a proxy announcing none speaks WireV1.
 func announcedWireVersions(features []string) []WireVersion {
@@ -164,8 +167,11 @@ func announcedWireVersions(features []string) []WireVersion {
 		if !ok {
 			continue
 		}
-		if v, err := strconv.Atoi(n); err == nil && v > 0 {
+		if v, err := strconv.Atoi(n); err == nil && v > 0 && !slices.Contains(out, WireVersion(v)) {
 			out = append(out, WireVersion(v))
+		}
+		if len(out) == maxAnnounced {
+			break // the list ends up in a refusal, hence in the Gateway's status
 		}
 	}
 	if len(out) == 0 {

@@ -234,6 +234,11 @@ func TestRollingUpgradeMixedWireVersions(t *testing.T) {
 	if diff := cmp.Diff(want, srv.Status(cur.Gateway)); diff != "" {
 		t.Errorf("Status (-want +got):\n%s", diff)
 	}
+	for _, wire := range []WireVersion{WireV1, WireV2} {
+		if got := testutil.ToFloat64(srv.metrics.replicas.WithLabelValues(wire.String())); got != 1 {
+			t.Errorf("fleetgate_xds_replicas{wire=%q} = %v, want 1", wire, got)
+		}
+	}
 
 	// A route's backend weight changes: each proxy is sent that host alone.
 	next := *cur
