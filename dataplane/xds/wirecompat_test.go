@@ -394,3 +394,28 @@ func TestCurrentProxyNacksAWireVersionItDoesNotSpeak(t *testing.T) {
 		t.Errorf("the proxy applied version %d: %+v", c.Version(), got)
 	}
 }
+
+// TestWireV1ProxyReconnectsToUpgradedOperator: a proxy of the release before wire versions, holding
+// the recorded config, reconnects to the upgraded operator (which has the same config): its
+// resource versions are still valid, so it is programmed without answering anything (it never
+// reads its stream here).
+func TestWireV1ProxyReconnectsToUpgradedOperator(t *testing.T) {
+	cur, _, rec := loadWireV1(t)
+	pk := newPKI(t)
+	srv := newServer(t, pk)
+	addr, _ := serve(t, srv, "127.0.0.1:0")
+	v := srv.SetConfig(cur.Gateway, cur)
+
+	held := map[string]string{cur.Gateway: rec.SystemVersionInfo}
+	for _, r := range rec.Resources {
+		held[r.Name] = r.Version
+	}
+	if _, err := wirev1.Subscribe(t.Context(), dial(t, pk, addr, cur.Gateway), cur.Gateway, "old-pod", held); err != nil {
+		t.Fatal(err)
+	}
+	waitProgrammed(t, srv, cur.Gateway, v)
+	want := GatewayStatus{Version: v, Replicas: []ReplicaStatus{{Node: "old-pod", Wire: WireV1, Acked: v}}}
+	if diff := cmp.Diff(want, srv.Status(cur.Gateway)); diff != "" {
+		t.Errorf("Status (-want +got):\n%s", diff)
+	}
+}
