@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -281,8 +282,10 @@ func TestWireRefusalTwoVersionsApart(t *testing.T) {
 	changes := make(chan string, 100)
 	srv := NewServer(ServerOptions{TLS: pk.serverTLS, Logger: testr.New(t), WireVersions: []WireVersion{WireV2},
 		OnChange: func(gw string) { changes <- gw }})
-	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	srv.now = func() time.Time { return now }
+	// The stream handlers read the clock: atomic, as the test moves it.
+	var now atomic.Int64
+	now.Store(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC).UnixNano())
+	srv.now = func() time.Time { return time.Unix(0, now.Load()) }
 	addr, _ := serve(t, srv, "127.0.0.1:0")
 	v := srv.SetConfig(cur.Gateway, cur)
 	conn := dial(t, pk, addr, cur.Gateway)
@@ -322,7 +325,7 @@ func TestWireRefusalTwoVersionsApart(t *testing.T) {
 	}
 
 	// A refused proxy that stopped retrying (rolled back, deleted) stops holding the gateway back.
-	now = now.Add(RefusalTTL)
+	now.Add(int64(RefusalTTL))
 	if diff := cmp.Diff(result{Reason: "no proxy replica is connected"}, acknowledged()); diff != "" {
 		t.Errorf("Acknowledged once the refusal expired (-want +got):\n%s", diff)
 	}
