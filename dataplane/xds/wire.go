@@ -55,12 +55,12 @@
 //
 // # Changing the schema
 //
-// The proxy decodes resources with encoding/json, which ignores unknown fields, and ir's fields
-// are omitempty or omitzero. So:
+// The proxy decodes resources with encoding/json (ir has no strict decoding: ir.DecodeJSON
+// decodes as json.Unmarshal does), which ignores unknown fields. So:
 //
 //   - A field that a proxy of N-1 may safely ignore (a hint, something only the operator or a cloud
-//     provider reads) is added to ir without a new wire version. It must be omitted when unset, so
-//     that a config not using it encodes byte for byte as before (TestWireV1ProxyOnCurrentServer
+//     provider reads) is added to ir without a new wire version. It must be omitted when unset
+//     (omitempty or omitzero), so that a config not using it encodes byte for byte as before (TestWireV1ProxyOnCurrentServer
 //     holds that to the frozen recording): resource hashes stay valid across an upgrade.
 //   - A field whose being ignored changes what the proxy serves (a new match, filter, security
 //     setting, or a default that changes meaning when absent) needs a new wire version N+1. For a
@@ -69,8 +69,10 @@
 //     the config as if it had NACKed it, with a reason naming the field, instead of letting it
 //     serve something else. The encoded resources are then kept per version spoken by a connected
 //     proxy (at most two).
-//   - Removing or renaming a field, or changing its meaning, is a new version too; the server then
-//     drops N-1 only in the release after.
+//   - Removing or renaming a field, or changing its meaning, is a new version too.
+//
+// A release drops a version only once the release before it already spoke its successor, so that
+// adjacent releases always share one.
 //
 // A new version adds a WireVersion constant, its type URL and feature, its decoding in the client
 // and its encoding in the server; the oldest is dropped from WireVersions, and its frozen fixture
