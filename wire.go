@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,6 +64,10 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 		MemberClients: &controllers.MemberClients{},
 	}
 	configs := xds.NewServer(xds.ServerOptions{TLS: ep.TLS, Logger: logger.WithName("xds"), OnChange: setup.Delivery.Fire})
+	// An operator started again in one process (tests) keeps the first one's xDS metrics.
+	if err := metrics.Registry.Register(configs.Collector()); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+		return controllers.Options{}, fmt.Errorf("registering xds metrics: %w", err)
+	}
 	registry := providers.NewRegistry()
 	dataplane := &controllers.Dataplane{Providers: registry, Configs: configs, Delivered: setup.Delivery.Fire}
 	// A local proxy that exited is the provider's to restart: ask it to look again.

@@ -48,7 +48,7 @@ func BenchmarkReceiveOneHost(b *testing.B) {
 			srv := NewServer(ServerOptions{})
 			cfg := irtest.FleetConfig(n)
 			srv.SetConfig("bench/fleet", cfg)
-			sub := srv.subscribe("bench/fleet", "bench", 0, map[string]string{})
+			sub := srv.subscribe("bench/fleet", "bench", WireV2, 0, map[string]string{})
 			if _, ok := srv.answer(sub, srv.next(sub).GetNonce(), "", false); !ok {
 				b.Fatal("no first response")
 			}
@@ -64,7 +64,7 @@ func BenchmarkReceiveOneHost(b *testing.B) {
 				if err := proto.Unmarshal(wire, &resp); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := decodeResponse(&resp, "bench/fleet", nil); err != nil {
+				if _, _, err := decodeResponse(&resp, "bench/fleet", WireVersions(), nil); err != nil {
 					b.Fatal(fmt.Errorf("decode: %w", err))
 				}
 			}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/dataplane/pace"
@@ -42,6 +43,9 @@ type ClientOptions struct {
 	// an error rejects (NACKs) it and the previous config stays in service.
 	Apply  func(*ir.Update) error
 	Logger logr.Logger
+	// WireVersions are the wire versions announced to the server; nil means every version this
+	// build speaks (WireVersions). Tests set it to play a proxy of another release.
+	WireVersions []WireVersion
 	// MinBackoff and MaxBackoff bound the exponential delay between reconnection attempts;
 	// zero means 250ms and 30s.
 	MinBackoff time.Duration
@@ -53,6 +57,8 @@ type Client struct {
 	opts    ClientOptions
 	log     logr.Logger
 	applied atomic.Uint64 // version of the config in service, 0 before the first
+	// wire is the wire version of the config in service, 0 before the first.
+	wire atomic.Int64
 	// held are the versions of the resources in service, by name; used only by Run.
 	held map[string]string
 }
@@ -71,6 +77,11 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	case opts.Apply == nil:
 		return nil, errors.New("xds client: no Apply function")
 	}
+	wire, err := checkWireVersions(opts.WireVersions)
+	if err != nil {
+		return nil, fmt.Errorf("xds client: %w", err)
+	}
+	opts.WireVersions = wire
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = 250 * time.Millisecond
 	}
@@ -85,6 +96,9 @@ func NewClient(opts ClientOptions) (*Client, error) {
 
 // Version returns the version of the config in service, 0 before the first was applied.
 func (c *Client) Version() uint64 { return c.applied.Load() }
+
+// WireVersion returns the wire version the config in service came in, 0 before the first.
+func (c *Client) WireVersion() WireVersion { return WireVersion(c.wire.Load()) }
 
 // Run keeps a subscription open until ctx is done, reconnecting with capped exponential backoff
 // after any failure, and returns nil then. It must not be called twice at the same time.
@@ -121,7 +135,13 @@ func (c *Client) Run(ctx context.Context) error {
 			delay = c.opts.MinBackoff // the server was healthy: retry promptly
 		}
 		wait := jitter(delay)
-		c.log.Info("Config stream ended, reconnecting", "error", err, "after", wait)
+		if status.Code(err) == codes.FailedPrecondition {
+			// Refused, e.g. for want of a common wire version: nothing to retry promptly for, but the
+			// server may be upgraded or rolled back meanwhile.
+			c.log.Error(err, "Config server refused this proxy, retrying", "after", wait, "wireVersions", formatWireVersions(c.opts.WireVersions))
+		} else {
+			c.log.Info("Config stream ended, reconnecting", "error", err, "after", wait)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -147,7 +167,7 @@ func (c *Client) stream(ctx context.Context, ads discoveryv3.AggregatedDiscovery
 		initial[c.opts.Gateway] = formatVersion(v)
 	}
 	sub := &discoveryv3.DeltaDiscoveryRequest{
-		Node:                    &corev3.Node{Id: c.opts.Node, Cluster: c.opts.Gateway},
+		Node:                    &corev3.Node{Id: c.opts.Node, Cluster: c.opts.Gateway, ClientFeatures: clientFeatures(c.opts.WireVersions)},
 		TypeUrl:                 TypeURL,
 		ResourceNamesSubscribe:  []string{c.opts.Gateway},
 		InitialResourceVersions: initial,
@@ -181,7 +201,7 @@ func (c *Client) apply(resp *discoveryv3.DeltaDiscoveryResponse) error {
 	if c.applied.Load() != 0 {
 		tick = pace.New().Tick
 	}
-	u, err := decodeResponse(resp, c.opts.Gateway, tick)
+	u, wire, err := decodeResponse(resp, c.opts.Gateway, c.opts.WireVersions, tick)
 	if err != nil {
 		return err
 	}
@@ -196,6 +216,9 @@ func (c *Client) apply(resp *discoveryv3.DeltaDiscoveryResponse) error {
 	}
 	for _, name := range resp.GetRemovedResources() {
 		delete(c.held, name)
+	}
+	if wire != 0 {
+		c.wire.Store(int64(wire)) // first: whoever sees the version sees its wire version
 	}
 	c.applied.Store(u.Version)
 	return nil

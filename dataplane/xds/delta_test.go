@@ -116,7 +116,7 @@ func TestDeltaResponses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := NewServer(ServerOptions{Logger: testr.New(t)})
-			sub := srv.subscribe(gwA, "pod-1", 0, map[string]string{})
+			sub := srv.subscribe(gwA, "pod-1", WireV2, 0, map[string]string{})
 			var pending *discoveryv3.DeltaDiscoveryResponse
 			for i, st := range tt.steps {
 				if st.answer != "" {
@@ -167,7 +167,7 @@ func TestSubscribeResync(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := NewServer(ServerOptions{Logger: testr.New(t)})
 			srv.SetConfig(gwA, v1)
-			first := srv.subscribe(gwA, "pod-1", 0, map[string]string{})
+			first := srv.subscribe(gwA, "pod-1", WireV2, 0, map[string]string{})
 			if _, ok := srv.answer(first, srv.next(first).GetNonce(), "", false); !ok {
 				t.Fatal("first response not acknowledged")
 			}
@@ -177,7 +177,7 @@ func TestSubscribeResync(t *testing.T) {
 			}
 			held := maps.Clone(first.known)
 			tt.held(held)
-			sub := srv.subscribe(gwA, "pod-1", tt.applied, held)
+			sub := srv.subscribe(gwA, "pod-1", WireV2, tt.applied, held)
 			resp := srv.next(sub)
 			if diff := cmp.Diff(tt.want, summarize(resp)); diff != "" {
 				t.Fatalf("response (-want +got):\n%s", diff)
@@ -189,7 +189,7 @@ func TestSubscribeResync(t *testing.T) {
 				}
 				tt.acked = v
 			}
-			want := GatewayStatus{Version: tt.acked, Replicas: []ReplicaStatus{{Node: "pod-1", Acked: tt.acked}}}
+			want := GatewayStatus{Version: tt.acked, Replicas: []ReplicaStatus{{Node: "pod-1", Wire: WireV2, Acked: tt.acked}}}
 			if diff := cmp.Diff(want, srv.Status(gwA)); diff != "" {
 				t.Errorf("Status (-want +got):\n%s", diff)
 			}

@@ -39,7 +39,16 @@ type ServerOptions struct {
 	// called without locks held from the goroutine that caused the change, so it must return
 	// quickly (e.g. enqueue a reconcile).
 	OnChange func(gateway string)
+	// WireVersions are the wire versions served; nil means every version this build speaks
+	// (WireVersions). Tests set it to play an operator of another release.
+	WireVersions []WireVersion
 }
+
+// RefusalTTL is how long a replica refused for want of a common wire version keeps counting in
+// Status after its last attempt: proxies retry within 30s (ClientOptions.MaxBackoff) plus jitter,
+// so a live one is refused again well before, and one that was replaced (rolled back) stops
+// holding the gateway back.
+const RefusalTTL = 2 * time.Minute
 
 // Server serves configs to proxies and tracks what each replica acknowledged. It runs in the
 // operator; its state lives in memory and is rebuilt after a restart from SetConfig calls and what
@@ -50,6 +59,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	gateways map[string]*gatewayState
+
+	metrics *metrics
+	now     func() time.Time // time.Now; tests replace it to expire refusals
 }
 
 // gatewayState is one gateway's current config, split into resources, and its streams.
@@ -67,6 +79,8 @@ type gatewayState struct {
 	hosts map[string]map[string]*hostResource
 	count int
 	subs  map[*subscription]struct{}
+	// refused are the replicas refused for want of a common wire version, by node.
+	refused map[string]refusal
 	// stamp numbers SetConfig calls, to find the hosts a config no longer has.
 	stamp uint64
 }
@@ -83,10 +97,17 @@ type hostResource struct {
 	seen uint64
 }
 
+// refusal is a replica refused for want of a common wire version.
+type refusal struct {
+	reason string
+	at     time.Time // of its last attempt
+}
+
 // subscription is one proxy stream; its fields are guarded by Server.mu.
 type subscription struct {
 	gateway string
 	node    string
+	wire    WireVersion   // fixed for the stream's life
 	notify  chan struct{} // capacity 1: "a newer config may be available"
 	evicted chan struct{} // closed when a newer stream of the same node replaces this one
 	acked   uint64
@@ -114,12 +135,17 @@ type pendingResponse struct {
 
 // ReplicaStatus is what one connected proxy replica last did with the configs sent to it.
 type ReplicaStatus struct {
-	Node  string
+	Node string
+	// Wire is the wire version the replica's stream speaks; 0 for a refused replica.
+	Wire  WireVersion
 	Acked uint64
 	// Nacked and NackReason describe the replica's latest rejection of a version newer than Acked;
 	// both are cleared once the replica ACKs a version at least as new.
 	Nacked     uint64
 	NackReason string
+	// Refused says why the replica cannot be served at all (no common wire version); it is not
+	// connected, and counts until it subscribes with a common version or RefusalTTL passes.
+	Refused string
 }
 
 // GatewayStatus is the delivery state of one gateway.
@@ -140,6 +166,11 @@ func (st GatewayStatus) Programmed(v uint64) (ok bool, reason string) {
 	if len(st.Replicas) == 0 {
 		return false, "no proxy replica is connected"
 	}
+	for _, r := range st.Replicas {
+		if r.Refused != "" {
+			return false, fmt.Sprintf("proxy %s cannot be served: %s", r.Node, r.Refused)
+		}
+	}
 	waiting := 0
 	for _, r := range st.Replicas {
 		if r.Acked >= v {
@@ -157,11 +188,12 @@ func (st GatewayStatus) Programmed(v uint64) (ok bool, reason string) {
 }
 
 // Acknowledged is Programmed plus whether a replica refused v (a NACK of v or newer with no ACK
-// of it): a refusal is final until a new config, while waiting is not.
+// of it) or cannot be served at all: a refusal is final until a new config or proxy, while waiting
+// is not.
 func (st GatewayStatus) Acknowledged(v uint64) (ok, rejected bool, reason string) {
 	ok, reason = st.Programmed(v)
 	for _, r := range st.Replicas {
-		if r.Acked < v && r.Nacked >= v {
+		if r.Refused != "" || r.Acked < v && r.Nacked >= v {
 			rejected = true
 		}
 	}
@@ -170,7 +202,7 @@ func (st GatewayStatus) Acknowledged(v uint64) (ok, rejected bool, reason string
 
 // NewServer returns a Server with no configs. Serve it with Serve.
 func NewServer(opts ServerOptions) *Server {
-	return &Server{opts: opts, log: opts.Logger, gateways: make(map[string]*gatewayState)}
+	return &Server{opts: opts, log: opts.Logger, gateways: make(map[string]*gatewayState), metrics: newMetrics(), now: time.Now}
 }
 
 // Serve serves the aggregated discovery service on lis until ctx is done, then closes every stream
@@ -178,6 +210,9 @@ func NewServer(opts ServerOptions) *Server {
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	if s.opts.TLS == nil {
 		return errors.New("serve xds: no TLS configuration")
+	}
+	if _, err := checkWireVersions(s.opts.WireVersions); err != nil {
+		return fmt.Errorf("serve xds: %w", err)
 	}
 	gs := grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(s.opts.TLS)),
@@ -414,12 +449,13 @@ func (s *Server) RemoveGateway(gateway string) {
 			sub.dirty[name] = struct{}{}
 		}
 	}
+	g.refused = nil
 	if len(g.subs) == 0 && s.gateways[gateway] == g {
 		delete(s.gateways, gateway)
 	}
 }
 
-// Status returns the delivery state of gateway.
+// Status returns the delivery state of gateway; refusals older than RefusalTTL are forgotten.
 func (s *Server) Status(gateway string) GatewayStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -430,8 +466,16 @@ func (s *Server) Status(gateway string) GatewayStatus {
 	}
 	st.Version = g.current
 	for sub := range g.subs {
-		st.Replicas = append(st.Replicas, ReplicaStatus{Node: sub.node, Acked: sub.acked, Nacked: sub.nacked, NackReason: sub.reason})
+		st.Replicas = append(st.Replicas, ReplicaStatus{Node: sub.node, Wire: sub.wire, Acked: sub.acked, Nacked: sub.nacked, NackReason: sub.reason})
 	}
+	for node, r := range g.refused {
+		if s.now().Sub(r.at) >= RefusalTTL {
+			delete(g.refused, node)
+			continue
+		}
+		st.Replicas = append(st.Replicas, ReplicaStatus{Node: node, Refused: r.reason})
+	}
+	s.dropIfUnusedLocked(gateway, g)
 	sort.Slice(st.Replicas, func(i, j int) bool { return st.Replicas[i].Node < st.Replicas[j].Node })
 	return st
 }
@@ -456,21 +500,15 @@ func (s *Server) gatewayLocked(gateway string) *gatewayState {
 	return g
 }
 
-// subscribe registers a stream of node for gateway whose proxy holds the resources known (by name,
-// with their versions) at config version applied.
-func (s *Server) subscribe(gateway, node string, applied uint64, known map[string]string) *subscription {
-	sub := &subscription{gateway: gateway, node: node, notify: make(chan struct{}, 1), evicted: make(chan struct{}),
+// subscribe registers a stream of node for gateway, speaking wire, whose proxy holds the resources
+// known (by name, with their versions) at config version applied.
+func (s *Server) subscribe(gateway, node string, wire WireVersion, applied uint64, known map[string]string) *subscription {
+	sub := &subscription{gateway: gateway, node: node, wire: wire, notify: make(chan struct{}, 1), evicted: make(chan struct{}),
 		known: known, dirty: map[string]struct{}{}, sent: applied}
 	s.mu.Lock()
 	g := s.gatewayLocked(gateway)
-	for old := range g.subs {
-		if old.node == node {
-			// The old stream is most likely dead and not yet noticed; it must not hold back Programmed.
-			s.log.Info("Replacing the stream of a reconnected proxy", "gateway", gateway, "node", node)
-			delete(g.subs, old)
-			close(old.evicted)
-		}
-	}
+	s.evictLocked(g, node)
+	delete(g.refused, node)
 	g.subs[sub] = struct{}{}
 	for name := range known {
 		sub.dirty[name] = struct{}{}
@@ -506,17 +544,50 @@ func (s *Server) subscribe(gateway, node string, applied uint64, known map[strin
 	return sub
 }
 
+// evictLocked ends the streams of node for gateway: a node that subscribes again most likely lost
+// them without either side noticing yet, and they must not hold back Programmed. It needs
+// Server.mu held.
+func (s *Server) evictLocked(g *gatewayState, node string) {
+	for old := range g.subs {
+		if old.node == node {
+			s.log.Info("Replacing the stream of a reconnected proxy", "gateway", old.gateway, "node", node)
+			delete(g.subs, old)
+			close(old.evicted)
+		}
+	}
+}
+
+// refuse records that node cannot be served gateway, and why.
+func (s *Server) refuse(gateway, node, reason string) {
+	s.mu.Lock()
+	g := s.gatewayLocked(gateway)
+	s.evictLocked(g, node)
+	if g.refused == nil {
+		g.refused = map[string]refusal{}
+	}
+	g.refused[node] = refusal{reason: reason, at: s.now()}
+	s.mu.Unlock()
+	s.metrics.refusals.Inc()
+	s.changed(gateway)
+}
+
 func (s *Server) unsubscribe(sub *subscription) {
 	s.mu.Lock()
 	g, ok := s.gateways[sub.gateway]
 	if ok {
 		delete(g.subs, sub)
-		if len(g.subs) == 0 && g.current == 0 {
-			delete(s.gateways, sub.gateway)
-		}
+		s.dropIfUnusedLocked(sub.gateway, g)
 	}
 	s.mu.Unlock()
 	s.changed(sub.gateway)
+}
+
+// dropIfUnusedLocked forgets g when it holds nothing: no stream, config or refusal. It needs
+// Server.mu held.
+func (s *Server) dropIfUnusedLocked(gateway string, g *gatewayState) {
+	if len(g.subs) == 0 && g.current == 0 && len(g.refused) == 0 {
+		delete(s.gateways, gateway)
+	}
 }
 
 // next returns the response to send to sub, if one is due: the current config is newer than what
@@ -536,7 +607,7 @@ func (s *Server) next(sub *subscription) *discoveryv3.DeltaDiscoveryResponse {
 		enc, ok := g.resource(name)
 		switch {
 		case ok && (!held || have != enc.version):
-			resp.Resources = append(resp.Resources, enc.resource(name))
+			resp.Resources = append(resp.Resources, enc.resource(name, sub.wire))
 			p.changes[name] = enc.version
 		case !ok && held:
 			resp.RemovedResources = append(resp.RemovedResources, name)
@@ -638,9 +709,17 @@ func (a ads) DeltaAggregatedResources(stream discoveryv3.AggregatedDiscoveryServ
 		known[name] = v
 	}
 	log := s.log.WithValues("gateway", gateway, "node", node)
-	sub := s.subscribe(gateway, node, applied, known)
+	wire, err := negotiate(s.wireVersions(), announcedWireVersions(req.GetNode().GetClientFeatures()))
+	if err != nil {
+		log.Info("Refused proxy", "reason", err.Error())
+		s.refuse(gateway, node, err.Error())
+		return status.Error(codes.FailedPrecondition, err.Error())
+	}
+	sub := s.subscribe(gateway, node, wire, applied, known)
 	defer s.unsubscribe(sub)
-	log.V(1).Info("Proxy subscribed", "applied", applied, "resources", len(known))
+	s.metrics.subscribed(wire, 1)
+	defer s.metrics.subscribed(wire, -1)
+	log.V(1).Info("Proxy subscribed", "wire", wire, "applied", applied, "resources", len(known))
 
 	reqs := make(chan *discoveryv3.DeltaDiscoveryRequest)
 	recvErr := make(chan error, 1)
@@ -694,6 +773,14 @@ func (a ads) DeltaAggregatedResources(stream discoveryv3.AggregatedDiscoveryServ
 			}
 		}
 	}
+}
+
+// wireVersions are the versions served; Serve checked them.
+func (s *Server) wireVersions() []WireVersion {
+	if len(s.opts.WireVersions) == 0 {
+		return WireVersions()
+	}
+	return s.opts.WireVersions
 }
 
 // subscribedGateway checks that req asks for our type and exactly one gateway, and returns it.

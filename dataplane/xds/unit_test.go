@@ -37,6 +37,11 @@ func TestGatewayStatusProgrammed(t *testing.T) {
 			v:    3, wantReason: "proxy b rejected version 3: bad regex",
 		},
 		{
+			name: "refused replica",
+			st:   GatewayStatus{Version: 3, Replicas: []ReplicaStatus{{Node: "a", Acked: 3}, {Node: "b", Refused: "no common wire version"}}},
+			v:    3, wantReason: "proxy b cannot be served: no common wire version",
+		},
+		{
 			name: "older rejection does not count",
 			st:   GatewayStatus{Version: 3, Replicas: []ReplicaStatus{{Node: "b", Acked: 1, Nacked: 2, NackReason: "bad regex"}}},
 			v:    3, wantReason: "waiting for 1 of 1",
@@ -80,6 +85,12 @@ func TestGatewayStatusAcknowledged(t *testing.T) {
 		{name: "nack of an older version is waiting", v: 3,
 			st:   GatewayStatus{Version: 3, Replicas: []ReplicaStatus{{Node: "b", Acked: 1, Nacked: 2, NackReason: "bad regex"}}},
 			want: result{Reason: "waiting for 1 of 1 proxy replicas to acknowledge version 3"}},
+		{name: "a refused replica rejects even when the others acked", v: 3,
+			st: GatewayStatus{Version: 3, Replicas: []ReplicaStatus{
+				{Node: "a", Wire: WireV2, Acked: 3},
+				{Node: "b", Refused: "no common wire version: the proxy speaks v1, this operator v3, v2; upgrade the proxy"},
+			}},
+			want: result{Rejected: true, Reason: "proxy b cannot be served: no common wire version: the proxy speaks v1, this operator v3, v2; upgrade the proxy"}},
 		{name: "nack superseded by an ack of v", v: 3,
 			st:   GatewayStatus{Version: 4, Replicas: []ReplicaStatus{{Node: "b", Acked: 3, Nacked: 4, NackReason: "bad regex"}}},
 			want: result{OK: true}},
@@ -157,4 +168,68 @@ func TestHostName(t *testing.T) {
 			t.Errorf("parseHostName(%q) = %q, want failure", name, k)
 		}
 	}
+}
+
+func TestNegotiate(t *testing.T) {
+	tests := []struct {
+		name          string
+		server, proxy []WireVersion
+		want          WireVersion
+		wantErr       string
+	}{
+		{name: "both current", server: []WireVersion{WireV2, WireV1}, proxy: []WireVersion{WireV2, WireV1}, want: WireV2},
+		{name: "old proxy", server: []WireVersion{WireV2, WireV1}, proxy: []WireVersion{WireV1}, want: WireV1},
+		{name: "newer proxy one apart", server: []WireVersion{WireV2, WireV1}, proxy: []WireVersion{3, WireV2}, want: WireV2},
+		{name: "order does not matter", server: []WireVersion{WireV1, WireV2}, proxy: []WireVersion{WireV1, WireV2}, want: WireV2},
+		{name: "proxy two apart behind", server: []WireVersion{3, WireV2}, proxy: []WireVersion{WireV1},
+			wantErr: "no common wire version: the proxy speaks v1, this operator v3, v2; upgrade the proxy"},
+		{name: "proxy two apart ahead", server: []WireVersion{WireV2, WireV1}, proxy: []WireVersion{4, 3},
+			wantErr: "no common wire version: the proxy speaks v4, v3, this operator v2, v1; upgrade the operator or roll the proxy back"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := negotiate(tt.server, tt.proxy)
+			if got != tt.want || errString(err) != tt.wantErr {
+				t.Errorf("negotiate(%v, %v) = %v, %q; want %v, %q", tt.server, tt.proxy, got, errString(err), tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestAnnouncedWireVersions(t *testing.T) {
+	tests := []struct {
+		name     string
+		features []string
+		want     []WireVersion
+	}{
+		{name: "a proxy from before wire versions announces nothing", features: nil, want: []WireVersion{WireV1}},
+		{name: "other features only", features: []string{"envoy.lb.does_not_support_overprovisioning"}, want: []WireVersion{WireV1}},
+		{name: "what a current client sends", features: clientFeatures(WireVersions()), want: []WireVersion{WireV2, WireV1}},
+		{name: "at most four, without duplicates", features: []string{"fleetgate.dev/wire/v9", "fleetgate.dev/wire/v9", "fleetgate.dev/wire/v8",
+			"fleetgate.dev/wire/v7", "fleetgate.dev/wire/v6", "fleetgate.dev/wire/v5"}, want: []WireVersion{9, 8, 7, 6}},
+		{name: "unknown versions are kept to be named", features: []string{"fleetgate.dev/wire/v7", "fleetgate.dev/wire/vx", "fleetgate.dev/wire/v0"}, want: []WireVersion{7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, announcedWireVersions(tt.features)); diff != "" {
+				t.Errorf("announcedWireVersions(%q) (-want +got):\n%s", tt.features, diff)
+			}
+		})
+	}
+}
+
+func TestCheckWireVersions(t *testing.T) {
+	if got, err := checkWireVersions(nil); err != nil || !cmp.Equal(got, WireVersions()) {
+		t.Errorf("checkWireVersions(nil) = %v, %v; want every version this build speaks", got, err)
+	}
+	if _, err := checkWireVersions([]WireVersion{WireV2, 3}); err == nil || !strings.Contains(err.Error(), "wire version v3 is not one this build speaks (v2, v1)") {
+		t.Errorf("checkWireVersions(v2, v3) = %v; want an unknown version refused", err)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -247,7 +247,7 @@ func TestPushAndAck(t *testing.T) {
 		t.Errorf("proxy serves gateway %q version %d, want %q version %d", got.Gateway, got.Version, gwA, v1)
 	}
 	waitProgrammed(t, srv, gwA, v1)
-	want := GatewayStatus{Version: v1, Replicas: []ReplicaStatus{{Node: "pod-1", Acked: v1}}}
+	want := GatewayStatus{Version: v1, Replicas: []ReplicaStatus{{Node: "pod-1", Wire: WireV2, Acked: v1}}}
 	if diff := cmp.Diff(want, srv.Status(gwA)); diff != "" {
 		t.Errorf("Status (-want +got):\n%s", diff)
 	}
@@ -312,7 +312,7 @@ func TestNack(t *testing.T) {
 	if ok, rejected, reason := srv.Acknowledged(gwA, v3); !ok || rejected {
 		t.Errorf("Acknowledged(%d) = %v, rejected %v, %q; want acknowledged", v3, ok, rejected, reason)
 	}
-	want := GatewayStatus{Version: v3, Replicas: []ReplicaStatus{{Node: "pod-1", Acked: v3}}}
+	want := GatewayStatus{Version: v3, Replicas: []ReplicaStatus{{Node: "pod-1", Wire: WireV2, Acked: v3}}}
 	if diff := cmp.Diff(want, srv.Status(gwA)); diff != "" {
 		t.Errorf("Status (-want +got):\n%s", diff)
 	}
@@ -503,7 +503,7 @@ func subscribeOnce(ctx context.Context, ads discoveryv3.AggregatedDiscoveryServi
 	if err != nil {
 		return err
 	}
-	if _, err := decodeResponse(resp, gwA, nil); err != nil {
+	if _, _, err := decodeResponse(resp, gwA, WireVersions(), nil); err != nil {
 		return fmt.Errorf("%w: %w", errors.New("bad response"), err)
 	}
 	return nil
@@ -569,7 +569,7 @@ func TestRemoveGateway(t *testing.T) {
 	waitProgrammed(t, srv, gwA, v1)
 
 	srv.RemoveGateway(gwA)
-	want := GatewayStatus{Replicas: []ReplicaStatus{{Node: "pod-1", Acked: v1}}}
+	want := GatewayStatus{Replicas: []ReplicaStatus{{Node: "pod-1", Wire: WireV2, Acked: v1}}}
 	if diff := cmp.Diff(want, srv.Status(gwA)); diff != "" {
 		t.Errorf("Status after RemoveGateway (-want +got):\n%s", diff)
 	}
