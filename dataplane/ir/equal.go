@@ -8,13 +8,20 @@ import "slices"
 // once handed over, so translation that reuses an unchanged host's routes makes the check O(1).
 // TestEqualCoversEveryField keeps it complete.
 func (vh *VirtualHost) Equal(o *VirtualHost) bool {
-	if vh.Hostname != o.Hostname || vh.SingleLabelWildcard != o.SingleLabelWildcard || len(vh.Routes) != len(o.Routes) {
+	return vh.Hostname == o.Hostname && vh.SingleLabelWildcard == o.SingleLabelWildcard && RoutesEqual(vh.Routes, o.Routes)
+}
+
+// RoutesEqual reports whether two route lists are the same, taking lists that share their
+// backing array as equal (see VirtualHost.Equal). The proxy calls it to share one compiled route
+// list between the hosts whose routes are equal.
+func RoutesEqual(a, b []Route) bool {
+	if len(a) != len(b) {
 		return false
 	}
-	if len(vh.Routes) == 0 || &vh.Routes[0] == &o.Routes[0] {
+	if len(a) == 0 || &a[0] == &b[0] {
 		return true
 	}
-	return slices.EqualFunc(vh.Routes, o.Routes, func(a, b Route) bool { return a.equal(&b) })
+	return slices.EqualFunc(a, b, func(a, b Route) bool { return a.equal(&b) })
 }
 
 func (r *Route) equal(o *Route) bool {
