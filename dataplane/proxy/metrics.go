@@ -106,7 +106,7 @@ type routeStats struct {
 	route    string
 	duration atomic.Pointer[observerRef]
 	local    *backendStats // answers from the proxy itself: 404, redirect, CORS, 500
-	mu sync.Mutex
+	mu       sync.Mutex
 	// backends are few per route: a slice scanned at compile time costs less than a map, which
 	// matters with 100k routes.
 	backends []*backendStats
