@@ -120,7 +120,8 @@ func TestLoaderReloads(t *testing.T) {
 // BenchmarkReload100k is the file-fed proxy's side of a table swap at 100k hostnames, unpaced: a
 // file of the dataplane benchmark's shape (tests/bench/dataplane/genconfig.py) whose version alone
 // changes, and one in which every host changes (its routes' prefix), so that every host is decoded
-// and compiled again.
+// and compiled again; "whole" cases decode and apply the whole file, as reloads did before the
+// loader.
 func BenchmarkReload100k(b *testing.B) {
 	const n = 100000
 	file := func(version int, prefix string) []byte {
@@ -143,9 +144,12 @@ func BenchmarkReload100k(b *testing.B) {
 	for _, tt := range []struct {
 		name   string
 		prefix func(i int) string
+		whole  bool
 	}{
-		{"version", func(int) string { return "" }},
-		{"every-host", func(i int) string { return "/v" + strconv.Itoa(i) }},
+		{"version", func(int) string { return "" }, false},
+		{"every-host", func(i int) string { return "/v" + strconv.Itoa(i) }, false},
+		{"version-whole", func(int) string { return "" }, true},
+		{"every-host-whole", func(i int) string { return "/v" + strconv.Itoa(i) }, true},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			files := [][]byte{file(1, tt.prefix(0)), file(2, tt.prefix(1))}
@@ -161,7 +165,18 @@ func BenchmarkReload100k(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				if _, err := ld.apply(files[(i+1)%2], nil); err != nil {
+				f := files[(i+1)%2]
+				if !tt.whole {
+					if _, err := ld.apply(f, nil); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				cfg, err := ir.DecodeJSON(f, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Apply(cfg); err != nil {
 					b.Fatal(err)
 				}
 			}
