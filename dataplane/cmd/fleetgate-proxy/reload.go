@@ -110,14 +110,15 @@ func (ld *loader) apply(b []byte, tick func()) (decoded int, err error) {
 }
 
 // applyChanges decodes the hosts of b that are not among held (the hosts in service) and applies
-// them: as a whole config when held is nil, else as an ir.Update. It returns errWhole when b has
+// them: as a whole config when it decoded every host (always when held is nil), else as an
+// ir.Update. It returns errWhole when b has
 // to be applied whole: a host in service moved to another listener, or, with held nil, when b's
 // shape is not the one the streamed decoder takes or a host is there twice (which the whole
 // config's validation reports).
 func (ld *loader) applyChanges(b []byte, tick func(), held map[hostSum]hostRef) (decoded int, err error) {
 	next := make(map[hostSum]hostRef, len(held))
 	var sums [][]hostSum // of the hosts decoded, by listener, in order
-	dup := false
+	dup, kept := false, 0
 	cfg, err := ir.DecodeJSONSkipping(b, tick, func(l int, raw []byte) bool {
 		k := ld.sum(l, raw)
 		if _, ok := next[k]; ok {
@@ -125,6 +126,7 @@ func (ld *loader) applyChanges(b []byte, tick func(), held map[hostSum]hostRef) 
 		}
 		if r, ok := held[k]; ok {
 			next[k] = r
+			kept++
 			return true
 		}
 		next[k] = hostRef{listener: l}
@@ -147,7 +149,9 @@ func (ld *loader) applyChanges(b []byte, tick func(), held map[hostSum]hostRef) 
 			decoded++
 		}
 	}
-	if held == nil {
+	if kept == 0 {
+		// Every host was decoded: the whole config is at hand, and compiles faster than a patch
+		// replacing every host.
 		if err := ld.srv.Apply(cfg); err != nil {
 			return 0, fmt.Errorf("applying %s: %w", ld.path, err)
 		}
