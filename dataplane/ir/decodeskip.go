@@ -241,15 +241,15 @@ func (d *skipDecoder) scalar(start int) ([]byte, error) {
 // stringEnd returns the index after the closing quote of a string whose content starts at i, or -1.
 func (d *skipDecoder) stringEnd(i int) int {
 	for i < len(d.data) {
-		j := bytes.IndexAny(d.data[i:], `"\`)
-		if j < 0 {
+		q := bytes.IndexByte(d.data[i:], '"')
+		if q < 0 {
 			return -1
 		}
-		i += j
-		if d.data[i] == '"' {
-			return i + 1
+		e := bytes.IndexByte(d.data[i:i+q], '\\')
+		if e < 0 {
+			return i + q + 1
 		}
-		i += 2 // an escape: the next byte cannot end the string
+		i += e + 2 // an escape: the next byte cannot end the string
 	}
 	return -1
 }

@@ -159,16 +159,15 @@ func (ld *loader) applyChanges(b []byte, tick func(), held map[hostSum]hostRef) 
 		return decoded, nil
 	}
 	u := &ir.Update{Gateway: cfg.Gateway, Version: cfg.Version, Base: ir.BaseOf(cfg)}
-	taken := map[ir.HostKey]bool{}
-	for _, r := range next {
-		if r.listener >= len(names) || r.listener < len(ld.listeners) && names[r.listener] != ld.listeners[r.listener] {
-			return 0, errWhole // a host in service would change listener
+	for i := range min(len(names), len(ld.listeners)) {
+		if names[i] != ld.listeners[i] {
+			return 0, errWhole // hosts in service may have moved to another listener
 		}
-		k := ir.HostKey{Listener: names[r.listener], Hostname: ir.HostnameKey(r.hostname)}
-		if taken[k] {
-			return 0, errWhole
+	}
+	if decoded > 0 {
+		if err := checkNames(next, names); err != nil {
+			return 0, err
 		}
-		taken[k] = true
 	}
 	for i, l := range cfg.Listeners {
 		for j := range l.VirtualHosts {
@@ -176,9 +175,11 @@ func (ld *loader) applyChanges(b []byte, tick func(), held map[hostSum]hostRef) 
 		}
 		cfg.Listeners[i].VirtualHosts = nil
 	}
-	for k, r := range held {
-		if _, ok := next[k]; !ok {
-			u.Removed = append(u.Removed, ir.HostKey{Listener: ld.listeners[r.listener], Hostname: r.hostname})
+	if kept < len(held) { // else none was removed
+		for k, r := range held {
+			if _, ok := next[k]; !ok {
+				u.Removed = append(u.Removed, ir.HostKey{Listener: ld.listeners[r.listener], Hostname: r.hostname})
+			}
 		}
 	}
 	if err := ld.srv.Update(u); err != nil {
@@ -186,4 +187,18 @@ func (ld *loader) applyChanges(b []byte, tick func(), held map[hostSum]hostRef) 
 	}
 	ld.hosts, ld.listeners = next, names
 	return decoded, nil
+}
+
+// checkNames returns errWhole when two hosts of next share a listener and hostname: a host decoded
+// duplicates one in service, which the whole config's validation reports.
+func checkNames(next map[hostSum]hostRef, names []string) error {
+	taken := make(map[ir.HostKey]bool, len(next))
+	for _, r := range next {
+		k := ir.HostKey{Listener: names[r.listener], Hostname: ir.HostnameKey(r.hostname)}
+		if taken[k] {
+			return errWhole
+		}
+		taken[k] = true
+	}
+	return nil
 }
