@@ -1,5 +1,6 @@
 // Command fleetgate-proxy serves an ir.Config JSON file with the fleetgate proxy. It reloads the
-// file on SIGHUP, or when its modification time changes if -watch is set. Used for benchmarks, demos
+// file on SIGHUP, or when its modification time changes if -watch is set; a reload decodes and
+// compiles only the virtual hosts whose JSON changed (reload.go). Used for benchmarks, demos
 // and local runs; in a cluster the proxy is fed over the config API instead.
 package main
 
