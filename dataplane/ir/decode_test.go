@@ -2,10 +2,14 @@ package ir
 
 import (
 	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestDecodeJSON(t *testing.T) {
@@ -86,6 +90,95 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 		if diff := cmp.Diff(&want, got); diff != "" {
 			t.Fatalf("DecodeJSON(%q) (-json.Unmarshal +DecodeJSON):\n%s", data, diff)
+		}
+	})
+}
+
+// TestDecodeJSONSkipping: the hosts skip takes are left out undecoded, with their listener's index;
+// the rest decodes as json.Unmarshal decodes it.
+func TestDecodeJSONSkipping(t *testing.T) {
+	in := `{"gateway":"g","version":2,"listeners":[` +
+		`{"name":"a","virtualHosts":[{"hostname":"x"},{"hostname":"skip-y"},{"hostname":"z","routes":[{"name":"r"}]}]},` +
+		`{"name":"b","port":81,"virtualHosts":[{"hostname":"skip-x"}]},` +
+		`{"name":"c","virtualHosts":null},` +
+		`{"name":"d","virtualHosts":[{"hostname":"w"}]}]}`
+	tests := []struct {
+		name        string
+		skip        func(raw string) bool
+		wantSkipped []string
+		want        map[string][]string // the hostnames decoded, by listener
+	}{
+		{name: "none", skip: func(string) bool { return false },
+			want: map[string][]string{"a": {"x", "skip-y", "z"}, "b": {"skip-x"}, "c": nil, "d": {"w"}}},
+		{name: "some", skip: func(raw string) bool { return strings.Contains(raw, "skip-") },
+			wantSkipped: []string{`0 {"hostname":"skip-y"}`, `1 {"hostname":"skip-x"}`},
+			want:        map[string][]string{"a": {"x", "z"}, "b": {}, "c": nil, "d": {"w"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var skipped []string
+			ticks := 0
+			got, err := DecodeJSONSkipping([]byte(in), func() { ticks++ }, func(l int, raw []byte) bool {
+				if tt.skip(string(raw)) {
+					skipped = append(skipped, strconv.Itoa(l)+" "+string(raw))
+					return true
+				}
+				return false
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want Config
+			if err := json.Unmarshal([]byte(in), &want); err != nil {
+				t.Fatal(err)
+			}
+			for i := range want.Listeners {
+				l := &want.Listeners[i]
+				var keep []VirtualHost
+				if l.VirtualHosts != nil {
+					keep = []VirtualHost{}
+				}
+				for _, vh := range l.VirtualHosts {
+					if slices.Contains(tt.want[l.Name], vh.Hostname) {
+						keep = append(keep, vh)
+					}
+				}
+				l.VirtualHosts = keep
+			}
+			if diff := cmp.Diff(&want, got); diff != "" {
+				t.Errorf("config (-json.Unmarshal without the skipped hosts +DecodeJSONSkipping):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantSkipped, skipped); diff != "" {
+				t.Errorf("skipped (-want +got):\n%s", diff)
+			}
+			if ticks != 5 {
+				t.Errorf("%d ticks for 5 hosts", ticks)
+			}
+		})
+	}
+	if _, err := DecodeJSONSkipping([]byte(`{"listeners":[{"virtualHosts":{}}]}`), nil, func(int, []byte) bool { return false }); err == nil {
+		t.Error("an odd shape decoded")
+	}
+}
+
+// FuzzDecodeJSONSkipping holds DecodeJSONSkipping, skipping nothing, to json.Unmarshal: whatever it
+// decodes, json.Unmarshal decodes the same.
+func FuzzDecodeJSONSkipping(f *testing.F) {
+	f.Add([]byte(`{"gateway":"g","version":3,"listeners":[{"name":"l","port":80,"protocol":"HTTP","virtualHosts":[{"hostname":"a","routes":[{"name":"r","match":{"path":{"type":"Prefix","value":"/"}}}]}]}]}`))
+	f.Add([]byte(`{"listeners":[{"virtualHosts":[{"hostname":"a\"]}"}],"name":"x\\"}], "limits": {"deniedEndpointCIDRs": []}}`))
+	f.Add([]byte(`{"listeners":[{"virtualHosts":[{"hostname":"a"},{"hostname":1}]}]}`))
+	f.Add([]byte(` { "version" : 1 , "listeners" : [ ] } `))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := DecodeJSONSkipping(data, nil, func(int, []byte) bool { return false })
+		if err != nil {
+			return
+		}
+		var want Config
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("DecodeJSONSkipping(%q) decoded what json.Unmarshal refuses: %v", data, err)
+		}
+		if diff := cmp.Diff(&want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("DecodeJSONSkipping(%q) (-json.Unmarshal +DecodeJSONSkipping):\n%s", data, diff)
 		}
 	})
 }

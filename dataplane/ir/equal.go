@@ -8,13 +8,20 @@ import "slices"
 // once handed over, so translation that reuses an unchanged host's routes makes the check O(1).
 // TestEqualCoversEveryField keeps it complete.
 func (vh *VirtualHost) Equal(o *VirtualHost) bool {
-	if vh.Hostname != o.Hostname || vh.SingleLabelWildcard != o.SingleLabelWildcard || len(vh.Routes) != len(o.Routes) {
+	return vh.Hostname == o.Hostname && vh.SingleLabelWildcard == o.SingleLabelWildcard && RoutesEqual(vh.Routes, o.Routes)
+}
+
+// RoutesEqual reports whether two route lists are the same, taking lists that share their
+// backing array as equal (see VirtualHost.Equal). The proxy calls it to share one compiled route
+// list between the hosts whose routes are equal.
+func RoutesEqual(a, b []Route) bool {
+	if len(a) != len(b) {
 		return false
 	}
-	if len(vh.Routes) == 0 || &vh.Routes[0] == &o.Routes[0] {
+	if len(a) == 0 || &a[0] == &b[0] {
 		return true
 	}
-	return slices.EqualFunc(vh.Routes, o.Routes, func(a, b Route) bool { return a.equal(&b) })
+	return slices.EqualFunc(a, b, func(a, b Route) bool { return a.equal(&b) })
 }
 
 func (r *Route) equal(o *Route) bool {
@@ -73,4 +80,53 @@ func ptrEqual[T any](a, b *T, eq func(a, b *T) bool) bool {
 		return a == b
 	}
 	return a == b || eq(a, b)
+}
+
+// BaseEqual reports whether c and o are the same but for their virtual hosts and Version, i.e.
+// whether their Update.Base is. The config server calls it on every config, so like Equal it
+// compares field by field and takes byte slices that share their backing array as equal: the
+// certificates of a config rebuilt from the same Secrets cost a pointer comparison each, not a
+// comparison, let alone an encoding, of their PEM. TestBaseEqualCoversEveryField keeps it complete.
+func (c *Config) BaseEqual(o *Config) bool {
+	return c.Gateway == o.Gateway &&
+		slices.EqualFunc(c.Listeners, o.Listeners, func(a, b Listener) bool { return a.baseEqual(&b) }) &&
+		ptrEqual(c.BackendClientCertificate, o.BackendClientCertificate, (*Certificate).equal) &&
+		ptrEqual(c.Limits, o.Limits, (*Limits).equal)
+}
+
+func (l *Listener) baseEqual(o *Listener) bool {
+	return l.Name == o.Name && l.Port == o.Port && l.Protocol == o.Protocol &&
+		slices.EqualFunc(l.Certificates, o.Certificates, func(a, b Certificate) bool { return a.equal(&b) }) &&
+		slices.EqualFunc(l.SNIRoutes, o.SNIRoutes, func(a, b SNIRoute) bool {
+			return a.Name == b.Name && a.Terminate == b.Terminate && slices.Equal(a.Hostnames, b.Hostnames) &&
+				backendsEqual(a.Backends, b.Backends)
+		}) &&
+		ptrEqual(l.L4, o.L4, func(a, b *L4Route) bool {
+			return a.Name == b.Name && a.ClientIPAffinity == b.ClientIPAffinity && backendsEqual(a.Backends, b.Backends)
+		}) &&
+		slices.Equal(l.SourceRanges, o.SourceRanges) &&
+		ptrEqual(l.ClientValidation, o.ClientValidation, func(a, b *ClientValidation) bool {
+			return a.AllowInsecureFallback == b.AllowInsecureFallback && bytesEqual(a.CACertPEM, b.CACertPEM)
+		})
+}
+
+func (c *Certificate) equal(o *Certificate) bool {
+	return c.Name == o.Name && slices.Equal(c.Hostnames, o.Hostnames) && bytesEqual(c.CertPEM, o.CertPEM) &&
+		bytesEqual(c.KeyPEM, o.KeyPEM)
+}
+
+func (l *Limits) equal(o *Limits) bool {
+	return l.BackendResponseTimeout == o.BackendResponseTimeout && l.RequestBodyIdleTimeout == o.RequestBodyIdleTimeout &&
+		l.ResponseWriteIdleTimeout == o.ResponseWriteIdleTimeout && l.MaxConnectionsPerListener == o.MaxConnectionsPerListener &&
+		l.MaxRetryAttempts == o.MaxRetryAttempts && l.RetryBudgetPercent == o.RetryBudgetPercent &&
+		l.RetryBudgetMinConcurrent == o.RetryBudgetMinConcurrent && l.MaxRegexInstructions == o.MaxRegexInstructions &&
+		// nil (the proxy's own list) and empty (deny nothing) differ.
+		(l.DeniedEndpointCIDRs == nil) == (o.DeniedEndpointCIDRs == nil) && slices.Equal(l.DeniedEndpointCIDRs, o.DeniedEndpointCIDRs) &&
+		l.AllowUnderscoresInHeaders == o.AllowUnderscoresInHeaders && l.AllowCBCCipherSuites == o.AllowCBCCipherSuites &&
+		l.ServerHeader == o.ServerHeader && l.ServerHeaderValue == o.ServerHeaderValue
+}
+
+// bytesEqual is bytes.Equal, without reading slices that share their backing array.
+func bytesEqual(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0] || string(a) == string(b))
 }

@@ -111,3 +111,47 @@ func TestEqualCoversEveryField(t *testing.T) {
 		t.Errorf("only %d fields walked", n)
 	}
 }
+
+// TestBaseEqualCoversEveryField changes every field of a fully set Config but its virtual hosts
+// and version in turn: BaseEqual must notice each, or the config server would keep serving a stale
+// base (listeners, certificates, limits).
+func TestBaseEqualCoversEveryField(t *testing.T) {
+	mk := func() *Config {
+		var c Config
+		fill(reflect.ValueOf(&c).Elem(), map[reflect.Type]bool{})
+		return &c
+	}
+	a := mk()
+	if b := mk(); !a.BaseEqual(b) {
+		t.Fatal("equal configs built apart are not BaseEqual")
+	}
+	n := 0
+	leaves(reflect.ValueOf(mk()).Elem(), "Config", func(path string, _ func()) {
+		n++
+		b := mk()
+		i := 0
+		leaves(reflect.ValueOf(b).Elem(), "Config", func(p string, change func()) {
+			if i++; i == n {
+				if p != path {
+					t.Fatalf("walk order changed: %s != %s", p, path)
+				}
+				change()
+			}
+		})
+		ignored := path == "Config.Version" || strings.Contains(path, ".VirtualHosts")
+		if got := a.BaseEqual(b) && b.BaseEqual(a); got != ignored {
+			t.Errorf("BaseEqual after a change of %s: %v, want %v", strings.TrimPrefix(path, "Config."), got, ignored)
+		}
+	})
+	if n < 80 {
+		t.Errorf("only %d fields walked", n)
+	}
+	// nil denied networks (the proxy's own list) are not an empty list (none denied).
+	b := mk()
+	b.Limits.DeniedEndpointCIDRs = nil
+	c := mk()
+	c.Limits.DeniedEndpointCIDRs = []string{}
+	if b.BaseEqual(c) {
+		t.Error("nil and empty DeniedEndpointCIDRs are BaseEqual")
+	}
+}

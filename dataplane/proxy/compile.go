@@ -3,6 +3,7 @@ package proxy
 import (
 	"crypto/tls"
 	"fmt"
+	"hash/maphash"
 	"strings"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
@@ -100,10 +101,14 @@ type compiler struct {
 	// acquired are the series references this compile took, to give back if it fails.
 	acquired []*routeStats
 	err      error // the first backend that could not be compiled
+	// sets are the route sets compiled so far, to share between hosts with equal routes.
+	sets map[routesKey][]sharedSet
+	seed maphash.Seed
 }
 
 func newCompiler(deps compileDeps, clientCert *ir.Certificate, pools tlsTransports) *compiler {
-	s := &compiler{compileDeps: deps, backends: map[string][]sharedBackend{}, clientCert: clientCert, tlsNext: pools}
+	s := &compiler{compileDeps: deps, backends: map[string][]sharedBackend{}, clientCert: clientCert, tlsNext: pools,
+		sets: map[routesKey][]sharedSet{}, seed: maphash.MakeSeed()}
 	if deps.paced {
 		// Only a swap shares the core with requests; the first table compiles at full speed.
 		s.pace = pace.New()
@@ -140,6 +145,12 @@ func (s *compiler) compileConfig(cfg *ir.Config, certs certCache) (*table, error
 func (s *compiler) abort() {
 	s.metrics.release(s.acquired)
 	s.acquired = nil
+}
+
+// holdStats takes one more reference to rs for the table being compiled.
+func (s *compiler) holdStats(rs *routeStats) {
+	s.metrics.hold(rs)
+	s.acquired = append(s.acquired, rs)
 }
 
 // routeStats returns the series of a route, holding a reference for the table being compiled.
@@ -230,6 +241,16 @@ func (s *compiler) compileListenerBase(l *ir.Listener, certs certCache) (*listen
 }
 
 func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, error) {
+	tlsBackends := usesTLS(in)
+	var key routesKey
+	if !tlsBackends {
+		// Hosts with TLS backends are compiled on their own: a new client certificate compiles
+		// them again one by one (patchHosts).
+		key = s.routesKey(listener, in.Routes)
+		if set := s.sharedRoutes(key, in.Routes); set != nil {
+			return &vhost{name: in.Hostname, routeSet: set}, nil
+		}
+	}
 	routes := make([]*route, 0, len(in.Routes))
 	for i := range in.Routes {
 		r, err := s.compileRoute(listener, &in.Routes[i])
@@ -239,12 +260,66 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 		routes = append(routes, r)
 	}
 	v := newVHost(in.Hostname, routes)
-	if usesTLS(in) {
+	if tlsBackends {
 		// Kept to compile again when the client certificate presented to backends changes.
 		src := *in
 		v.src = &src
+	} else {
+		s.sets[key] = append(s.sets[key], sharedSet{src: in.Routes, set: v.routeSet})
 	}
 	return v, nil
+}
+
+// routesKey tells route lists apart cheaply; lists with the same key are compared in full.
+type routesKey struct {
+	listener string
+	hash     uint64
+}
+
+// sharedSet is a compiled route list with the IR it was compiled from.
+type sharedSet struct {
+	src []ir.Route
+	set *routeSet
+}
+
+// routesKey hashes what most often tells route lists apart: their names, paths and backends.
+func (s *compiler) routesKey(listener string, routes []ir.Route) routesKey {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	for i := range routes {
+		r := &routes[i]
+		h.WriteString(r.Name)
+		h.WriteByte(0)
+		if p := r.Match.Path; p != nil {
+			h.WriteString(string(p.Type))
+			h.WriteString(p.Value)
+		}
+		h.WriteByte(0)
+		for j := range r.Backends {
+			h.WriteString(r.Backends[j].Name)
+			h.WriteByte(0)
+		}
+		h.WriteByte(1)
+	}
+	return routesKey{listener: listener, hash: h.Sum64()}
+}
+
+// sharedRoutes returns the route set this compile already made of routes equal to these, if any,
+// taking a reference to its routes' series for the host that will use it: every host holds one per
+// route, as if its routes were its own, so hosts come and go without counting their sharers.
+func (s *compiler) sharedRoutes(key routesKey, routes []ir.Route) *routeSet {
+	for _, c := range s.sets[key] {
+		if !ir.RoutesEqual(c.src, routes) {
+			continue
+		}
+		for _, r := range c.set.routes {
+			if r.stats != nil {
+				s.holdStats(r.stats)
+			}
+		}
+		return c.set
+	}
+	return nil
 }
 
 func usesTLS(in *ir.VirtualHost) bool {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -202,8 +203,11 @@ func TestBackendSharing(t *testing.T) {
 	for i, b := range backends {
 		routes = append(routes, ir.Route{Name: strconv.Itoa(i), Match: ir.Match{Path: exact("/" + strconv.Itoa(i))}, Backends: []ir.Backend{b}})
 	}
+	// y's routes differ from x's by one more route, so that the hosts do not share one route set
+	// (TestRouteSetSharing) and share backends only.
+	yRoutes := append(slices.Clone(routes), ir.Route{Name: "more", Backends: []ir.Backend{backends[0]}})
 	cfg := &ir.Config{Listeners: []ir.Listener{{Name: "h", Port: 80, Protocol: ir.ProtocolHTTP,
-		VirtualHosts: []ir.VirtualHost{{Hostname: "x", Routes: routes}, {Hostname: "y", Routes: routes}}}}}
+		VirtualHosts: []ir.VirtualHost{{Hostname: "x", Routes: routes}, {Hostname: "y", Routes: yRoutes}}}}}
 	s, err := New(Options{Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -224,5 +228,66 @@ func TestBackendSharing(t *testing.T) {
 	want := []bool{true, true, true, true, false, true, false, true, false, false, false, true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sharing (-want +got):\n%s", diff)
+	}
+}
+
+// TestRouteSetSharing: hosts of one compile whose routes are equal, even when built apart, share
+// one compiled route set; any difference in the routes, the listener or TLS backends (compiled
+// again on their own when the client certificate changes) gives a host its own.
+func TestRouteSetSharing(t *testing.T) {
+	routes := func(path, ep string) []ir.Route {
+		return []ir.Route{
+			{Name: "r", Match: ir.Match{Path: prefix(path)}, Backends: []ir.Backend{{Name: "b", Weight: 1, Endpoints: []ir.Endpoint{{Address: ep, Port: 80}}}}},
+			{Name: "h", Match: ir.Match{Headers: []ir.KeyMatch{{Name: "x", Type: ir.MatchExact, Value: "1"}}}, Backends: []ir.Backend{{Name: "b", Weight: 1}}},
+		}
+	}
+	tlsRoutes := func() []ir.Route {
+		rs := routes("/", "10.0.0.1")
+		rs[0].Backends[0].AppProtocol = ir.AppTLS
+		return rs
+	}
+	tests := []struct {
+		name    string
+		a, b    []ir.Route
+		otherLn bool // b is on a second listener
+		want    bool
+	}{
+		{name: "equal, built apart", a: routes("/", "10.0.0.1"), b: routes("/", "10.0.0.1"), want: true},
+		{name: "another path", a: routes("/", "10.0.0.1"), b: routes("/a", "10.0.0.1")},
+		{name: "another endpoint", a: routes("/", "10.0.0.1"), b: routes("/", "10.0.0.2")},
+		{name: "another header value", a: routes("/", "10.0.0.1"), b: func() []ir.Route {
+			rs := routes("/", "10.0.0.1")
+			rs[1].Match.Headers[0].Value = "2"
+			return rs
+		}()},
+		{name: "another listener", a: routes("/", "10.0.0.1"), b: routes("/", "10.0.0.1"), otherLn: true},
+		{name: "TLS backends", a: tlsRoutes(), b: tlsRoutes()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ls := []ir.Listener{{Name: "h", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: []ir.VirtualHost{{Hostname: "a", Routes: tt.a}}}}
+			bl := 0
+			if tt.otherLn {
+				ls = append(ls, ir.Listener{Name: "h2", Port: 81, Protocol: ir.ProtocolHTTP})
+				bl = 1
+			}
+			ls[bl].VirtualHosts = append(ls[bl].VirtualHosts, ir.VirtualHost{Hostname: "b", Routes: tt.b})
+			s, err := New(Options{Registry: prometheus.NewRegistry()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tbl, err := s.compile(&ir.Config{Listeners: ls}, certCache{}, tlsTransports{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := tbl.listeners[portKey{80, false}].hosts.lookup("a")
+			b, _ := tbl.listeners[portKey{ls[bl].Port, false}].hosts.lookup("b")
+			if got := a.routeSet == b.routeSet; got != tt.want {
+				t.Errorf("hosts share a route set: %v, want %v", got, tt.want)
+			}
+			if a.name != "a" || b.name != "b" {
+				t.Errorf("hosts are named %q and %q", a.name, b.name)
+			}
+		})
 	}
 }

@@ -107,7 +107,9 @@ type routeStats struct {
 	duration atomic.Pointer[observerRef]
 	local    *backendStats // answers from the proxy itself: 404, redirect, CORS, 500
 	mu       sync.Mutex
-	backends map[string]*backendStats
+	// backends are few per route: a slice scanned at compile time costs less than a map, which
+	// matters with 100k routes.
+	backends []*backendStats
 	// refs counts the compiled routes and listeners that use these series, in tables in service or
 	// being compiled (guarded by metrics.mu); at 0 they are forgotten.
 	refs int
@@ -128,7 +130,18 @@ const (
 type backendStats struct {
 	rs   *routeStats
 	name string
-	c    [statCount]atomic.Pointer[counterRef]
+	// c holds the counters resolved so far; allocated on first use, as most of 100k routes'
+	// backends never see a request.
+	c atomic.Pointer[[statCount]atomic.Pointer[counterRef]]
+}
+
+// counters returns b.c, allocating it if need be.
+func (b *backendStats) counters() *[statCount]atomic.Pointer[counterRef] {
+	if c := b.c.Load(); c != nil {
+		return c
+	}
+	b.c.CompareAndSwap(nil, new([statCount]atomic.Pointer[counterRef]))
+	return b.c.Load()
 }
 
 // route returns the series of a route and takes a reference to them; release gives it back.
@@ -140,20 +153,29 @@ func (m *metrics) route(listener, route string) *routeStats {
 		rs.refs++
 		return rs
 	}
-	rs := &routeStats{m: m, listener: listener, route: route, backends: map[string]*backendStats{}, refs: 1}
+	rs := &routeStats{m: m, listener: listener, route: route, refs: 1}
 	rs.local = rs.backend("")
 	m.routes[k] = rs
 	return rs
 }
 
+// hold takes one more reference to rs, which the caller already holds one of.
+func (m *metrics) hold(rs *routeStats) {
+	m.mu.Lock()
+	rs.refs++
+	m.mu.Unlock()
+}
+
 func (rs *routeStats) backend(name string) *backendStats {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if b := rs.backends[name]; b != nil {
-		return b
+	for _, b := range rs.backends {
+		if b.name == name {
+			return b
+		}
 	}
 	b := &backendStats{rs: rs, name: name}
-	rs.backends[name] = b
+	rs.backends = append(rs.backends, b)
 	return b
 }
 
@@ -176,7 +198,8 @@ func statClass(i int) string {
 }
 
 func (b *backendStats) counter(i int) prometheus.Counter {
-	if c := b.c[i].Load(); c != nil {
+	cs := b.counters()
+	if c := cs[i].Load(); c != nil {
 		return c.Counter
 	}
 	rs := b.rs
@@ -191,8 +214,8 @@ func (b *backendStats) counter(i int) prometheus.Counter {
 	default:
 		c = rs.m.requests.WithLabelValues(rs.listener, rs.route, b.name, statClass(i))
 	}
-	if !b.c[i].CompareAndSwap(nil, &counterRef{c}) {
-		return b.c[i].Load().Counter
+	if !cs[i].CompareAndSwap(nil, &counterRef{c}) {
+		return cs[i].Load().Counter
 	}
 	return c
 }
@@ -210,8 +233,12 @@ func (b *backendStats) conn() { b.counter(statConns).Inc() }
 // forget deletes the series this backend resolved.
 func (b *backendStats) forget() {
 	rs := b.rs
-	for i := range b.c {
-		if b.c[i].Load() == nil {
+	cs := b.c.Load()
+	if cs == nil {
+		return
+	}
+	for i := range cs {
+		if cs[i].Load() == nil {
 			continue
 		}
 		switch i {

@@ -61,16 +61,27 @@ const indexMin = 8
 
 // vhost is the compiled form of one ir.VirtualHost.
 type vhost struct {
-	name   string
-	routes []*route
-	// index is nil for small hosts.
-	index *pathIndex
+	name string
+	*routeSet
 	// src is the host's IR when it has TLS backends, nil otherwise.
 	src *ir.VirtualHost
 }
 
+// routeSet is the compiled routes of a virtual host and their path index. The hosts of one compile
+// whose routes are equal share one (compiler.sharedRoutes): at 100k hosts made from a few route
+// lists, a host costs its name and two pointers.
+type routeSet struct {
+	routes []*route
+	// index is nil for small sets.
+	index *pathIndex
+}
+
 func newVHost(name string, routes []*route) *vhost {
-	v := &vhost{name: name, routes: routes}
+	return &vhost{name: name, routeSet: newRouteSet(routes)}
+}
+
+func newRouteSet(routes []*route) *routeSet {
+	v := &routeSet{routes: routes}
 	if len(routes) >= indexMin {
 		ix := newPathIndex()
 		for i, r := range routes {
@@ -83,7 +94,7 @@ func newVHost(name string, routes []*route) *vhost {
 
 // match returns the first route in IR order that matches req, or nil. Each candidate list is sorted,
 // so scanning a list stops at its first match or as soon as it passes the best match so far.
-func (v *vhost) match(req *http.Request) *route {
+func (v *routeSet) match(req *http.Request) *route {
 	if v.index == nil {
 		return v.matchLinear(req)
 	}
@@ -133,7 +144,7 @@ func (v *vhost) match(req *http.Request) *route {
 
 // matchLinear is the first route in IR order whose every condition holds: the lookup for small
 // hosts, and the reference the fuzz test holds the index to.
-func (v *vhost) matchLinear(req *http.Request) *route {
+func (v *routeSet) matchLinear(req *http.Request) *route {
 	var q queryCache
 	for _, r := range v.routes {
 		if r.matchPath(req.URL.Path) && r.matchRest(req, &q) {

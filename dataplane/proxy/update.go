@@ -156,6 +156,11 @@ func (s *compiler) patch(old *table, base *ir.Config, u *ir.Update, certs certCa
 			if drop, err = s.patchHosts(l.Name, hosts, ch, clientCert, drop); err != nil {
 				return nil, nil, err
 			}
+			if hosts.shared && len(hosts.recent) >= foldAt(len(hosts.exact)) {
+				// A large patch folds now, not at the next update: meanwhile the shared exact map
+				// would keep every host it replaced alive, and lookups would probe two big maps.
+				hosts = hosts.clone()
+			}
 		}
 		if lt.hosts == nil { // not an HTTP listener
 			if hosts != nil && hosts.len() > 0 {

@@ -400,3 +400,57 @@ func TestUpdateUnderLoad(t *testing.T) {
 	}
 	checkRefs(t, s)
 }
+
+// TestUpdateFoldsLargePatch: an update that replaces more hosts than a clone's overlay holds
+// leaves a host map of its own, which no longer refers to the hosts it replaced; a small one
+// overlays the map it shares.
+func TestUpdateFoldsLargePatch(t *testing.T) {
+	const n = 100
+	var vhosts []ir.VirtualHost
+	for i := range n {
+		vhosts = append(vhosts, host("h"+strconv.Itoa(i)+".example.com", "/", "10.0.0.1"))
+	}
+	cfg, _ := httpConfig(t, vhosts...)
+	tests := []struct {
+		name       string
+		replace    int
+		wantShared bool
+	}{
+		{name: "one host", replace: 1, wantShared: true},
+		{name: "every host", replace: n},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newProxy(t, cfg)
+			old := hostPtrs(s, "http")
+			u := &ir.Update{Gateway: cfg.Gateway, Version: 2}
+			for i := range tt.replace {
+				u.Hosts = append(u.Hosts, ir.ListenerHost{Listener: "http", Host: host("h"+strconv.Itoa(i)+".example.com", "/v2", "10.0.0.2")})
+			}
+			if err := s.Update(u); err != nil {
+				t.Fatal(err)
+			}
+			var hosts *hostMap[*vhost]
+			for _, lt := range s.cur.Load().listeners {
+				hosts = lt.hosts
+			}
+			if hosts.shared != tt.wantShared {
+				t.Errorf("host map shared: %v, want %v", hosts.shared, tt.wantShared)
+			}
+			replaced := 0
+			for _, v := range hosts.exact {
+				if old[v.name] == v {
+					continue
+				}
+				replaced++
+			}
+			if want := map[bool]int{true: 0, false: tt.replace}[tt.wantShared]; replaced != want {
+				t.Errorf("%d hosts of the map's own are new, want %d", replaced, want)
+			}
+			if hosts.len() != n {
+				t.Errorf("%d hosts, want %d", hosts.len(), n)
+			}
+			checkRefs(t, s)
+		})
+	}
+}

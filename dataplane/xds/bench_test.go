@@ -2,7 +2,9 @@ package xds
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -37,6 +39,39 @@ func BenchmarkPublishOneHost(b *testing.B) {
 				srv.SetConfig("bench/fleet", cfg)
 			}
 		})
+	}
+}
+
+// BenchmarkPublishOneHostCerts is BenchmarkPublishOneHost with an HTTPS listener of 10k
+// certificates beside the hosts (a certificate per hostname, as cert-manager makes them), handed
+// over again with every config as translation does: new Certificate values, the Secrets' PEM.
+func BenchmarkPublishOneHostCerts(b *testing.B) {
+	const n, certs = 100000, 10000
+	pem := []byte(strings.Repeat("A", 1200))
+	cfg := irtest.FleetConfig(n)
+	https := ir.Listener{Name: "https-443", Port: 443, Protocol: ir.ProtocolHTTPS}
+	for i := range certs {
+		https.Certificates = append(https.Certificates, ir.Certificate{Name: "bench/c" + strconv.Itoa(i),
+			Hostnames: []string{"r" + strconv.Itoa(i) + ".example.com"}, CertPEM: pem[:len(pem)-i%7], KeyPEM: pem[:200]})
+	}
+	cfg.Listeners = append(cfg.Listeners, https)
+	withHostCerts := func(cfg *ir.Config, i int, path string) *ir.Config {
+		next := *cfg
+		next.Listeners = slices.Clone(cfg.Listeners)
+		next.Listeners[0].VirtualHosts = slices.Clone(cfg.Listeners[0].VirtualHosts)
+		next.Listeners[0].VirtualHosts[i] = irtest.FleetHost(i, path)
+		next.Listeners[1].Certificates = slices.Clone(cfg.Listeners[1].Certificates)
+		return &next
+	}
+	srv := NewServer(ServerOptions{Logger: logr.Discard()})
+	srv.SetConfig("bench/fleet", cfg)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		cfg = withHostCerts(cfg, i%n, fmt.Sprintf("/v%d", i))
+		b.StartTimer()
+		srv.SetConfig("bench/fleet", cfg)
 	}
 }
 

@@ -50,6 +50,15 @@ func withBackend(cfg *ir.Config, i int, be string) *ir.Config {
 	return &next
 }
 
+// withCert returns a copy of cfg with an HTTPS listener serving a certificate whose PEM is pem,
+// in a new byte slice.
+func withCert(cfg *ir.Config, pem string) *ir.Config {
+	next := *cfg
+	next.Listeners = append(slices.Clone(cfg.Listeners), ir.Listener{Name: "https", Port: 443, Protocol: ir.ProtocolHTTPS,
+		Certificates: []ir.Certificate{{Name: "ns/cert", CertPEM: []byte(pem), KeyPEM: []byte("key of " + pem)}}})
+	return &next
+}
+
 // TestDeltaResponses drives a subscription without a transport: each step answers the response
 // due before it (if told), sets a config (if any) and checks what the next response carries.
 func TestDeltaResponses(t *testing.T) {
@@ -87,6 +96,22 @@ func TestDeltaResponses(t *testing.T) {
 				c.Listeners = append(c.Listeners, ir.Listener{Name: "tcp", Port: 9000, Protocol: ir.ProtocolTCP})
 				return c
 			}(), want: &sent{Version: "2", Changed: []string{"base"}}},
+		}},
+		{name: "a renewed certificate sends the base only", steps: []step{
+			{set: withCert(v1, "cert-1"), want: &sent{Version: "1", Changed: all}},
+			{answer: ack, set: withCert(v1, "cert-2"), want: &sent{Version: "2", Changed: []string{"base"}}},
+		}},
+		{name: "the same certificate from a new copy is not sent again", steps: []step{
+			{set: withCert(v1, "cert-1"), want: &sent{Version: "1", Changed: all}},
+			{answer: ack, set: withCert(hosts("a.example.com", "b.example.com", "c.example.com"), "cert-1")},
+		}},
+		{name: "a base that differs but encodes the same is not sent again", steps: []step{
+			{set: withCert(v1, "cert-1"), want: &sent{Version: "1", Changed: all}},
+			{answer: ack, set: func() *ir.Config {
+				c := withCert(v1, "cert-1")
+				c.Listeners[1].Certificates[0].Hostnames = []string{} // omitted on the wire, as nil is
+				return c
+			}()},
 		}},
 		{name: "changes while a response is unanswered wait and merge", steps: []step{
 			{set: v1, want: &sent{Version: "1", Changed: all}},

@@ -1,10 +1,8 @@
 package xds
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -86,7 +84,7 @@ type gatewayState struct {
 }
 
 type baseResource struct {
-	raw []byte // the JSON, to tell an unchanged base
+	cfg *ir.Config // as given to SetConfig (ir.BaseOf), compared with ir.Config.BaseEqual
 	enc encoded
 }
 
@@ -245,7 +243,8 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 // backing array as unchanged (ir.VirtualHost.Equal). Its Gateway and Version fields are ignored.
 //
 // Only the hosts that differ from the current config's are encoded, so a change of one host costs
-// a comparison per host and the encoding of that host.
+// a comparison per host and the encoding of that host; the base (listeners and their certificates)
+// is compared field by field and encoded only when it changed.
 //
 // The current version may later rise without a SetConfig call: when a proxy reports a version from
 // an earlier operator instance, the same config is restamped above it. Versions only grow, so
@@ -309,17 +308,16 @@ func (g *gatewayState) diff(gateway string, cfg *ir.Config) (*configDiff, error)
 	d := &configDiff{}
 	base := ir.BaseOf(cfg)
 	base.Gateway, base.Version = gateway, 0
-	raw, err := json.Marshal(base)
-	if err != nil {
-		return nil, fmt.Errorf("encode base: %w", err)
-	}
-	if g.base == nil || !bytes.Equal(g.base.raw, raw) {
+	// The base holds every listener's certificates: compared, not encoded, unless it changed.
+	if g.base == nil || !g.base.cfg.BaseEqual(base) {
 		enc, err := encode(base)
 		if err != nil {
 			return nil, err
 		}
-		d.base = &baseResource{raw: raw, enc: enc}
-		d.names = append(d.names, baseName)
+		if g.base == nil || enc.version != g.base.enc.version {
+			d.base = &baseResource{cfg: base, enc: enc}
+			d.names = append(d.names, baseName)
+		}
 	}
 	g.stamp++
 	seen := 0

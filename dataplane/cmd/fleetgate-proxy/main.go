@@ -1,5 +1,6 @@
 // Command fleetgate-proxy serves an ir.Config JSON file with the fleetgate proxy. It reloads the
-// file on SIGHUP, or when its modification time changes if -watch is set. Used for benchmarks, demos
+// file on SIGHUP, or when its modification time changes if -watch is set; a reload decodes and
+// compiles only the virtual hosts whose JSON changed (reload.go). Used for benchmarks, demos
 // and local runs; in a cluster the proxy is fed over the config API instead.
 package main
 
@@ -20,8 +21,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/fleetgate/fleetgate/dataplane/ir"
-	"github.com/fleetgate/fleetgate/dataplane/pace"
 	"github.com/fleetgate/fleetgate/dataplane/proxy"
 	"github.com/fleetgate/fleetgate/dataplane/proxyproc"
 )
@@ -91,10 +90,12 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 	})()
 	log := p.Log
-	mtime, err := load(srv, o.configPath)
+	ld := newLoader(srv, o.configPath)
+	mtime, _, err := ld.load()
 	if err != nil {
 		return err
 	}
+	release()
 	log.Info("serving", "config", o.configPath, "version", srv.Version())
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -111,49 +112,27 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			log.Info("shutting down")
 			return p.Shutdown(srv)
 		case <-hup:
-			mtime = reload(log, srv, o.configPath, mtime, true)
+			mtime = reload(log, ld, mtime, true)
 		case <-tick:
-			mtime = reload(log, srv, o.configPath, mtime, false)
+			mtime = reload(log, ld, mtime, false)
 		}
 	}
 }
 
-func reload(log logr.Logger, srv *proxy.Server, path string, last time.Time, force bool) time.Time {
+func reload(log logr.Logger, ld *loader, last time.Time, force bool) time.Time {
 	if !force {
-		if fi, err := os.Stat(path); err != nil || fi.ModTime().Equal(last) {
+		if fi, err := os.Stat(ld.path); err != nil || fi.ModTime().Equal(last) {
 			return last
 		}
 	}
 	start := time.Now()
-	mtime, err := load(srv, path)
+	mtime, decoded, err := ld.load()
 	if err != nil {
-		log.Error(err, "config rejected; still serving the previous one", "version", srv.Version())
+		log.Error(err, "config rejected; still serving the previous one", "version", ld.srv.Version())
+		release()
 		return last
 	}
-	log.Info("config reloaded", "version", srv.Version(), "took", time.Since(start).String())
+	log.Info("config reloaded", "version", ld.srv.Version(), "took", time.Since(start).String(), "decodedHosts", decoded)
+	release()
 	return mtime
-}
-
-func load(srv *proxy.Server, path string) (time.Time, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return time.Time{}, err
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return time.Time{}, err
-	}
-	// A reload is paced: decoding 100k hostnames takes seconds of the core that serves requests.
-	var tick func()
-	if srv.Version() != 0 {
-		tick = pace.New().Tick
-	}
-	cfg, err := ir.DecodeJSON(b, tick)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("decoding %s: %w", path, err)
-	}
-	if err := srv.Apply(cfg); err != nil {
-		return time.Time{}, fmt.Errorf("applying %s: %w", path, err)
-	}
-	return fi.ModTime(), nil
 }

@@ -2,7 +2,9 @@
 """Writes an ir.Config JSON with N hostnames for the fleetgate proxy benchmark.
 
 With TLS_PORT, TLS_CERT and TLS_KEY in the environment it adds an HTTPS listener on TLS_PORT with
-the same hosts and that certificate (PEM files) for every name.
+the same hosts and that certificate (PEM files) for every name. With CHANGE_HOSTS=1 the "api" route's
+prefix carries the version, so that files of two versions differ in every host, not only in their
+version.
 """
 import base64
 import json
@@ -13,7 +15,8 @@ n, port, backend_port, version = int(sys.argv[1]), int(sys.argv[2]), int(sys.arg
 be = {"name": "bench/default/echo:80", "weight": 1, "endpoints": [{"address": "127.0.0.1", "port": backend_port}]}
 routes = [
     {"name": "exact", "match": {"path": {"type": "Exact", "value": "/healthz"}}, "backends": [be]},
-    {"name": "api", "match": {"path": {"type": "Prefix", "value": "/api"}}, "backends": [be]},
+    {"name": "api", "match": {"path": {"type": "Prefix", "value": "/api" + (f"/v{version}" if os.environ.get("CHANGE_HOSTS") else "")}},
+     "backends": [be]},
     {"name": "root", "match": {"path": {"type": "Prefix", "value": "/"}}, "backends": [be]},
 ]
 vhosts = [{"hostname": f"host{i}.example.com", "routes": routes} for i in range(n)]

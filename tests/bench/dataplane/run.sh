@@ -282,8 +282,10 @@ n=$(echo $HOSTS | awk '{print $NF}')
 echo "== table swaps under load ($n hostnames)"
 start_fleetgate "$n"
 # Two pre-built versions of the table, swapped in by rename while wrk runs.
-python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 2 >"$WORK/fg.v2"
-python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 3 >"$WORK/fg.v3"
+# SWAP_CHANGE_HOSTS=1: the two versions differ in every host (each swap decodes and compiles all of
+# them); by default in their version alone (a swap scans the file and compiles the listeners only).
+CHANGE_HOSTS=${SWAP_CHANGE_HOSTS:-} python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 2 >"$WORK/fg.v2"
+CHANGE_HOSTS=${SWAP_CHANGE_HOSTS:-} python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 3 >"$WORK/fg.v3"
 before=$(grep -c '"config reloaded"' "$WORK/fg.log" || true)
 # Each swap is started once the previous one is served (a paced 100k swap takes seconds), for
 # SWAP_DUR; wrk runs as long.
@@ -304,7 +306,8 @@ DUR=$SWAP_DUR run_wrk fleetgate-swap $FG_PORT "host$((n / 2)).example.com" $FG_P
 wait $SWAPPER
 sleep 1
 took=$(grep '"config reloaded"' "$WORK/fg.log" | tail -n +$((before + 1)) | sed -n 's/.*"took":"\([^"]*\)".*/\1/p' | paste -sd, - || true)
-echo "swaps applied: $(( $(grep -c '"config reloaded"' "$WORK/fg.log") - before )) (each took $took, decoding and compiling paced to share the core)" | tee "$WORK/swaps.txt"
+decoded=$(grep '"config reloaded"' "$WORK/fg.log" | tail -n +$((before + 1)) | sed -n 's/.*"decodedHosts":\([0-9]*\).*/\1/p' | paste -sd, - || true)
+echo "swaps applied: $(( $(grep -c '"config reloaded"' "$WORK/fg.log") - before )) (each took $took, decoding and compiling paced to share the core; hosts decoded: ${decoded:-all})" | tee "$WORK/swaps.txt"
 stop $FG_PID
 fi
 

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/dataplane/proxy"
+)
+
+// TestLoaderReloads reloads a file step by step: a reload decodes only the hosts whose JSON
+// changed, and the proxy then answers every probe as a proxy given the same file whole does.
+func TestLoaderReloads(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.URL.Path) }))
+	defer backend.Close()
+	bu, _ := url.Parse(backend.URL)
+	bport, _ := strconv.Atoi(bu.Port())
+	host := func(name, path string) ir.VirtualHost {
+		return ir.VirtualHost{Hostname: name, Routes: []ir.Route{{Name: "r-" + name, Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: path}},
+			Backends: []ir.Backend{{Name: "b", Weight: 1, Endpoints: []ir.Endpoint{{Address: "127.0.0.1", Port: uint32(bport)}}}}}}}
+	}
+	config := func(listener string, hosts ...ir.VirtualHost) *ir.Config {
+		return &ir.Config{Gateway: "ns/gw", Listeners: []ir.Listener{{Name: listener, Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: hosts}}}
+	}
+	steps := []struct {
+		name        string
+		cfg         *ir.Config
+		wantDecoded int
+		wantErr     bool
+	}{
+		{name: "first load", cfg: config("http", host("a.example.com", "/"), host("b.example.com", "/b"), host("c.example.com", "/c")), wantDecoded: 3},
+		{name: "version only", cfg: config("http", host("a.example.com", "/"), host("b.example.com", "/b"), host("c.example.com", "/c"))},
+		{name: "one host changes", cfg: config("http", host("a.example.com", "/"), host("b.example.com", "/x"), host("c.example.com", "/c")), wantDecoded: 1},
+		{name: "one goes, one comes", cfg: config("http", host("a.example.com", "/"), host("b.example.com", "/x"), host("d.example.com", "/")), wantDecoded: 1},
+		{name: "a host changes case", cfg: config("http", host("A.example.com", "/"), host("b.example.com", "/x"), host("d.example.com", "/")), wantDecoded: 1},
+		{name: "listener renamed: whole", cfg: config("web", host("A.example.com", "/"), host("b.example.com", "/x"), host("d.example.com", "/")), wantDecoded: 3},
+		{name: "a host twice is refused", cfg: config("web", host("A.example.com", "/"), host("b.example.com", "/x"), host("b.example.com", "/x")), wantErr: true},
+		{name: "a new host duplicating one in service is refused", cfg: config("web", host("A.example.com", "/"), host("b.example.com", "/x"), host("a.example.com", "/y")), wantErr: true},
+		{name: "after a refusal", cfg: config("web", host("A.example.com", "/"), host("b.example.com", "/x"), host("e.example.com", "/")), wantDecoded: 1},
+		{name: "every host removed", cfg: config("web")},
+	}
+	newServer := func() *proxy.Server {
+		s, err := proxy.New(proxy.Options{Address: "127.0.0.1", PortMap: func(uint32) uint32 { return 0 }, Registry: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Shutdown(t.Context()) })
+		return s
+	}
+	probe := func(s *proxy.Server) []string {
+		var out []string
+		for _, h := range []string{"a.example.com", "b.example.com", "c.example.com", "d.example.com", "e.example.com"} {
+			for _, p := range []string{"/", "/b", "/x", "/c"} {
+				req, _ := http.NewRequest(http.MethodGet, "http://"+s.Addr(80, false).String()+p, nil)
+				req.Host = h
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				out = append(out, h+p+" "+strconv.Itoa(resp.StatusCode)+" "+string(b))
+			}
+		}
+		return out
+	}
+	path := filepath.Join(t.TempDir(), "fg.json")
+	srv := newServer()
+	ld := newLoader(srv, path)
+	var served []string
+	for i, st := range steps {
+		st.cfg.Version = uint64(i) + 1
+		b, err := json.Marshal(st.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, decoded, err := ld.load()
+		if st.wantErr {
+			if err == nil {
+				t.Fatalf("step %q: loaded", st.name)
+			}
+			if diff := cmp.Diff(served, probe(srv)); diff != "" {
+				t.Errorf("step %q: after the refusal (-before +now):\n%s", st.name, diff)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("step %q: %v", st.name, err)
+		}
+		if decoded != st.wantDecoded {
+			t.Errorf("step %q: decoded %d hosts, want %d", st.name, decoded, st.wantDecoded)
+		}
+		if srv.Version() != st.cfg.Version {
+			t.Errorf("step %q: serving version %d, want %d", st.name, srv.Version(), st.cfg.Version)
+		}
+		whole := newServer()
+		if err := whole.Apply(st.cfg); err != nil {
+			t.Fatal(err)
+		}
+		served = probe(srv)
+		if diff := cmp.Diff(probe(whole), served); diff != "" {
+			t.Errorf("step %q: answers (-whole +reloaded):\n%s", st.name, diff)
+		}
+	}
+}
+
+// BenchmarkReload100k is the file-fed proxy's side of a table swap at 100k hostnames, unpaced: a
+// file of the dataplane benchmark's shape (tests/bench/dataplane/genconfig.py) whose version alone
+// changes, and one in which every host changes (its routes' prefix), so that every host is decoded
+// and compiled again; "whole" cases decode and apply the whole file, as reloads did before the
+// loader.
+func BenchmarkReload100k(b *testing.B) {
+	const n = 100000
+	file := func(version int, prefix string) []byte {
+		be := []ir.Backend{{Name: "bench/default/echo:80", Weight: 1, Endpoints: []ir.Endpoint{{Address: "127.0.0.1", Port: 18080}}}}
+		vhosts := make([]ir.VirtualHost, n)
+		for i := range vhosts {
+			vhosts[i] = ir.VirtualHost{Hostname: "host" + strconv.Itoa(i) + ".example.com", Routes: []ir.Route{
+				{Name: "exact", Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchExact, Value: "/healthz"}}, Backends: be},
+				{Name: "api", Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: prefix + "/api"}}, Backends: be},
+				{Name: "root", Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: "/"}}, Backends: be},
+			}}
+		}
+		cfg := &ir.Config{Gateway: "bench/gw", Version: uint64(version), Listeners: []ir.Listener{{Name: "http", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: vhosts}}}
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return raw
+	}
+	for _, tt := range []struct {
+		name   string
+		prefix func(i int) string
+		whole  bool
+	}{
+		{"version", func(int) string { return "" }, false},
+		{"every-host", func(i int) string { return "/v" + strconv.Itoa(i) }, false},
+		{"version-whole", func(int) string { return "" }, true},
+		{"every-host-whole", func(i int) string { return "/v" + strconv.Itoa(i) }, true},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			files := [][]byte{file(1, tt.prefix(0)), file(2, tt.prefix(1))}
+			s, err := proxy.New(proxy.Options{Address: "127.0.0.1", PortMap: func(uint32) uint32 { return 0 }, Registry: prometheus.NewRegistry()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Shutdown(b.Context()) //nolint:errcheck // bench
+			ld := newLoader(s, "bench.json")
+			if _, err := ld.apply(files[0], nil); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				f := files[(i+1)%2]
+				if !tt.whole {
+					if _, err := ld.apply(f, nil); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				cfg, err := ir.DecodeJSON(f, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Apply(cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
