@@ -207,7 +207,7 @@ bench-gcp: ## The GCP provider's call budget and Ensure p50/p99 on the compute f
 	tests/bench/gcp/report.sh < $(BIN)/bench-gcp.txt > tests/bench/results/gcp-calls.md
 
 .PHONY: bench-convergence
-bench-convergence: testbed ## Fleet convergence: 3 members, routes added one at a time (ROUTES=3000), cold start (COLD_ROUTES=5000).
+bench-convergence: testbed ## Fleet convergence: MEMBERS (3, hub included) members, routes added one at a time (ROUTES=3000), cold start (COLD_ROUTES=5000).
 	KUBEBUILDER_ASSETS=$(BIN) go test -run xxx -bench Convergence -benchtime 1x -timeout 60m ./tests/bench/convergence/
 
 # The proxy's framing fuzz targets: `make test` runs their seed corpora; this runs each for FUZZTIME.

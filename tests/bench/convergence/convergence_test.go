@@ -1,5 +1,5 @@
 // Package convergence measures how fast fleetgate converges across a fleet: a hub and two members
-// (three members with the hub), routes added one at a time under live probing, and a cold start.
+// (MEMBERS clusters, three by default with the hub), routes added one at a time under live probing, and a cold start.
 // Run with `make bench-convergence`; ROUTES and COLD_ROUTES override the sizes.
 package convergence
 
@@ -131,12 +131,16 @@ func pct(d []time.Duration, q float64) time.Duration {
 	return s[int(q*float64(len(s)-1))]
 }
 
-// BenchmarkConvergence adds ROUTES (3,000) HTTPRoutes one at a time, spread over the three members,
+// BenchmarkConvergence adds ROUTES (3,000) HTTPRoutes one at a time, spread over MEMBERS (3, the hub included) members,
 // to a fleet gateway while earlier routes are probed continuously, then restarts the operator with
 // COLD_ROUTES (5,000) routes in place.
 func BenchmarkConvergence(b *testing.B) {
 	routes, cold := envInt("ROUTES", 3000), envInt("COLD_ROUTES", 5000)
-	clusters := testbed.ForTest(b, "hub", "member-a", "member-b")
+	names := []string{"hub"}
+	for i := range envInt("MEMBERS", 3) - 1 {
+		names = append(names, fmt.Sprintf("member-%d", i+1))
+	}
+	clusters := testbed.ForTest(b, names...)
 	ctx := b.Context()
 	binary, err := testbed.BuildOperator(b.TempDir())
 	must(b, err)
@@ -282,8 +286,8 @@ func BenchmarkConvergence(b *testing.B) {
 	b.ReportMetric(float64(errs), "errors")
 	b.ReportMetric(float64(probeErrs.Load()), "probe-errors")
 	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-rss-MiB")
-	b.Logf("%d routes one at a time in %s over 3 members: apply→Accepted p50 %s p99 %s; apply→first 200 p50 %s p99 %s; %d errors; live probes %d, %d failed; operator peak RSS %.1f MiB; the create call alone p50 %s p99 %s",
-		routes, time.Since(start).Round(time.Second), pct(toAccepted, 0.5), pct(toAccepted, 0.99), pct(toServe, 0.5), pct(toServe, 0.99),
+	b.Logf("%d routes one at a time in %s over %d members: apply→Accepted p50 %s p99 %s; apply→first 200 p50 %s p99 %s; %d errors; live probes %d, %d failed; operator peak RSS %.1f MiB; the create call alone p50 %s p99 %s",
+		routes, time.Since(start).Round(time.Second), len(clusters), pct(toAccepted, 0.5), pct(toAccepted, 0.99), pct(toServe, 0.5), pct(toServe, 0.99),
 		errs, probes.Load(), probeErrs.Load(), float64(peak.Load())/(1<<20), pct(toCreated, 0.5), pct(toCreated, 0.99))
 
 	// Cold start: stop the operator (its proxies go with it), fill up to COLD_ROUTES, start again.
