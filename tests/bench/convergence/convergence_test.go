@@ -1,6 +1,6 @@
-// Package convergence measures how fast fleetgate converges across a fleet: a hub and two members
-// (MEMBERS clusters, three by default with the hub), routes added one at a time under live probing, and a cold start.
-// Run with `make bench-convergence`; ROUTES and COLD_ROUTES override the sizes.
+// Package convergence measures how fast fleetgate converges across a fleet (MEMBERS clusters, three
+// by default, the hub included): routes added one at a time under live probing, and a cold start.
+// Run with `make bench-convergence`; MEMBERS, ROUTES and COLD_ROUTES override the sizes.
 package convergence
 
 import (
