@@ -77,7 +77,14 @@ func main() {
 		os.Exit(2)
 	}
 	ctrl.SetLogger(logger)
-	if err := run(ctrl.SetupSignalHandler(), o, logger); err != nil {
+	ctx := ctrl.SetupSignalHandler()
+	if err := run(ctx, o, logger); err != nil {
+		if ctx.Err() != nil {
+			// A SIGTERM while starting (say, during a rollout) cancels what startup was waiting
+			// for: a shutdown that was asked for, not a failure.
+			logger.Info("fleetgate stopped while starting", "cause", err.Error())
+			return
+		}
 		logger.Error(err, "fleetgate stopped")
 		os.Exit(1)
 	}
