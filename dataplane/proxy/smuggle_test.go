@@ -313,7 +313,9 @@ func TestSmuggling(t *testing.T) {
 				be := newRecBackend(t, 0)
 				dial, _ := smuggleProxy(t, be, f)
 				c := dial()
-				c.send(tc.send)
+				// The proxy may answer and close before the whole attack is written (a 100 KB
+				// target): the write then fails, and what the proxy answered is what counts.
+				_, _ = io.WriteString(c.c, tc.send)
 				got := readAll(t, c.c, "POST")
 				for i := range got {
 					got[i] = strings.TrimSpace(got[i])
