@@ -11,9 +11,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -90,6 +93,20 @@ func main() {
 	}
 }
 
+// replicaOptions name this replica after its pod (the Deployment gives POD_NAME and POD_UID), or
+// after the host outside a pod.
+func replicaOptions(o options) *controllers.ReplicaOptions {
+	r := &controllers.ReplicaOptions{Name: os.Getenv("POD_NAME"), Namespace: o.namespace}
+	if uid := os.Getenv("POD_UID"); r.Name != "" && uid != "" {
+		r.Owner = &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: r.Name, UID: types.UID(uid)}
+	}
+	if r.Name == "" {
+		host, _ := os.Hostname()
+		r.Name = fmt.Sprintf("%s-%d", strings.ToLower(cmp.Or(host, "fleetgate")), os.Getpid())
+	}
+	return r
+}
+
 func run(ctx context.Context, o options, logger logr.Logger) error {
 	scheme, err := controllers.NewScheme()
 	if err != nil {
@@ -110,7 +127,7 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &o.shutdownTimeout,
 		Logger:                        logger,
-		Cache:                         controllers.CacheOptions(),
+		Cache:                         controllers.CacheOptions(o.namespace),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -118,6 +135,9 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 	setup, err := wireDataplane(ctx, mgr, o, logger)
 	if err != nil {
 		return err
+	}
+	if o.leaderElect {
+		setup.Replica = replicaOptions(o)
 	}
 	setup.Fleet = &controllers.FleetOptions{Namespace: o.namespace, HubIsMember: o.hubIsMember, MCSController: o.mcsController}
 	if o.dnsEndpoints {

@@ -12,7 +12,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
@@ -69,7 +68,7 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 		return controllers.Options{}, fmt.Errorf("registering xds metrics: %w", err)
 	}
 	registry := providers.NewRegistry()
-	dataplane := &controllers.Dataplane{Providers: registry, Configs: configs, Delivered: setup.Delivery.Fire}
+	dataplane := &controllers.Dataplane{Providers: registry, Configs: xdsConfigs{configs}, Delivered: setup.Delivery.Fire}
 	// A local proxy that exited is the provider's to restart: ask it to look again.
 	exited := func(gw string) { dataplane.Recheck(gw); setup.Events.Fire(gw) }
 	proxies, stop, err := newProxies(o, mgr, direct, setup, ca, ep.Public, exited, logger)
@@ -117,8 +116,9 @@ func wireDataplane(ctx context.Context, mgr ctrl.Manager, o options, logger logr
 	}
 	registry.Register(string(v1alpha1.ProviderGCP), gcpProvider)
 	setup.Apply, setup.Catalog = dataplane, registry
-	// The config server runs on the leader only: it alone translates, so it alone has configs.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	// Every replica translates and serves its proxies (the leader alone writes status and calls
+	// providers), so that proxies fail over to any replica.
+	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
 		serveErr := configs.Serve(ctx, ep.Listener)
 		// Local proxies go with the operator: they drain while the manager shuts down.
 		return errors.Join(serveErr, stop(context.Background()))
@@ -184,3 +184,21 @@ func memberClients(hub client.Client, members *controllers.MemberClients) func(c
 		return members.Client(cluster)
 	}
 }
+
+// xdsConfigs is the config server as the dataplane applier sees it.
+type xdsConfigs struct{ *xds.Server }
+
+func (c xdsConfigs) Proxies(gateway string) []controllers.ProxyState {
+	st := c.Status(gateway)
+	out := make([]controllers.ProxyState, 0, len(st.Replicas))
+	for _, r := range st.Replicas {
+		out = append(out, controllers.ProxyState{Node: r.Node, Acked: r.Acked, Nacked: r.Nacked, NackReason: r.NackReason, Refused: r.Refused})
+	}
+	return out
+}
+
+// everyReplica is a runnable that runs on followers too.
+type everyReplica func(ctx context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+func (everyReplica) NeedLeaderElection() bool          { return false }

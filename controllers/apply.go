@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -24,9 +25,9 @@ type ConfigServer interface {
 	// SetConfig publishes cfg for the gateway and returns the version it was stamped with; an
 	// unchanged config keeps its version.
 	SetConfig(gateway string, cfg *ir.Config) uint64
-	// Acknowledged tells whether every connected proxy of the gateway serves version v; when not,
-	// rejected says whether one refused it, and reason explains.
-	Acknowledged(gateway string, v uint64) (ok, rejected bool, reason string)
+	// Proxies lists the gateway's proxies connected to this config server and what each did with
+	// the versions sent to it.
+	Proxies(gateway string) []ProxyState
 	RemoveGateway(gateway string)
 }
 
@@ -62,6 +63,10 @@ type Dataplane struct {
 
 	engine     *provision.Engine
 	finalizers *finalizers
+	// peers are the other operator replicas' delivery reports; nil when this replica is alone.
+	peers *peerReports
+	// reports publishes this replica's view to the others; nil when alone.
+	reports *reportWriter
 
 	mu sync.Mutex
 	// published holds the gateways whose configs are published, so that those that go are withdrawn.
@@ -154,6 +159,7 @@ func (d *Dataplane) Apply(_ context.Context, res *translate.Result) (map[string]
 	}
 	d.published = published
 	d.finalizers.observe(res, published)
+	d.reports.poke()
 	return out, nil
 }
 
@@ -182,6 +188,8 @@ func (d *Dataplane) Programmed() map[string]translate.Programmed {
 	for gw, dl := range d.delivery {
 		out[gw] = d.programmed(dl, gw)
 	}
+	// Programmed is asked again whenever a proxy answered: the other replicas hear of it too.
+	d.reports.poke()
 	return out
 }
 
@@ -202,7 +210,12 @@ func (d *Dataplane) programmed(dl delivery, gateway string) translate.Programmed
 		}
 		return p
 	}
-	return programmed(o.Status, dl, d.Configs, gateway)
+	local := d.Configs.Proxies(gateway)
+	skip := make(map[string]bool, len(local))
+	for _, p := range local {
+		skip[p.Node] = true
+	}
+	return programmed(o.Status, dl, append(local, d.peers.proxies(gateway, dl, skip)...))
 }
 
 // CloudAccounts reports, per GatewayClass, what the latest provider call of each of its Gateways'
@@ -235,9 +248,9 @@ func (d *Dataplane) CloudAccounts() map[string]translate.CloudAccount {
 	return out
 }
 
-// programmed is ready once the provider is and the proxies ACKed the version that carries the
-// Gateway's generation; a refusal of the latest version shows even then.
-func programmed(st providers.Status, dl delivery, configs ConfigServer, gateway string) translate.Programmed {
+// programmed is ready once the provider is and the proxies (connected to any replica) ACKed the
+// version that carries the Gateway's generation; a refusal of the latest version shows even then.
+func programmed(st providers.Status, dl delivery, proxies []ProxyState) translate.Programmed {
 	p := translate.Programmed{Addresses: statusAddresses(st.Addresses)}
 	if !st.Ready {
 		p.Reason, p.Message = st.Reason, st.Message
@@ -247,11 +260,11 @@ func programmed(st providers.Status, dl delivery, configs ConfigServer, gateway 
 		p.Ready = true
 		return p
 	}
-	if _, rejected, reason := configs.Acknowledged(gateway, dl.version); rejected {
+	if _, rejected, reason := acknowledged(proxies, dl.version); rejected {
 		p.Reason, p.Message = string(gwv1.GatewayReasonInvalid), reason
 		return p
 	}
-	ok, rejected, reason := configs.Acknowledged(gateway, dl.since)
+	ok, rejected, reason := acknowledged(proxies, dl.since)
 	switch {
 	case ok:
 		p.Ready = true
@@ -261,6 +274,46 @@ func programmed(st providers.Status, dl delivery, configs ConfigServer, gateway 
 		p.Reason, p.Message = string(gwv1.GatewayReasonPending), reason
 	}
 	return p
+}
+
+// acknowledged tells whether at least one proxy is connected and every one serves version v or
+// newer; when not, whether one refused it (a NACK of v or newer with no ACK of it, or no common
+// wire version) — final until a new config or proxy —, and reason explains, quoting the proxy.
+func acknowledged(proxies []ProxyState, v uint64) (ok, rejected bool, reason string) {
+	if v == 0 {
+		return false, false, "no configuration has been generated yet"
+	}
+	if len(proxies) == 0 {
+		return false, false, "no proxy replica is connected"
+	}
+	proxies = slices.SortedFunc(slices.Values(proxies), func(a, b ProxyState) int { return strings.Compare(a.Node, b.Node) })
+	waiting := 0
+	for _, p := range proxies {
+		switch {
+		case p.Refused != "":
+			return false, true, fmt.Sprintf("proxy %s cannot be served: %s", p.Node, p.Refused)
+		case p.Acked >= v:
+		case p.Nacked >= v:
+			if !rejected {
+				reason = fmt.Sprintf("proxy %s rejected version %d: %s", p.Node, p.Nacked, p.NackReason)
+			}
+			rejected = true
+		default:
+			if waiting == 0 && p.Behind != "" && !rejected {
+				reason = p.Behind
+			}
+			waiting++
+		}
+	}
+	switch {
+	case rejected:
+		return false, true, reason
+	case waiting > 0 && reason != "":
+		return false, false, fmt.Sprintf("waiting for %d of %d proxy replicas: %s", waiting, len(proxies), reason)
+	case waiting > 0:
+		return false, false, fmt.Sprintf("waiting for %d of %d proxy replicas to acknowledge version %d", waiting, len(proxies), v)
+	}
+	return true, false, ""
 }
 
 // gatewayGenerations names, per gateway key, the Gateway objects it is made of with their

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -128,6 +129,10 @@ func answered(d *Dataplane, m map[string]translate.Programmed) bool {
 	return true
 }
 
+func waiting(v uint64) string {
+	return fmt.Sprintf("waiting for 1 of 1 proxy replicas to acknowledge version %d", v)
+}
+
 // fakeConfigs stamps a new version whenever the config changes; proxies ACK up to acked and refuse nacked.
 type fakeConfigs struct {
 	versions map[string]uint64
@@ -146,14 +151,12 @@ func (f *fakeConfigs) SetConfig(gw string, cfg *ir.Config) uint64 {
 	return f.versions[gw]
 }
 
-func (f *fakeConfigs) Acknowledged(_ string, v uint64) (bool, bool, string) {
-	switch {
-	case v <= f.acked:
-		return true, false, ""
-	case v <= f.nacked:
-		return false, true, "proxy p rejected it"
+func (f *fakeConfigs) Proxies(string) []ProxyState {
+	p := ProxyState{Node: "p", Acked: f.acked}
+	if f.nacked > f.acked {
+		p.Nacked, p.NackReason = f.nacked, "config invalid"
 	}
-	return false, false, "waiting"
+	return []ProxyState{p}
 }
 
 func (f *fakeConfigs) RemoveGateway(gw string) { f.removed = append(f.removed, gw) }
@@ -185,19 +188,19 @@ func TestDataplaneProgrammed(t *testing.T) {
 		{name: "provider not ready", res: result(1, "a"),
 			want: translate.Programmed{Reason: providers.ReasonPending, Message: "replicas unavailable"}},
 		{name: "ready, proxies have not ACKed version 1", res: result(1, "a"), ready: true,
-			want: translate.Programmed{Reason: "Pending", Message: "waiting", Addresses: addr}},
+			want: translate.Programmed{Reason: "Pending", Message: waiting(1), Addresses: addr}},
 		{name: "version 1 ACKed", res: result(1, "a"), ready: true, acked: 1,
 			want: translate.Programmed{Ready: true, Addresses: addr}},
 		{name: "a route change (version 2, same generation) does not flap it", res: result(1, "b"), ready: true, acked: 1,
 			want: translate.Programmed{Ready: true, Addresses: addr}},
 		{name: "a new generation (version 3) waits for its ACK", res: result(2, "c"), ready: true, acked: 2,
-			want: translate.Programmed{Reason: "Pending", Message: "waiting", Addresses: addr}},
+			want: translate.Programmed{Reason: "Pending", Message: waiting(3), Addresses: addr}},
 		{name: "then a route change (version 4) keeps waiting for version 3", res: result(2, "d"), ready: true, acked: 2,
-			want: translate.Programmed{Reason: "Pending", Message: "waiting", Addresses: addr}},
+			want: translate.Programmed{Reason: "Pending", Message: waiting(3), Addresses: addr}},
 		{name: "version 3 ACKed", res: result(2, "d"), ready: true, acked: 3,
 			want: translate.Programmed{Ready: true, Addresses: addr}},
 		{name: "a refusal of the latest version shows", res: result(2, "e"), ready: true, acked: 4, nacked: 5,
-			want: translate.Programmed{Reason: "Invalid", Message: "proxy p rejected it", Addresses: addr}},
+			want: translate.Programmed{Reason: "Invalid", Message: "proxy p rejected version 5: config invalid", Addresses: addr}},
 	}
 	for _, s := range steps {
 		prov.set(s.ready, nil)
@@ -309,7 +312,9 @@ func TestProgrammedAcrossMemberOutage(t *testing.T) {
 		return res
 	}
 	ready := translate.Programmed{Ready: true, Addresses: addr}
-	pending := translate.Programmed{Reason: "Pending", Message: "waiting", Addresses: addr}
+	pending := func(v uint64) translate.Programmed {
+		return translate.Programmed{Reason: "Pending", Message: waiting(v), Addresses: addr}
+	}
 	steps := []struct {
 		name  string
 		res   *translate.Result
@@ -317,9 +322,9 @@ func TestProgrammedAcrossMemberOutage(t *testing.T) {
 		want  translate.Programmed
 	}{
 		{name: "both members, version 1 ACKed", res: withMember("a"), acked: 1, want: ready},
-		{name: "member-b lost (version 2)", res: result(1, "b"), acked: 1, want: pending},
+		{name: "member-b lost (version 2)", res: result(1, "b"), acked: 1, want: pending(2)},
 		{name: "version 2 ACKed", res: result(1, "b"), acked: 2, want: ready},
-		{name: "member-b back (version 3)", res: withMember("c"), acked: 2, want: pending},
+		{name: "member-b back (version 3)", res: withMember("c"), acked: 2, want: pending(3)},
 	}
 	for _, s := range steps {
 		configs.acked = s.acked
@@ -388,7 +393,7 @@ func TestProgrammedDirect(t *testing.T) {
 		{name: "proxied and ready, no ACK", st: providers.Status{Ready: true}},
 	}
 	for _, tc := range tests {
-		if got := programmed(tc.st, dl, configs, "hub/ns/gw"); got.Ready != tc.want {
+		if got := programmed(tc.st, dl, configs.Proxies("hub/ns/gw")); got.Ready != tc.want {
 			t.Errorf("%s: programmed %+v, want ready=%v", tc.name, got, tc.want)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -83,8 +84,10 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager, events []<-chan e
 	toDelivery := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{deliveryKey}
 	})
+	// Every replica translates, so that a follower serves its proxies current configs: status
+	// writes, provider calls and Events are the leader's alone (their own runnables).
 	b := ctrl.NewControllerManagedBy(mgr).Named("gateway-api").
-		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation})
+		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation, NeedLeaderElection: ptr.To(false)})
 	r.kinds = kinds()
 	if watchKinds {
 		changed := inputChangedPredicate(newUpdateFilter(r.kinds))

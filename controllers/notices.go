@@ -11,8 +11,9 @@ import (
 )
 
 // Notify records an Event for every notice that was not in the previous call, so that a standing
-// condition (a lost conflict, an unsupported backend) is told once, not on every reconcile. Only
-// the leader reconciles, so only the leader records.
+// condition (a lost conflict, an unsupported backend) is told once, not on every reconcile. Every
+// replica translates; only the leader records, and a follower that takes over does not tell again
+// what its predecessor told.
 func (w *StatusWriter) Notify(ctx context.Context, notices []translate.Notice) {
 	w.mu.Lock()
 	prev := w.notified
@@ -26,6 +27,9 @@ func (w *StatusWriter) Notify(ctx context.Context, notices []translate.Notice) {
 	}
 	targets := maps.Clone(w.targets)
 	w.mu.Unlock()
+	if w.leader != nil && !w.leader() {
+		return
+	}
 	for _, n := range fresh {
 		target, ok := targets[n.Ref.Cluster]
 		if !ok || target.Recorder == nil {

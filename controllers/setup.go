@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,6 +43,9 @@ type Options struct {
 	MemberClients *MemberClients
 	// DNS, when set, publishes every programmed hostname as external-dns DNSEndpoints in the hub.
 	DNS *DNSOptions
+	// Replica, when set, makes this operator one of several replicas: it serves proxies while a
+	// follower, publishes what its proxies acknowledged, and as the leader counts the others'.
+	Replica *ReplicaOptions
 	// SkipNameValidation lets tests run several managers in one process; controller-runtime
 	// otherwise refuses a second controller of the same name (their metrics would collide).
 	SkipNameValidation bool
@@ -58,10 +62,12 @@ type FleetOptions struct {
 	MCSController bool
 }
 
-// CacheOptions keep the informers small: of all Deployments, only the proxies fleetgate made.
-func CacheOptions() cache.Options {
+// CacheOptions keep the informers small: of all Deployments, only the proxies fleetgate made; of
+// all Leases, only the replicas' delivery reports in the operator's namespace.
+func CacheOptions(namespace string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&appsv1.Deployment{}: {Label: labels.SelectorFromSet(labels.Set{providers.LabelManagedBy: providers.ManagedBy})},
+		&appsv1.Deployment{}:    {Label: labels.SelectorFromSet(labels.Set{providers.LabelManagedBy: providers.ManagedBy})},
+		&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{LabelDeliveryReport: "true"}), Namespaces: map[string]cache.Config{namespace: {}}},
 	}}
 }
 
@@ -76,6 +82,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	writer := NewStatusWriter(mgr.GetLogger().WithName("status"), SupportedFeatures(), m)
+	writer.leader = leads(mgr)
 	writer.SetTarget(v1alpha1.HubCluster, statusTarget{
 		Reader:   mgr.GetClient(),
 		Live:     mgr.GetAPIReader(),
@@ -106,6 +113,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if err := d.setupProvisioning(ctx, mgr, o.Registry, sources, o.MemberClients); err != nil {
 			return fmt.Errorf("setting up provisioning: %w", err)
 		}
+		if o.Replica != nil {
+			t := cmp.Or(o.Delivery, o.Events)
+			changed := func() { t.Fire("") }
+			if err := d.setupReplicas(ctx, mgr, *o.Replica, changed, mgr.GetLogger().WithName("replicas")); err != nil {
+				return err
+			}
+		}
 	}
 	var dns *dnsPublisher
 	if o.DNS != nil {
@@ -130,6 +144,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("setting up the Gateway API controller: %w", err)
 	}
 	return nil
+}
+
+// leads tells whether this replica is the leader (always, without leader election).
+func leads(mgr ctrl.Manager) func() bool {
+	elected := mgr.Elected()
+	return func() bool {
+		select {
+		case <-elected:
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // servesLegacyReferencePolicy tells whether the cluster has the v1alpha2 ReferencePolicy CRD. It is
@@ -161,8 +188,9 @@ func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *Status
 		Ready: func(m fleet.Member) {
 			writer.SetTarget(m.Name, statusTarget{Reader: m.Reader, Live: m.Writer, Writer: m.Writer, Recorder: m.Recorder})
 		},
-		Lost: writer.RemoveTarget,
-		Log:  mgr.GetLogger().WithName("fleet"),
+		Lost:   writer.RemoveTarget,
+		Leader: leads(mgr),
+		Log:    mgr.GetLogger().WithName("fleet"),
 	})
 	if hub != nil {
 		if err := fl.WatchHub(ctx, mgr.GetCache(), mgr.GetConfig()); err != nil {

@@ -31,8 +31,8 @@ type statusTarget struct {
 // StatusWriter is the one place fleetgate writes Gateway API status. Reconcilers hand it whole
 // translation results; it diffs them against what it published last, queues the objects whose desired
 // status changed (and the routes that no longer have any of our parents, to clear them), and patches
-// /status in the right member cluster, skipping objects already in the desired state. It runs only on
-// the leader.
+// /status in the right member cluster, skipping objects already in the desired state. It writes only on
+// the leader; on a follower it keeps the latest desired state, written as soon as it is elected.
 type StatusWriter struct {
 	log      logr.Logger
 	features []gwv1.SupportedFeature
@@ -49,9 +49,12 @@ type StatusWriter struct {
 	passes, count [2]uint64
 	// written is the resourceVersion each object got from the writer's last write to it.
 	written map[translate.ObjectRef]string
-	// notified are the notices already turned into Events (notices.go).
+	// notified are the notices already turned into Events (notices.go), by the leader: a follower
+	// records them without an Event.
 	notified map[translate.Notice]bool
-	queue    workqueue.TypedRateLimitingInterface[translate.ObjectRef]
+	// leader tells whether this replica leads; nil means it does.
+	leader func() bool
+	queue  workqueue.TypedRateLimitingInterface[translate.ObjectRef]
 	// countsDelay is how long the write of a Gateway or ListenerSet waits when only its listeners'
 	// attachedRoutes changed (attachedRoutesDelay; shorter in tests).
 	countsDelay time.Duration

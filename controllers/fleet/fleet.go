@@ -58,6 +58,9 @@ type Options struct {
 	// Ready is called when a member becomes usable (again); Lost when it stops being usable.
 	Ready func(Member)
 	Lost  func(name string)
+	// Leader tells whether this replica leads: every replica connects the members (they all serve
+	// proxies), only the leader writes MemberCluster status and Events. Nil means it leads.
+	Leader func() bool
 	// ProbeInterval and ProbeTimeout pace the health probe; FailureThreshold consecutive failures
 	// make a member unreachable. Zero values mean 2s, 1s and 2.
 	ProbeInterval    time.Duration
@@ -159,8 +162,11 @@ func (f *Fleet) memberLocked(m *member) Member {
 		Unserved: m.kinds.unserved()}
 }
 
-// NeedLeaderElection: members are connected only on the leader, which alone runs the pipeline.
-func (f *Fleet) NeedLeaderElection() bool { return true }
+// NeedLeaderElection: every replica translates, so every replica connects the members.
+func (f *Fleet) NeedLeaderElection() bool { return false }
+
+// leads tells whether this replica writes status and Events.
+func (f *Fleet) leads() bool { return f.o.Leader == nil || f.o.Leader() }
 
 // Start waits for ctx to end and then disconnects every member. Members run on contexts of their
 // own (cancelled on disconnect), not on a reconcile's.
@@ -208,7 +214,7 @@ func (f *Fleet) recheckHub(ctx context.Context, hub *kindWatcher) {
 
 // reportHub records which prerequisite CRDs the hub lacks, or that it lacks none any more.
 func (f *Fleet) reportHub(missing string) {
-	if f.o.Hub.Recorder == nil || f.o.Namespace == "" {
+	if f.o.Hub.Recorder == nil || f.o.Namespace == "" || !f.leads() {
 		return
 	}
 	ns := &corev1.Namespace{}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -62,7 +63,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, skipNameValidation bool)
 		return out
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("membercluster").
-		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: 4}).
+		// Every replica connects the members; patchStatus writes on the leader only.
+		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: 4, NeedLeaderElection: ptr.To(false)}).
 		For(&v1alpha1.MemberCluster{}).
 		Watches(&corev1.Secret{}, bySecret).
 		WatchesRawSource(source.Channel(r.Fleet.health, &handler.EnqueueRequestForObject{})).
@@ -172,7 +174,7 @@ func (r *Reconciler) kubeconfig(ctx context.Context, mc *v1alpha1.MemberCluster)
 // patchStatus writes mc's status when it differs from before's, and records an Event when Ready
 // changed status or reason.
 func (r *Reconciler) patchStatus(ctx context.Context, before, mc *v1alpha1.MemberCluster) error {
-	if equalStatus(before.Status, mc.Status) {
+	if equalStatus(before.Status, mc.Status) || !r.Fleet.leads() {
 		return nil
 	}
 	if err := r.Client.Status().Patch(ctx, mc, client.MergeFrom(before)); err != nil {

@@ -38,7 +38,7 @@ func runOperator(t *testing.T, c *testbed.Cluster, log logr.Logger, o controller
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  controllers.CacheOptions(),
+		Cache:                  controllers.CacheOptions("fleetgate-system"),
 		Logger:                 log,
 	})
 	must(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/dataplane/ir"
 	"github.com/fleetgate/fleetgate/providers"
 )
@@ -75,13 +76,10 @@ func (s *ackingConfigs) SetConfig(gateway string, cfg *ir.Config) uint64 {
 	return v
 }
 
-func (s *ackingConfigs) Acknowledged(gateway string, v uint64) (ok, rejected bool, reason string) {
+func (s *ackingConfigs) Proxies(gateway string) []controllers.ProxyState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.acked[gateway] >= v {
-		return true, false, ""
-	}
-	return false, false, fmt.Sprintf("waiting for the proxies to ACK version %d", v)
+	return []controllers.ProxyState{{Node: "proxy", Acked: s.acked[gateway]}}
 }
 
 func (s *ackingConfigs) RemoveGateway(gateway string) {
