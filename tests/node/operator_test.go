@@ -6,6 +6,7 @@ package node
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,7 +74,7 @@ func TestOperatorAsPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testbed.NodeForTest(t, c, testbed.NodeOptions{Images: []string{archive, echo}})
+	node := testbed.NodeForTest(t, c, testbed.NodeOptions{Images: []string{archive, echo}})
 	cl := c.Client
 
 	start := time.Now()
@@ -246,6 +248,261 @@ func TestOperatorAsPod(t *testing.T) {
 	if name, _, _ := strings.Cut(body, " "); !slices.Contains(backendNames, name) || !strings.HasSuffix(body, "/through-the-lb\n") {
 		t.Errorf("GET through the LoadBalancer Service: %q, want an answer of one of the backend pods %v", body, backendNames)
 	}
+
+	t.Run("LeaderKilledUnderLoad", func(t *testing.T) { leaderKilledUnderLoad(t, c, node, addr) })
+}
+
+// gatewayKey is the gateway of TestOperatorAsPod's Gateway default/gw.
+const gatewayKey = "hub/default/gw"
+
+// leaderKilledUnderLoad: every operator replica serves the proxies' configs. The leader's
+// container is SIGKILLed while requests flow through the proxies, one of which at least is
+// connected to it: that proxy reconnects to the other replica, both keep serving (0 failed
+// requests), and a route made right after the kill is served without waiting for a new leader.
+// Once one is elected, it writes the route's status, and the Gateway's next generation is
+// Programmed from the ACKs of proxies connected to either replica.
+func leaderKilledUnderLoad(t *testing.T, c *testbed.Cluster, node *testbed.Node, addr string) {
+	ctx := t.Context()
+	cl := c.Client
+	leader := leaderOnProxies(t, c)
+
+	var load loadCounter
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	done := load.run(loadCtx, "http://"+addr+"/load", 4)
+	defer func() { stopLoad(); <-done }()
+	time.Sleep(2 * time.Second) // steady state first
+
+	var pod corev1.Pod
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: leader}, &pod); err != nil {
+		t.Fatal(err)
+	}
+	restarts := pod.Status.ContainerStatuses[0].RestartCount
+	if err := node.KillContainer(ctx, pod.Status.ContainerStatuses[0].ContainerID); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	t.Logf("SIGKILLed the leader %s's container", leader)
+
+	// A new route, made right after the kill (the killed leader's Lease is still held for 15 s).
+	// It rewrites the path, so that its answers tell it from the route that serves every host.
+	route := &gwv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after-kill"},
+		Spec: gwv1.HTTPRouteSpec{
+			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}},
+			Hostnames:       []gwv1.Hostname{"after-kill.example"},
+			Rules: []gwv1.HTTPRouteRule{{
+				Filters: []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterURLRewrite, URLRewrite: &gwv1.HTTPURLRewriteFilter{
+					Path: &gwv1.HTTPPathModifier{Type: gwv1.FullPathHTTPPathModifier, ReplaceFullPath: ptr.To("/served-by-after-kill")}}}},
+				BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{
+					BackendObjectReference: gwv1.BackendObjectReference{Name: "web", Port: ptr.To[gwv1.PortNumber](80)}}}}}},
+		},
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := cl.Create(ctx, route); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Now()
+	var first time.Duration
+	var last string
+	for streak := 0; streak < 20; time.Sleep(50 * time.Millisecond) {
+		body, err := getHost("http://"+addr+"/after-kill", "after-kill.example")
+		if last = body; err != nil {
+			last = err.Error()
+		}
+		if err != nil || !strings.HasSuffix(body, " GET after-kill.example/served-by-after-kill\n") {
+			streak = 0
+		} else {
+			if first == 0 {
+				first = time.Since(created)
+			}
+			streak++
+		}
+		if time.Since(created) > 15*time.Second {
+			t.Fatalf("the route made after the kill is not served by every proxy 15 s later (first answer after %s); last answer %q", first, last)
+		}
+	}
+	t.Logf("route made %s after the kill: first answer after %s, 20 in a row after %s", created.Sub(killed).Round(time.Millisecond),
+		first.Round(time.Millisecond), time.Since(created).Round(time.Millisecond))
+	// Served by the follower itself: no leader was elected meanwhile (the killed one's Lease runs
+	// 15 s), so nothing waited for one.
+	if now := leaderName(t, c); now != leader {
+		t.Errorf("a new leader (%s) was elected before the route was served: the follower did not serve it", now)
+	}
+
+	// The killed container came back, and a leader writes status again.
+	testbed.Eventually(t, 2*time.Minute, func() error {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(&pod), &pod); err != nil {
+			return err
+		}
+		if st := pod.Status.ContainerStatuses[0]; st.RestartCount <= restarts || !st.Ready {
+			return fmt.Errorf("the killed operator container: restarts %d (was %d), ready %v", st.RestartCount, restarts, st.Ready)
+		}
+		return nil
+	})
+	testbed.Eventually(t, 2*time.Minute, func() error {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(route), route); err != nil {
+			return err
+		}
+		for _, p := range route.Status.Parents {
+			if apimeta.IsStatusConditionTrue(p.Conditions, string(gwv1.RouteConditionAccepted)) {
+				return nil
+			}
+		}
+		return fmt.Errorf("route after-kill not Accepted yet: %+v", route.Status.Parents)
+	})
+	t.Logf("route after-kill Accepted %s after the kill; leader now %s", time.Since(killed).Round(time.Millisecond), leaderName(t, c))
+
+	// A new generation of the Gateway is Programmed once the proxies ACK it, wherever connected.
+	var gw gwv1.Gateway
+	testbed.Eventually(t, 30*time.Second, func() error { // the leader writes its status meanwhile
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "gw"}, &gw); err != nil {
+			return err
+		}
+		gw.Spec.Listeners = append(gw.Spec.Listeners, gwv1.Listener{Name: "other", Port: 80, Protocol: gwv1.HTTPProtocolType, Hostname: ptr.To[gwv1.Hostname]("other.example")})
+		return cl.Update(ctx, &gw)
+	})
+	testbed.Eventually(t, time.Minute, func() error {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(&gw), &gw); err != nil {
+			return err
+		}
+		cond := apimeta.FindStatusCondition(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != gw.Generation {
+			return fmt.Errorf("Gateway generation %d not Programmed: %+v", gw.Generation, cond)
+		}
+		return nil
+	})
+	t.Logf("Gateway generation %d Programmed; proxies by replica: %v", gw.Generation, proxiesByReplica(t, c))
+
+	stopLoad()
+	<-done
+	total, failed, errs := load.result()
+	t.Logf("load through the proxies: %d requests, %d failed, over %s", total, failed, time.Since(killed).Round(time.Second))
+	if total == 0 || failed > 0 {
+		t.Errorf("%d of %d requests failed while the leader was killed; first errors: %v", failed, total, errs)
+	}
+}
+
+// leaderOnProxies returns the leader's pod name once at least one of the Gateway's proxies is
+// connected to it, as its delivery report says; while none is, it deletes a proxy pod, whose
+// replacement connects to one of the replicas through the xDS Service.
+func leaderOnProxies(t *testing.T, c *testbed.Cluster) string {
+	t.Helper()
+	ctx := t.Context()
+	for attempt := 0; ; attempt++ {
+		leader := leaderName(t, c)
+		var byReplica map[string][]string
+		var pods corev1.PodList
+		// Every Ready proxy pod, and only those, in the reports: they are current.
+		testbed.Eventually(t, 2*time.Minute, func() error {
+			if err := c.Client.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels(providers.OwnerSelector(gatewayKey))); err != nil {
+				return err
+			}
+			var ready []string
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].Ready {
+					ready = append(ready, p.Name)
+				}
+			}
+			byReplica = proxiesByReplica(t, c)
+			var listed []string
+			for _, nodes := range byReplica {
+				listed = append(listed, nodes...)
+			}
+			slices.Sort(ready)
+			slices.Sort(listed)
+			if len(ready) < 2 || !slices.Equal(ready, listed) {
+				return fmt.Errorf("Ready proxy pods %v, in the replicas' reports %v", ready, byReplica)
+			}
+			return nil
+		})
+		if mine := byReplica[leader]; len(mine) > 0 {
+			t.Logf("leader %s serves proxies %v (all: %v)", leader, mine, byReplica)
+			return leader
+		}
+		if attempt == 8 {
+			t.Fatalf("no proxy of %s connected to the leader %s after %d proxy restarts", gatewayKey, leader, attempt)
+		}
+		if err := c.Client.Delete(ctx, &pods.Items[0], client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// leaderName is the pod holding the leader-election Lease.
+func leaderName(t *testing.T, c *testbed.Cluster) string {
+	t.Helper()
+	var lease coordinationv1.Lease
+	if err := c.Client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: "fleetgate.dev"}, &lease); err != nil {
+		t.Fatal(err)
+	}
+	holder, _, _ := strings.Cut(ptr.Deref(lease.Spec.HolderIdentity, ""), "_")
+	return holder
+}
+
+// proxiesByReplica reads the operator replicas' delivery reports: the proxies of gatewayKey
+// connected to each replica.
+func proxiesByReplica(t *testing.T, c *testbed.Cluster) map[string][]string {
+	t.Helper()
+	var leases coordinationv1.LeaseList
+	if err := c.Client.List(t.Context(), &leases, client.InNamespace(namespace), client.HasLabels{"fleetgate.dev/delivery-report"}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, l := range leases.Items {
+		var report struct {
+			Gateways map[string]struct {
+				Proxies []struct {
+					Node string `json:"node"`
+				} `json:"proxies"`
+			} `json:"gateways"`
+		}
+		if err := json.Unmarshal([]byte(l.Annotations["fleetgate.dev/delivery"]), &report); err != nil {
+			t.Fatalf("Lease %s: %v", l.Name, err)
+		}
+		replica := ptr.Deref(l.Spec.HolderIdentity, "")
+		for _, p := range report.Gateways[gatewayKey].Proxies {
+			out[replica] = append(out[replica], p.Node)
+		}
+	}
+	return out
+}
+
+// loadCounter sends requests without keep-alive (each one a new connection, spread over the
+// proxy pods by kube-proxy) and counts them.
+type loadCounter struct {
+	mu            sync.Mutex
+	total, failed int
+	errs          []string
+}
+
+func (l *loadCounter) run(ctx context.Context, url string, workers int) <-chan struct{} {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				_, err := get(url)
+				l.mu.Lock()
+				l.total++
+				if err != nil && ctx.Err() == nil {
+					l.failed++
+					if len(l.errs) < 5 {
+						l.errs = append(l.errs, time.Now().Format("15:04:05.000")+" "+err.Error())
+					}
+				}
+				l.mu.Unlock()
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+	return done
+}
+
+func (l *loadCounter) result() (total, failed int, errs []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total, l.failed, l.errs
 }
 
 // install creates the namespace and what OLM would create from the bundle in it. The operator's
@@ -319,9 +576,17 @@ func operatorLogs(t *testing.T, c *testbed.Cluster) {
 	}
 }
 
-func get(url string) (string, error) {
+func get(url string) (string, error) { return getHost(url, "") }
+
+// getHost GETs url on a new connection, with host as the Host header when set.
+func getHost(url, host string) (string, error) {
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Host = host
+	resp, err := c.Do(req)
 	if err != nil {
 		return "", err
 	}

@@ -453,6 +453,18 @@ func (n *Node) Stop() error {
 	return err
 }
 
+// KillContainer sends SIGKILL to a container's process, as the kernel's OOM killer or a crash
+// would: the kubelet sees it exit and restarts it. id is a pod status containerID
+// (containerd://<id>) or the bare ID.
+func (n *Node) KillContainer(ctx context.Context, id string) error {
+	id = strings.TrimPrefix(id, "containerd://")
+	sock := filepath.Join(n.root, "containerd", "containerd.sock")
+	if out, err := exec.CommandContext(ctx, "ctr", "--address", sock, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id).CombinedOutput(); err != nil {
+		return fmt.Errorf("killing container %s: %w: %s", id, err, out)
+	}
+	return nil
+}
+
 // RSS returns the resident memory of the node's processes by name (containerd-shim, pause and
 // the containers' programs summed), in bytes.
 func (n *Node) RSS() map[string]int64 {
