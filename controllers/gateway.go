@@ -57,6 +57,9 @@ type GatewayReconciler struct {
 	Metrics    *Metrics
 	// DNS publishes the gateways' hostnames as DNSEndpoints; nil publishes none.
 	DNS *dnsPublisher
+	// Awaiting, when set, names the member clusters not settled yet (fleet.Fleet.Settled): the
+	// first translation waits for them, up to memberWait.
+	Awaiting func(ctx context.Context) ([]string, error)
 
 	// kinds is the table of input kinds, set by SetupWithManager.
 	kinds []kind
@@ -70,7 +73,14 @@ type GatewayReconciler struct {
 	// served is what each Ingress and LoadBalancer Service was last given while its gateway was
 	// programmed (keepServed); only the one worker touches it.
 	served map[translate.ObjectRef]servedStatus
+	// settled is set once the members were awaited (Awaiting); waitingSince is when that began.
+	settled      bool
+	waitingSince time.Time
 }
+
+// memberWait bounds how long the first translation waits for the member clusters to connect: one
+// that cannot be reached is not waited for past it (its objects join when it connects).
+const memberWait = 30 * time.Second
 
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -127,6 +137,9 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		r.Status.Notify(ctx, res.Notices)
 		return reconcile.Result{}, nil
 	}
+	if wait, err := r.awaitMembers(ctx); wait > 0 || err != nil {
+		return reconcile.Result{RequeueAfter: wait}, err
+	}
 	start := time.Now()
 	snap, err := buildSnapshot(ctx, r.kinds, r.Clusters())
 	if err != nil {
@@ -165,6 +178,34 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, fmt.Errorf("applying: %w", applyErr)
 	}
 	return reconcile.Result{}, nil
+}
+
+// awaitMembers holds the first translation until every MemberCluster is connected or known not
+// to answer: a replica that translated without a member about to connect would take its routes and
+// backends away from the proxies it serves (a replica starting in a rolling upgrade, say). It
+// returns how long to wait before looking again; 0 once settled.
+func (r *GatewayReconciler) awaitMembers(ctx context.Context) (time.Duration, error) {
+	if r.settled || r.Awaiting == nil {
+		return 0, nil
+	}
+	waiting, err := r.Awaiting(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("looking for member clusters still connecting: %w", err)
+	}
+	if r.waitingSince.IsZero() {
+		r.waitingSince = time.Now()
+	}
+	switch {
+	case len(waiting) == 0:
+	case time.Since(r.waitingSince) < memberWait:
+		log.FromContext(ctx).V(1).Info("waiting for member clusters before the first translation", "members", waiting)
+		return 250 * time.Millisecond, nil
+	default:
+		log.FromContext(ctx).Info("translating without member clusters that did not connect in time; they join when they do",
+			"members", waiting, "waited", memberWait)
+	}
+	r.settled = true
+	return 0, nil
 }
 
 // setProgrammed merges apply's verdict per gateway into res: Programmed conditions, the

@@ -98,13 +98,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	sources := func() []ClusterReader { return hub }
 	watchKinds, watchHub := true, true
 	events := []<-chan event.GenericEvent{o.Events.Channel()}
+	var awaiting func(context.Context) ([]string, error)
 	if o.Fleet != nil {
 		memberEvents := NewTrigger()
 		events = append(events, memberEvents.Channel())
-		fl, err := setupFleet(ctx, mgr, o, writer, memberEvents, legacy)
+		fl, aw, err := setupFleet(ctx, mgr, o, writer, memberEvents, legacy)
 		if err != nil {
 			return err
 		}
+		awaiting = aw
 		// The hub's kinds reach the pipeline through the fleet (fleet.WatchHub), which reads those
 		// whose CRDs are absent as empty: only its proxy Deployments are watched here.
 		sources, watchKinds, watchHub = fl, false, o.Fleet.HubIsMember
@@ -140,6 +142,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Status:     writer,
 		Metrics:    m,
 		DNS:        dns,
+		Awaiting:   awaiting,
 	}).SetupWithManager(mgr, events, o.Delivery.Channel(), watchKinds, watchHub, legacy, o.SkipNameValidation); err != nil {
 		return fmt.Errorf("setting up the Gateway API controller: %w", err)
 	}
@@ -168,8 +171,9 @@ func servesLegacyReferencePolicy(mgr ctrl.Manager) bool {
 }
 
 // setupFleet wires the member clusters: their informers fire events, each usable member gets a
-// status target, and the returned function lists the pipeline's sources.
-func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigger, legacy bool) (func() []ClusterReader, error) {
+// status target, and the returned functions list the pipeline's sources and the MemberClusters
+// not settled yet (Fleet.Settled).
+func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigger, legacy bool) (func() []ClusterReader, func(context.Context) ([]string, error), error) {
 	table := kinds()
 	var hub *fleet.Member
 	if o.Fleet.HubIsMember {
@@ -194,7 +198,7 @@ func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *Status
 	})
 	if hub != nil {
 		if err := fl.WatchHub(ctx, mgr.GetCache(), mgr.GetConfig()); err != nil {
-			return nil, fmt.Errorf("watching the hub's kinds: %w", err)
+			return nil, nil, fmt.Errorf("watching the hub's kinds: %w", err)
 		}
 	}
 	if o.MemberClients != nil {
@@ -212,12 +216,25 @@ func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *Status
 		Recorder:   mgr.GetEventRecorder("fleetgate"),
 		HubVersion: version,
 	}).SetupWithManager(mgr, o.SkipNameValidation); err != nil {
-		return nil, fmt.Errorf("setting up the MemberCluster controller: %w", err)
+		return nil, nil, fmt.Errorf("setting up the MemberCluster controller: %w", err)
 	}
 	if o.Fleet.MCSController {
 		if err := (&fleet.MCS{Fleet: fl}).SetupWithManager(mgr, o.SkipNameValidation); err != nil {
-			return nil, fmt.Errorf("setting up the MCS controller: %w", err)
+			return nil, nil, fmt.Errorf("setting up the MCS controller: %w", err)
 		}
+	}
+	awaiting := func(ctx context.Context) ([]string, error) {
+		var list v1alpha1.MemberClusterList
+		if err := mgr.GetClient().List(ctx, &list); err != nil {
+			return nil, fmt.Errorf("listing MemberClusters: %w", err)
+		}
+		var names []string
+		for _, mc := range list.Items {
+			if mc.DeletionTimestamp.IsZero() && (mc.Name != v1alpha1.HubCluster || !o.Fleet.HubIsMember) {
+				names = append(names, mc.Name)
+			}
+		}
+		return fl.Settled(names), nil
 	}
 	return func() []ClusterReader {
 		members := fl.Members()
@@ -227,5 +244,5 @@ func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *Status
 				LegacyReferencePolicy: legacy && m.Name == v1alpha1.HubCluster})
 		}
 		return out
-	}, nil
+	}, awaiting, nil
 }

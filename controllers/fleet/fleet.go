@@ -87,6 +87,8 @@ type Fleet struct {
 	// hubKinds tracks the kinds the hub serves, when it is a member (WatchHub).
 	hubKinds *kindWatcher
 	stopped  bool
+	// observed are the MemberClusters the reconciler has looked at since the start, connected or not.
+	observed map[string]bool
 }
 
 // member is one connected member cluster and what its probe last saw.
@@ -128,7 +130,8 @@ func New(o Options) *Fleet {
 	if o.Changed == nil {
 		o.Changed = func(string) {}
 	}
-	return &Fleet{o: o, health: make(chan event.GenericEvent, 64), mcs: make(chan event.GenericEvent, 1), members: map[string]*member{}, hubWeight: v1alpha1.DefaultClusterWeight}
+	return &Fleet{o: o, health: make(chan event.GenericEvent, 64), mcs: make(chan event.GenericEvent, 1), members: map[string]*member{}, hubWeight: v1alpha1.DefaultClusterWeight,
+		observed: map[string]bool{}}
 }
 
 // Members returns the usable members sorted by name, the hub first when it is one.
@@ -234,6 +237,33 @@ func (f *Fleet) changed(cluster string) {
 	case f.mcs <- event.GenericEvent{Object: &v1alpha1.MemberCluster{}}:
 	default: // a pass is already due
 	}
+}
+
+// Settled tells whether every one of the named MemberClusters has been looked at since the start
+// and is either usable or known not to be (its connection failed, it does not answer): until then,
+// a translation would leave out a member that is about to be read, and a replica serving it would
+// take that member's routes and backends away from its proxies. It returns those still awaited.
+func (f *Fleet) Settled(names []string) []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var waiting []string
+	for _, n := range names {
+		m := f.members[n]
+		switch {
+		case !f.observed[n]:
+		case m == nil, m.synced, !m.healthy:
+			continue
+		}
+		waiting = append(waiting, n)
+	}
+	return waiting
+}
+
+// markObserved records that the reconciler looked at a MemberCluster.
+func (f *Fleet) markObserved(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.observed[name] = true
 }
 
 // allUsable tells whether every connected member is usable.

@@ -99,6 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ re
 		o = r.observeHub(&mc)
 	} else {
 		o = r.observe(ctx, &mc)
+		f.markObserved(mc.Name)
 	}
 	setReadyCondition(&mc, o)
 	setPrerequisitesCondition(&mc, o)
