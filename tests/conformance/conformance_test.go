@@ -1,7 +1,9 @@
 package conformance
 
 import (
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -135,6 +137,18 @@ func TestConformance(t *testing.T) {
 		opts.RunTest = test
 	}
 	upstream.RunConformanceWithOptions(t, opts)
+	if env.Node != nil {
+		// The base manifests' pods are still up (CleanupBaseResources is false).
+		rss := env.Node.RSS()
+		var total int64
+		var parts []string
+		for _, role := range slices.Sorted(maps.Keys(rss)) {
+			b := rss[role]
+			total += b
+			parts = append(parts, fmt.Sprintf("%s %d", role, b>>20))
+		}
+		t.Logf("node resident memory after the run: %d MiB (%s MiB)", total>>20, strings.Join(parts, ", "))
+	}
 	t.Logf("conformance run took %s", time.Since(started).Round(time.Second))
 }
 

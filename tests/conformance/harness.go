@@ -44,7 +44,9 @@ const (
 type Env struct {
 	Cluster  *testbed.Cluster
 	Operator *testbed.Operator
-	Dir      string
+	// Node is the real node the pods run on (Options.Node); nil with the stand-in.
+	Node *testbed.Node
+	Dir  string
 
 	stops []func() error
 }
@@ -144,6 +146,7 @@ func (e *Env) startNode(ctx context.Context, bins string) error {
 	if err != nil {
 		return err
 	}
+	e.Node = n
 	e.stops = append(e.stops, n.Stop)
 	return nil
 }
