@@ -192,6 +192,11 @@ conformance: testbed ## Run the upstream Gateway API conformance suite (all gate
 	FLEETGATE_CONFORMANCE=full KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout 40m -v -run TestConformance ./tests/conformance/ \
 	  | tee $(CURDIR)/tests/conformance/reports/last-run.log | grep -E '^(=== RUN|\s*--- (PASS|FAIL)|FAIL|ok)'
 
+.PHONY: conformance-node
+conformance-node: testbed testbed-node ## The same suite with its backends as real pods on a real node (root); report ...-node.yaml in tests/conformance/reports/.
+	FLEETGATE_CONFORMANCE=full FLEETGATE_CONFORMANCE_NODE=1 KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout 60m -v -run TestConformance ./tests/conformance/ \
+	  | tee $(CURDIR)/tests/conformance/reports/last-run-node.log | grep -E '^(=== RUN|\s*--- (PASS|FAIL)|FAIL|ok)'
+
 .PHONY: bench-serve
 bench-serve: testbed ## Time from applying a route to its first 200 through the local-mode proxy (p50/p99).
 	KUBEBUILDER_ASSETS=$(BIN) go test -run xxx -bench TimeToServe -benchtime 1x ./tests/integration/

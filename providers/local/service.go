@@ -116,10 +116,14 @@ func ensureService(ctx context.Context, c client.Client, want *corev1.Service, a
 	}
 	var ingress []corev1.LoadBalancerIngress
 	if addr.IsValid() {
-		ingress = []corev1.LoadBalancerIngress{{IP: addr.String()}}
+		// ipMode Proxy: the address is the proxy process's, not a VIP for kube-proxy. With VIP (the
+		// default) a node's kube-proxy takes the address over and, this Service having no
+		// endpoints, rejects every connection to it before it reaches the proxy.
+		ingress = []corev1.LoadBalancerIngress{{IP: addr.String(), IPMode: ptr.To(corev1.LoadBalancerIPModeProxy)}}
 	}
-	// The API server fills in ipMode; only the addresses are compared.
-	if slices.EqualFunc(got.Status.LoadBalancer.Ingress, ingress, func(a, b corev1.LoadBalancerIngress) bool { return a.IP == b.IP }) {
+	if slices.EqualFunc(got.Status.LoadBalancer.Ingress, ingress, func(a, b corev1.LoadBalancerIngress) bool {
+		return a.IP == b.IP && ptr.Deref(a.IPMode, "") == ptr.Deref(b.IPMode, "")
+	}) {
 		return nil
 	}
 	orig := got.DeepCopy()

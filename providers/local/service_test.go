@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -66,8 +67,8 @@ func TestGatewayService(t *testing.T) {
 	if svc.Spec.Selector != nil || svc.Spec.LoadBalancerClass == nil || *svc.Spec.LoadBalancerClass != v1alpha1.LoadBalancerClassLocal {
 		t.Errorf("spec = %+v, want no selector and class %s", svc.Spec, v1alpha1.LoadBalancerClassLocal)
 	}
-	if ing := svc.Status.LoadBalancer.Ingress; len(ing) != 1 || ing[0].IP != st.Addresses[0].Value {
-		t.Errorf("status ingress = %+v, want the proxy address %s", ing, st.Addresses[0].Value)
+	if ing := svc.Status.LoadBalancer.Ingress; len(ing) != 1 || ing[0].IP != st.Addresses[0].Value || ptr.Deref(ing[0].IPMode, "") != corev1.LoadBalancerIPModeProxy {
+		t.Errorf("status ingress = %+v, want the proxy address %s with ipMode Proxy (kube-proxy must leave it alone)", ing, st.Addresses[0].Value)
 	}
 
 	writes.Store(0)

@@ -1,7 +1,9 @@
 package conformance
 
 import (
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -33,6 +35,10 @@ import (
 // Without it the test runs the core tests of GATEWAY-HTTP only, so `make test` stays quick.
 const fullEnv = "FLEETGATE_CONFORMANCE"
 
+// nodeEnv runs the suite's pods on a real node instead of the stand-in; `make conformance-node`
+// sets it. Its full run writes the report with a -node suffix.
+const nodeEnv = "FLEETGATE_CONFORMANCE_NODE"
+
 func TestMain(m *testing.M) {
 	testbed.QuietGlobalLogger()
 	os.Exit(m.Run())
@@ -46,6 +52,13 @@ func TestConformance(t *testing.T) {
 		t.Skip("the conformance node needs root for network namespaces")
 	}
 	full := os.Getenv(fullEnv) != ""
+	onNode := os.Getenv(nodeEnv) != ""
+	if onNode {
+		// Asked for by name: a machine without a node fails rather than skips.
+		if err := testbed.NodeSupported(); err != nil {
+			t.Fatalf("%s is set but no node runs here: %v", nodeEnv, err)
+		}
+	}
 	ctx := t.Context()
 	started := time.Now()
 	// Kept when the test fails: it holds the operator, proxy and controller-manager logs.
@@ -54,7 +67,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("environment files in %s", dir)
-	env, err := Start(ctx, dir, t.Logf)
+	env, err := Start(ctx, dir, Options{Node: onNode}, t.Logf)
 	t.Cleanup(func() {
 		if err := env.Stop(); err != nil {
 			t.Errorf("stopping the environment: %v", err)
@@ -92,6 +105,9 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		opts.ReportOutputPath = filepath.Join(dir, "fleetgate-gateway-conformance-report.yaml")
+		if onNode {
+			opts.ReportOutputPath = filepath.Join(dir, "fleetgate-gateway-conformance-report-node.yaml")
+		}
 		if mode == "probe" {
 			opts.ReportOutputPath = filepath.Join(dir, "probe.yaml")
 		}
@@ -121,6 +137,18 @@ func TestConformance(t *testing.T) {
 		opts.RunTest = test
 	}
 	upstream.RunConformanceWithOptions(t, opts)
+	if env.Node != nil {
+		// The base manifests' pods are still up (CleanupBaseResources is false).
+		rss := env.Node.RSS()
+		var total int64
+		var parts []string
+		for _, role := range slices.Sorted(maps.Keys(rss)) {
+			b := rss[role]
+			total += b
+			parts = append(parts, fmt.Sprintf("%s %d", role, b>>20))
+		}
+		t.Logf("node resident memory after the run: %d MiB (%s MiB)", total>>20, strings.Join(parts, ", "))
+	}
 	t.Logf("conformance run took %s", time.Since(started).Round(time.Second))
 }
 

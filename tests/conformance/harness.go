@@ -1,16 +1,21 @@
 // Package conformance runs the upstream Gateway API conformance suite against fleetgate on one
 // machine: a real kube-apiserver and kube-controller-manager (Deployments, ReplicaSets,
-// EndpointSlices, namespaces, garbage collection), a test-only node that runs pods as local
-// echo-basic processes in their own network namespaces, and the operator in local mode.
+// EndpointSlices, namespaces, garbage collection), the operator in local mode, and the suite's
+// pods either on a test-only node that runs them as local echo-basic processes in their own
+// network namespaces (quick), or on a real node of the test bed (kubelet, containerd, kube-proxy)
+// from images built here (Options.Node).
 package conformance
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	upstream "sigs.k8s.io/gateway-api/conformance"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/tests/conformance/node"
@@ -38,15 +44,25 @@ const (
 type Env struct {
 	Cluster  *testbed.Cluster
 	Operator *testbed.Operator
-	Dir      string
+	// Node is the real node the pods run on (Options.Node); nil with the stand-in.
+	Node *testbed.Node
+	Dir  string
 
 	stops []func() error
 }
 
+// Options choose where the suite's pods run.
+type Options struct {
+	// Node runs them on a real node of the test bed (kubelet, containerd, kube-proxy; see
+	// testbed.StartNode) from images built here from echo-basic's and dnsserver's source. Without
+	// it the stand-in of package node runs them as local processes, which is quicker.
+	Node bool
+}
+
 // Start brings the environment up; Stop tears it down, also after a failed Start.
-func Start(ctx context.Context, dir string, logf func(string, ...any)) (*Env, error) {
+func Start(ctx context.Context, dir string, o Options, logf func(string, ...any)) (*Env, error) {
 	e := &Env{Dir: dir}
-	c, err := testbed.Start(ctx, "conformance")
+	c, err := testbed.StartWith(ctx, "conformance", testbed.Options{Node: o.Node})
 	if err != nil {
 		return e, err
 	}
@@ -58,32 +74,16 @@ func Start(ctx context.Context, dir string, logf func(string, ...any)) (*Env, er
 	if err != nil {
 		return e, err
 	}
-	echo, dns, err := buildPodBinaries(bins)
+	if o.Node {
+		err = e.startNode(ctx, bins)
+	} else {
+		err = e.startStandIn(ctx, bins, logf)
+	}
 	if err != nil {
 		return e, err
 	}
-	if err := e.startControllerManager(filepath.Join(dir, "kcm.log")); err != nil {
-		return e, err
-	}
-	remove, err := testbed.AddBackendIP(nodeIP)
-	if err != nil {
-		return e, err
-	}
-	e.stops = append(e.stops, remove)
-	cs, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return e, fmt.Errorf("clientset: %w", err)
-	}
-	n := node.New(cs, node.Options{Name: "conformance-node", IP: nodeIP, PodNet: podNet,
-		EchoBinary: echo, DNSBinary: dns, Dir: filepath.Join(dir, "pods"), Logf: logf})
-	nctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	nodeDone := make(chan error, 1)
-	go func() { nodeDone <- n.Run(nctx) }()
-	e.stops = append(e.stops, func() error {
-		cancel()
-		return <-nodeDone
-	})
 
+	// Local mode on both: see README.md for why the node run does not run proxies as pods.
 	op, err := testbed.StartOperator(operator, c, filepath.Join(dir, "operator"))
 	if err != nil {
 		return e, err
@@ -91,6 +91,114 @@ func Start(ctx context.Context, dir string, logf func(string, ...any)) (*Env, er
 	e.Operator = op
 	e.stops = append(e.stops, op.Stop)
 	return e, e.createClass(ctx)
+}
+
+// startStandIn runs the suite's pods on the stand-in node, with the real kube-controller-manager.
+func (e *Env) startStandIn(ctx context.Context, bins string, logf func(string, ...any)) error {
+	echo, dns, err := buildPodBinaries(bins)
+	if err != nil {
+		return err
+	}
+	if err := e.startControllerManager(filepath.Join(e.Dir, "kcm.log")); err != nil {
+		return err
+	}
+	remove, err := testbed.AddBackendIP(nodeIP)
+	if err != nil {
+		return err
+	}
+	e.stops = append(e.stops, remove)
+	cs, err := kubernetes.NewForConfig(e.Cluster.Config)
+	if err != nil {
+		return fmt.Errorf("clientset: %w", err)
+	}
+	n := node.New(cs, node.Options{Name: "conformance-node", IP: nodeIP, PodNet: podNet,
+		EchoBinary: echo, DNSBinary: dns, Dir: filepath.Join(e.Dir, "pods"), Logf: logf})
+	nctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	nodeDone := make(chan error, 1)
+	go func() { nodeDone <- n.Run(nctx) }()
+	e.stops = append(e.stops, func() error {
+		cancel()
+		return <-nodeDone
+	})
+	return nil
+}
+
+// startNode runs the suite's pods on a real node. echo-basic and dnsserver become images tagged
+// with the references the suite's manifests name, so its pods run unchanged (imagePullPolicy
+// IfNotPresent finds them in the node's containerd; nothing is pulled).
+func (e *Env) startNode(ctx context.Context, bins string) error {
+	refs, err := suiteImages(upstream.Manifests)
+	if err != nil {
+		return err
+	}
+	var archives []string
+	for _, pkg := range []string{echoPackage, dnsPackage} {
+		if len(refs[pkg]) == 0 {
+			continue
+		}
+		archive, err := testbed.BuildPackageImage(ctx, bins, pkg, refs[pkg]...)
+		if err != nil {
+			return err
+		}
+		archives = append(archives, archive)
+	}
+	n, err := testbed.StartNode(ctx, e.Cluster, testbed.NodeOptions{Images: archives})
+	if err != nil {
+		return err
+	}
+	e.Node = n
+	e.stops = append(e.stops, n.Stop)
+	return nil
+}
+
+// suiteImages maps each package that builds a pod image to the image references the manifests
+// of the gateway profiles (base/ and tests/; the mesh profiles do not run here) name for it. An
+// image nothing here builds is an error: its pods could never start.
+func suiteImages(manifests fs.FS) (map[string][]string, error) {
+	byPkg := map[string][]string{}
+	for _, dir := range []string{"base", "tests"} {
+		err := fs.WalkDir(manifests, dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+				return err
+			}
+			b, err := fs.ReadFile(manifests, path)
+			if err != nil {
+				return err
+			}
+			for _, m := range imageLine.FindAllSubmatch(b, -1) {
+				ref := string(m[1])
+				pkg, err := imagePackage(ref)
+				if err != nil {
+					return fmt.Errorf("%s: %w", path, err)
+				}
+				if !slices.Contains(byPkg[pkg], ref) {
+					byPkg[pkg] = append(byPkg[pkg], ref)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("images of the suite's manifests: %w", err)
+		}
+	}
+	for _, refs := range byPkg {
+		slices.Sort(refs)
+	}
+	return byPkg, nil
+}
+
+var imageLine = regexp.MustCompile(`(?m)^[\s-]*image:\s*["']?([^\s"']+)`)
+
+// imagePackage is the package whose binary stands for image ref: the stand-in node decides the
+// same way (node.runnable).
+func imagePackage(ref string) (string, error) {
+	switch {
+	case strings.Contains(ref, "/echo-basic:"):
+		return echoPackage, nil
+	case strings.Contains(ref, "/coredns:"):
+		return dnsPackage, nil
+	}
+	return "", fmt.Errorf("image %s: no package here builds it", ref)
 }
 
 // Stop stops everything Start started, in reverse order.
@@ -102,12 +210,16 @@ func (e *Env) Stop() error {
 	return errors.Join(errs...)
 }
 
+// The packages the suite's pods run: the conformance module's echo server, and a stand-in for
+// coredns (the suite only needs its whoami answers).
+const (
+	echoPackage = "sigs.k8s.io/gateway-api/conformance/echo-basic"
+	dnsPackage  = "github.com/fleetgate/fleetgate/tests/conformance/dnsserver"
+)
+
 func buildPodBinaries(dir string) (echo, dns string, err error) {
 	echo, dns = filepath.Join(dir, "echo-basic"), filepath.Join(dir, "dnsserver")
-	for pkg, out := range map[string]string{
-		"sigs.k8s.io/gateway-api/conformance/echo-basic":             echo,
-		"github.com/fleetgate/fleetgate/tests/conformance/dnsserver": dns,
-	} {
+	for pkg, out := range map[string]string{echoPackage: echo, dnsPackage: dns} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir = testbed.RepoRoot()
 		if b, err := cmd.CombinedOutput(); err != nil {

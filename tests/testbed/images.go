@@ -37,10 +37,24 @@ func BuildImage(ctx context.Context, dir, ref string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("no package builds image %s", ref)
 	}
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		return "", fmt.Errorf("image reference %s: %w", ref, err)
+	return BuildPackageImage(ctx, dir, pkg, ref)
+}
+
+// BuildPackageImage builds the Go package pkg (a path in this module or one it requires) into an
+// image as BuildImage does, tagged with every one of refs: pods naming any of them run it.
+func BuildPackageImage(ctx context.Context, dir, pkg string, refs ...string) (string, error) {
+	if len(refs) == 0 {
+		return "", fmt.Errorf("image of %s: no reference to tag it with", pkg)
 	}
+	var tags []name.Tag
+	for _, ref := range refs {
+		tag, err := name.NewTag(ref)
+		if err != nil {
+			return "", fmt.Errorf("image reference %s: %w", ref, err)
+		}
+		tags = append(tags, tag)
+	}
+	ref := refs[0]
 	bin := filepath.Join(dir, filepath.Base(pkg))
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, pkg)
 	cmd.Dir = RepoRoot()
@@ -81,8 +95,12 @@ func BuildImage(ctx context.Context, dir, ref string) (string, error) {
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return "", fmt.Errorf("config of %s: %w", ref, err)
 	}
+	tagged := map[name.Tag]v1.Image{}
+	for _, tag := range tags {
+		tagged[tag] = img
+	}
 	out := filepath.Join(dir, filepath.Base(pkg)+".tar")
-	if err := tarball.WriteToFile(out, tag, img); err != nil {
+	if err := tarball.MultiWriteToFile(out, tagged); err != nil {
 		return "", fmt.Errorf("writing %s: %w", out, err)
 	}
 	return out, nil
