@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,13 +96,23 @@ type deliveryReport struct {
 
 // setupReplicas has this replica publish its delivery report and merge the others' into
 // Programmed; changed is told when they change what the leader merges.
-func (d *Dataplane) setupReplicas(ctx context.Context, mgr ctrl.Manager, o ReplicaOptions, changed func(), log logr.Logger) error {
+func (d *Dataplane) setupReplicas(ctx context.Context, mgr ctrl.Manager, reg prometheus.Registerer, o ReplicaOptions, changed func(), log logr.Logger) error {
 	if o.Period == 0 {
 		o.Period = 5 * time.Second
 	}
 	d.peers = newPeerReports(o.Name, 3*o.Period)
 	d.reports = &reportWriter{client: mgr.GetClient(), live: mgr.GetAPIReader(), o: o, report: d.report, peers: d.peers,
-		expired: changed, wake: make(chan struct{}, 1), log: log}
+		expired: changed, wake: make(chan struct{}, 1), log: log,
+		size: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_delivery_report_bytes",
+			Help: "Size of this replica's delivery report (what its proxies acknowledged), as last computed."})}
+	peers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetgate_delivery_reports_merged",
+		Help: "Other operator replicas' live delivery reports that this replica merges into Programmed."},
+		func() float64 { return float64(d.peers.live()) })
+	for _, c := range []prometheus.Collector{d.reports.size, peers} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("registering the delivery report metrics: %w", err)
+		}
+	}
 	if err := mgr.Add(d.reports); err != nil {
 		return fmt.Errorf("adding the delivery report writer: %w", err)
 	}
@@ -267,7 +278,12 @@ type reportWriter struct {
 	expired func()
 	wake    chan struct{}
 	log     logr.Logger
+	size    prometheus.Gauge
 }
+
+// maxReportBytes keeps a report within what a Lease's annotations may hold (256 KiB in all): about
+// 4,000 proxy streams on one replica.
+const maxReportBytes = 240 << 10
 
 // NeedLeaderElection: every replica serves proxies, so every replica reports.
 func (w *reportWriter) NeedLeaderElection() bool { return false }
@@ -299,7 +315,17 @@ func (w *reportWriter) Start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("encoding the delivery report: %w", err)
 		}
-		if string(b) != written || time.Since(at) >= w.o.Period {
+		w.size.Set(float64(len(b)))
+		switch {
+		case len(b) > maxReportBytes:
+			// Not renewed, the last report expires and the leader stops counting this replica's
+			// proxies: their gateways wait rather than being called programmed on stale ACKs.
+			if string(b) != written {
+				w.log.Error(nil, "the delivery report is too large for a Lease; the leader will not count this replica's proxies",
+					"bytes", len(b), "limit", maxReportBytes)
+				written = string(b)
+			}
+		case string(b) != written || time.Since(at) >= w.o.Period:
 			if lease, err = w.write(ctx, lease, string(b)); err != nil {
 				w.log.Error(err, "publishing the delivery report; retrying")
 				lease = nil // read it again

@@ -118,7 +118,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if o.Replica != nil {
 			t := cmp.Or(o.Delivery, o.Events)
 			changed := func() { t.Fire("") }
-			if err := d.setupReplicas(ctx, mgr, *o.Replica, changed, mgr.GetLogger().WithName("replicas")); err != nil {
+			if err := d.setupReplicas(ctx, mgr, o.Registry, *o.Replica, changed, mgr.GetLogger().WithName("replicas")); err != nil {
 				return err
 			}
 		}
