@@ -211,11 +211,13 @@ func (d *Dataplane) programmed(dl delivery, gateway string) translate.Programmed
 		return p
 	}
 	local := d.Configs.Proxies(gateway)
+	proxies := make([]reportedProxy, 0, len(local))
 	skip := make(map[string]bool, len(local))
 	for _, p := range local {
+		proxies = append(proxies, standing(p, dl))
 		skip[p.Node] = true
 	}
-	return programmed(o.Status, dl, append(local, d.peers.proxies(gateway, dl, skip)...))
+	return programmed(o.Status, dl, append(proxies, d.peers.proxies(gateway, dl, skip)...))
 }
 
 // CloudAccounts reports, per GatewayClass, what the latest provider call of each of its Gateways'
@@ -248,9 +250,9 @@ func (d *Dataplane) CloudAccounts() map[string]translate.CloudAccount {
 	return out
 }
 
-// programmed is ready once the provider is and the proxies (connected to any replica) ACKed the
-// version that carries the Gateway's generation; a refusal of the latest version shows even then.
-func programmed(st providers.Status, dl delivery, proxies []ProxyState) translate.Programmed {
+// programmed is ready once the provider is and the proxies (connected to any replica) serve the
+// config that carries the Gateway's generation; a refusal of the latest config shows even then.
+func programmed(st providers.Status, dl delivery, proxies []reportedProxy) translate.Programmed {
 	p := translate.Programmed{Addresses: statusAddresses(st.Addresses)}
 	if !st.Ready {
 		p.Reason, p.Message = st.Reason, st.Message
@@ -260,11 +262,11 @@ func programmed(st providers.Status, dl delivery, proxies []ProxyState) translat
 		p.Ready = true
 		return p
 	}
-	if _, rejected, reason := acknowledged(proxies, dl.version); rejected {
+	if _, rejected, reason := acknowledged(proxies, levelLatest, dl); rejected {
 		p.Reason, p.Message = string(gwv1.GatewayReasonInvalid), reason
 		return p
 	}
-	ok, rejected, reason := acknowledged(proxies, dl.since)
+	ok, rejected, reason := acknowledged(proxies, levelSince, dl)
 	switch {
 	case ok:
 		p.Ready = true
@@ -276,31 +278,39 @@ func programmed(st providers.Status, dl delivery, proxies []ProxyState) translat
 	return p
 }
 
-// acknowledged tells whether at least one proxy is connected and every one serves version v or
-// newer; when not, whether one refused it (a NACK of v or newer with no ACK of it, or no common
-// wire version) — final until a new config or proxy —, and reason explains, quoting the proxy.
-func acknowledged(proxies []ProxyState, v uint64) (ok, rejected bool, reason string) {
+// acknowledged tells whether at least one proxy is connected and every one serves the config at
+// level want or newer; when not, whether one refused it (a NACK at that level or newer with no ACK
+// of it, or no common wire version) — final until a new config or proxy —, and reason explains,
+// quoting the proxy, with versions in this replica's numbers.
+func acknowledged(proxies []reportedProxy, want reportLevel, dl delivery) (ok, rejected bool, reason string) {
+	version := func(l reportLevel) uint64 {
+		if l == levelLatest {
+			return dl.version
+		}
+		return dl.since
+	}
+	v := version(want)
 	if v == 0 {
 		return false, false, "no configuration has been generated yet"
 	}
 	if len(proxies) == 0 {
 		return false, false, "no proxy replica is connected"
 	}
-	proxies = slices.SortedFunc(slices.Values(proxies), func(a, b ProxyState) int { return strings.Compare(a.Node, b.Node) })
+	proxies = slices.SortedFunc(slices.Values(proxies), func(a, b reportedProxy) int { return strings.Compare(a.Node, b.Node) })
 	waiting := 0
 	for _, p := range proxies {
 		switch {
 		case p.Refused != "":
 			return false, true, fmt.Sprintf("proxy %s cannot be served: %s", p.Node, p.Refused)
-		case p.Acked >= v:
-		case p.Nacked >= v:
+		case p.Acked >= want:
+		case p.Nacked >= want:
 			if !rejected {
-				reason = fmt.Sprintf("proxy %s rejected version %d: %s", p.Node, p.Nacked, p.NackReason)
+				reason = fmt.Sprintf("proxy %s rejected version %d: %s", p.Node, version(p.Nacked), p.Reason)
 			}
 			rejected = true
 		default:
-			if waiting == 0 && p.Behind != "" && !rejected {
-				reason = p.Behind
+			if waiting == 0 && p.behind != "" && !rejected {
+				reason = p.behind
 			}
 			waiting++
 		}

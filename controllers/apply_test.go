@@ -393,7 +393,7 @@ func TestProgrammedDirect(t *testing.T) {
 		{name: "proxied and ready, no ACK", st: providers.Status{Ready: true}},
 	}
 	for _, tc := range tests {
-		if got := programmed(tc.st, dl, configs.Proxies("hub/ns/gw")); got.Ready != tc.want {
+		if got := programmed(tc.st, dl, []reportedProxy{standing(configs.Proxies("hub/ns/gw")[0], dl)}); got.Ready != tc.want {
 			t.Errorf("%s: programmed %+v, want ready=%v", tc.name, got, tc.want)
 		}
 	}

@@ -42,9 +42,6 @@ type ProxyState struct {
 	NackReason    string
 	// Refused says why the proxy cannot be served at all (no common wire version).
 	Refused string
-	// Behind says why what the proxy serves cannot be counted yet: the replica it is connected to
-	// has not translated the Gateway's current generation.
-	Behind string
 }
 
 // LabelDeliveryReport marks the Leases that carry the replicas' delivery reports.
@@ -76,12 +73,38 @@ const (
 	levelLatest
 )
 
+// reportedProxy is a proxy's standing against one replica's delivery of a gateway: what it serves
+// and what it refused, as levels, or why it cannot be served at all.
 type reportedProxy struct {
 	Node    string      `json:"node"`
 	Acked   reportLevel `json:"acked,omitempty"`
 	Nacked  reportLevel `json:"nacked,omitempty"`
 	Reason  string      `json:"reason,omitempty"`
 	Refused string      `json:"refused,omitempty"`
+	// behind says why what the proxy serves cannot be counted yet: the replica it is connected to
+	// has not translated the Gateway's current generation. Never reported, only merged.
+	behind string
+}
+
+// standing places a proxy connected to this replica against dl, this replica's delivery.
+func standing(p ProxyState, dl delivery) reportedProxy {
+	level := func(v uint64) reportLevel {
+		switch {
+		case v >= dl.version:
+			return levelLatest
+		case v >= dl.since && dl.since != 0:
+			return levelSince
+		}
+		return levelNone
+	}
+	rp := reportedProxy{Node: p.Node, Refused: p.Refused}
+	if p.Refused == "" {
+		rp.Acked = level(p.Acked)
+		if p.Nacked > p.Acked {
+			rp.Nacked, rp.Reason = level(p.Nacked), p.NackReason
+		}
+	}
+	return rp
 }
 
 type reportedGateway struct {
@@ -136,25 +159,9 @@ func (d *Dataplane) report() deliveryReport {
 		if len(proxies) == 0 {
 			continue
 		}
-		level := func(v uint64) reportLevel {
-			switch {
-			case v >= dl.version:
-				return levelLatest
-			case v >= dl.since && dl.since != 0:
-				return levelSince
-			}
-			return levelNone
-		}
 		rg := reportedGateway{Generations: dl.generations, Proxies: make([]reportedProxy, 0, len(proxies))}
 		for _, p := range proxies {
-			rp := reportedProxy{Node: p.Node, Refused: p.Refused}
-			if p.Refused == "" {
-				rp.Acked = level(p.Acked)
-				if p.Nacked > p.Acked {
-					rp.Nacked, rp.Reason = level(p.Nacked), p.NackReason
-				}
-			}
-			rg.Proxies = append(rg.Proxies, rp)
+			rg.Proxies = append(rg.Proxies, standing(p, dl))
 		}
 		out.Gateways[gw] = rg
 	}
@@ -220,11 +227,11 @@ func (p *peerReports) live() int {
 	return len(p.reports)
 }
 
-// proxies are the gateway's proxies connected to other replicas, in the leader's version numbers
-// for dl: a proxy serving a replica's config of other generations than dl's serves none of dl's.
-// Nodes in skip (connected here) are left out, and a node in several reports (it moved) counts
-// once, from the freshest.
-func (p *peerReports) proxies(gateway string, dl delivery, skip map[string]bool) []ProxyState {
+// proxies are the gateway's proxies connected to other replicas, as they stand against their
+// replica's delivery; a proxy of a replica that translated other Gateway generations than dl's
+// serves nothing of dl's. Nodes in skip (connected here) are left out, and a node in several
+// reports (it moved) counts once, from the freshest report.
+func (p *peerReports) proxies(gateway string, dl delivery, skip map[string]bool) []reportedProxy {
 	if p == nil {
 		return nil
 	}
@@ -233,16 +240,7 @@ func (p *peerReports) proxies(gateway string, dl delivery, skip map[string]bool)
 	names := slices.SortedFunc(maps.Keys(p.reports), func(a, b string) int {
 		return cmp.Or(p.reports[b].renewed.Compare(p.reports[a].renewed), cmp.Compare(a, b))
 	})
-	version := func(l reportLevel) uint64 {
-		switch l {
-		case levelLatest:
-			return dl.version
-		case levelSince:
-			return dl.since
-		}
-		return 0
-	}
-	var out []ProxyState
+	var out []reportedProxy
 	seen := map[string]bool{}
 	for _, name := range names {
 		rg, ok := p.reports[name].report.Gateways[gateway]
@@ -254,13 +252,11 @@ func (p *peerReports) proxies(gateway string, dl delivery, skip map[string]bool)
 				continue
 			}
 			seen[rp.Node] = true
-			ps := ProxyState{Node: rp.Node, Refused: rp.Refused}
-			if rg.Generations == dl.generations {
-				ps.Acked, ps.Nacked, ps.NackReason = version(rp.Acked), version(rp.Nacked), rp.Reason
-			} else {
-				ps.Behind = "operator replica " + name + " has not translated the Gateway's current generation yet"
+			if rg.Generations != dl.generations {
+				rp = reportedProxy{Node: rp.Node, Refused: rp.Refused,
+					behind: "operator replica " + name + " has not translated the Gateway's current generation yet"}
 			}
-			out = append(out, ps)
+			out = append(out, rp)
 		}
 	}
 	return out

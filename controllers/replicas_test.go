@@ -81,6 +81,9 @@ func TestProgrammedAcrossReplicas(t *testing.T) {
 			followerSee: []ProxyState{{Node: "q", Acked: 42}}, want: ready},
 		{name: "a proxy here and one there", leaderRes: result(2, "c"), followerRes: result(2, "c"),
 			local: []ProxyState{{Node: "p", Acked: 2}}, followerSee: []ProxyState{{Node: "q", Acked: 42}}, want: ready},
+		{name: "the follower's route change, refused, shows before the leader has it", leaderRes: result(2, "c"), followerRes: result(2, "d"),
+			followerSee: []ProxyState{{Node: "q", Acked: 42, Nacked: 43, NackReason: "bad regex"}},
+			want:        translate.Programmed{Reason: "Invalid", Message: "proxy q rejected version 2: bad regex", Addresses: addr}},
 		{name: "a route change refused there shows here", leaderRes: result(2, "d"), followerRes: result(2, "d"),
 			followerSee: []ProxyState{{Node: "q", Acked: 42, Nacked: 43, NackReason: "bad regex"}},
 			want:        translate.Programmed{Reason: "Invalid", Message: "proxy q rejected version 3: bad regex", Addresses: addr}},
@@ -131,7 +134,7 @@ func TestReportLevels(t *testing.T) {
 		{Node: "latest", Acked: levelLatest},
 		{Node: "refused", Refused: "no common wire version"},
 	}}}}
-	if diff := cmp.Diff(want, d.report()); diff != "" {
+	if diff := cmp.Diff(want, d.report(), cmp.AllowUnexported(reportedProxy{})); diff != "" {
 		t.Errorf("report (-want +got):\n%s", diff)
 	}
 	configs.proxies = nil
