@@ -187,7 +187,8 @@ func newPeerReports(self string, ttl time.Duration) *peerReports {
 	return &peerReports{self: self, ttl: ttl, now: time.Now, reports: map[string]peerReport{}}
 }
 
-// set records the report of a Lease, or forgets it when the Lease is gone (nil) or unreadable.
+// set records the report of a Lease, or forgets it when the Lease is gone (nil), expired (a
+// replica killed before it could delete it) or unreadable.
 // It tells whether what the leader merges changed.
 func (p *peerReports) set(name string, lease *coordinationv1.Lease) bool {
 	if name == p.self {
@@ -196,7 +197,8 @@ func (p *peerReports) set(name string, lease *coordinationv1.Lease) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var r deliveryReport
-	if lease == nil || lease.Spec.RenewTime == nil || json.Unmarshal([]byte(lease.Annotations[annotationReport]), &r) != nil {
+	if lease == nil || lease.Spec.RenewTime == nil || p.now().Sub(lease.Spec.RenewTime.Time) > p.ttl ||
+		json.Unmarshal([]byte(lease.Annotations[annotationReport]), &r) != nil {
 		_, had := p.reports[name]
 		delete(p.reports, name)
 		return had
