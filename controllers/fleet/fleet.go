@@ -202,7 +202,8 @@ func (f *Fleet) recheckHub(ctx context.Context, hub *kindWatcher) {
 	defer t.Stop()
 	reported := ""
 	for {
-		if missing := strings.Join(hub.Missing(), ", "); missing != reported {
+		// A follower reports nothing: it tells once it leads.
+		if missing := strings.Join(hub.Missing(), ", "); missing != reported && f.leads() {
 			f.reportHub(missing)
 			reported = missing
 		}
@@ -217,7 +218,7 @@ func (f *Fleet) recheckHub(ctx context.Context, hub *kindWatcher) {
 
 // reportHub records which prerequisite CRDs the hub lacks, or that it lacks none any more.
 func (f *Fleet) reportHub(missing string) {
-	if f.o.Hub.Recorder == nil || f.o.Namespace == "" || !f.leads() {
+	if f.o.Hub.Recorder == nil || f.o.Namespace == "" {
 		return
 	}
 	ns := &corev1.Namespace{}

@@ -275,6 +275,10 @@ func deploymentArgs(t *testing.T, b *bundle.Bundle, kubeconfig, xdsAddr string) 
 		switch {
 		case e.Name == "POD_NAMESPACE":
 			env = append(env, e.Name+"="+namespace)
+		case e.Name == "POD_NAME":
+			env = append(env, e.Name+"=fleetgate-install-test")
+		case e.Name == "POD_UID":
+			// No pod owns the replica's delivery report here: the operator then makes it without an owner.
 		case e.ValueFrom == nil:
 			env = append(env, e.Name+"="+e.Value)
 		default:
