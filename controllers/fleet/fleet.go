@@ -240,10 +240,10 @@ func (f *Fleet) changed(cluster string) {
 	}
 }
 
-// Settled tells whether every one of the named MemberClusters has been looked at since the start
-// and is either usable or known not to be (its connection failed, it does not answer): until then,
-// a translation would leave out a member that is about to be read, and a replica serving it would
-// take that member's routes and backends away from its proxies. It returns those still awaited.
+// Settled returns the named MemberClusters not settled yet: not looked at since the start, or
+// connected with caches still syncing. A member is settled once usable or known not to be (its
+// connection failed, it does not answer); before, a translation would leave out a member about to
+// be read, and a replica serving it would take that member's routes and backends from its proxies.
 func (f *Fleet) Settled(names []string) []string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
