@@ -1,12 +1,8 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,14 +13,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/dataplane/xds"
-	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/tests/testbed"
 )
 
@@ -35,14 +27,7 @@ import (
 func TestWireRefusalReachesGatewayStatus(t *testing.T) {
 	c := testbed.ForTest(t, "hub")[0]
 	ctx := t.Context()
-	binary, err := testbed.BuildOperator(t.TempDir())
-	must(t, err)
-	must(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleetgate-system"}}))
-	xdsAddr := freeAddr(t)
-	op, err := testbed.StartOperator(binary, c, t.TempDir(), "--local-mode=false", "--namespace=fleetgate-system",
-		"--xds-address="+xdsAddr, "--xds-public-address="+xdsAddr, "--proxy-image=fleetgate:test")
-	must(t, err)
-	t.Cleanup(func() { must(t, op.Stop()) })
+	binary, xdsAddr := inClusterOperator(t, c)
 
 	e := &trafficEnv{t: t, c: c}
 	e.backend(31, "web", 9080)
@@ -51,31 +36,9 @@ func TestWireRefusalReachesGatewayStatus(t *testing.T) {
 
 	// The kubelet's and the cloud's part, as in TestInClusterMode: the provider is ready, so only
 	// the proxies stand between the Gateway and Programmed.
-	sel := client.MatchingLabels{providers.LabelGateway: providers.GatewayID("hub/default/gw")}
-	var dep appsv1.Deployment
-	var svc corev1.Service
-	var creds corev1.Secret
-	testbed.Eventually(t, 30*time.Second, func() error {
-		var deps appsv1.DeploymentList
-		var svcs corev1.ServiceList
-		var secrets corev1.SecretList
-		for _, l := range []client.ObjectList{&deps, &svcs, &secrets} {
-			if err := c.Client.List(ctx, l, client.InNamespace("default"), sel); err != nil {
-				return err
-			}
-		}
-		if len(deps.Items) != 1 || len(svcs.Items) != 1 || len(secrets.Items) != 1 {
-			return fmt.Errorf("proxy objects: %d Deployments, %d Services, %d Secrets; want one each", len(deps.Items), len(svcs.Items), len(secrets.Items))
-		}
-		dep, svc, creds = deps.Items[0], svcs.Items[0], secrets.Items[0]
-		return nil
-	})
-	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: *dep.Spec.Replicas,
-		UpdatedReplicas: *dep.Spec.Replicas, ReadyReplicas: *dep.Spec.Replicas, AvailableReplicas: *dep.Spec.Replicas}
-	must(t, c.Client.Status().Update(ctx, &dep))
-	lbIP := "127.0.0.78"
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: lbIP}}
-	must(t, c.Client.Status().Update(ctx, &svc))
+	dep, svc, creds := proxyObjects(t, c, "hub/default/gw")
+	const lbIP = "127.0.0.78"
+	playKubeletAndCloud(t, c, &dep, &svc, lbIP)
 
 	// The newer proxy, with the replica's real credentials, subscribes announcing what it speaks.
 	xdsHost, _, err := net.SplitHostPort(xdsAddr)
@@ -107,15 +70,6 @@ func TestWireRefusalReachesGatewayStatus(t *testing.T) {
 	t.Logf("Programmed=False %s: %s", cond.Reason, cond.Message)
 
 	// The replica is rolled back to this release's proxy, under the same name.
-	dir := t.TempDir()
-	for _, k := range []string{"tls.crt", "tls.key", "ca.crt"} {
-		must(t, os.WriteFile(filepath.Join(dir, k), creds.Data[k], 0o600))
-	}
-	proxyCtx, stopProxy := context.WithCancel(context.Background())
-	proxy := exec.CommandContext(proxyCtx, binary, "dataplane", "--gateway", "hub/default/gw", "--node", "pod-1",
-		"--xds-address", xdsAddr, "--address", lbIP, "--drain-timeout", "1s",
-		"--cert", filepath.Join(dir, "tls.crt"), "--key", filepath.Join(dir, "tls.key"), "--ca", filepath.Join(dir, "ca.crt"))
-	must(t, proxy.Start())
-	t.Cleanup(func() { stopProxy(); _ = proxy.Wait() })
+	runProxy(t, binary, xdsAddr, "hub/default/gw", "pod-1", lbIP, creds)
 	e.programmed(metav1.ConditionTrue, 20*time.Second)
 }
