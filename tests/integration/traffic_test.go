@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -210,9 +209,8 @@ func TestLocalModeServesTraffic(t *testing.T) {
 	})
 
 	t.Run("a killed proxy is restarted", func(t *testing.T) {
-		out, err := exec.Command("pkill", "-KILL", "-f", "dataplane --gateway hub/default/gw").CombinedOutput()
-		if err != nil {
-			t.Fatalf("pkill: %v: %s", err, out)
+		if n, err := e.op.KillChildren("dataplane --gateway hub/default/gw"); err != nil || n == 0 {
+			t.Fatalf("killing the gateway's proxy: %d killed, %v", n, err)
 		}
 		e.serves(gwAddr, "www.example.com", "v2", 20*time.Second)
 		e.programmed(metav1.ConditionTrue, 10*time.Second)

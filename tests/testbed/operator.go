@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -99,6 +100,37 @@ func (o *Operator) Stop() error {
 func (o *Operator) Kill() {
 	_ = o.cmd.Process.Kill()
 	<-o.done //nolint:errcheck // the error is the kill's own
+}
+
+// KillChildren SIGKILLs the operator's own child processes (its local proxies) whose command line
+// contains match, as a crash would, and returns how many it killed: never another test's processes.
+func (o *Operator) KillChildren(match string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("listing processes: %w", err)
+	}
+	parent, killed := o.cmd.Process.Pid, 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err1 := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		cmdline, err2 := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err1 != nil || err2 != nil {
+			continue // gone meanwhile
+		}
+		// stat: pid (comm) state ppid …; comm may hold spaces and parentheses, so read after the last ')'.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(parent) || !strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), match) {
+			continue
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return killed, fmt.Errorf("killing %d: %w", pid, err)
+		}
+		killed++
+	}
+	return killed, nil
 }
 
 // tail returns the last n lines of the file at path (what it says when it cannot be read).
