@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -500,6 +501,54 @@ func TestUnderscoresAllowed(t *testing.T) {
 			want := []string{"GET /a host=a.example.com body=\"\" te= hdr=X-Forwarded-For,X-Forwarded-Host,X-Forwarded-Proto,X_custom"}
 			if diff := cmp.Diff(want, be.requests()); diff != "" {
 				t.Errorf("backend (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLongTargetAnswerSurvives: a client still sending a 1 MB request target when the proxy has
+// answered 414 finishes its write and reads that answer, on plain and TLS connections alike: the
+// proxy half-closes and reads on (lingerClose) rather than closing with unread input, which resets
+// the connection — the client's write then fails (many clients give up there without reading the
+// answer) and whatever of the answer was not yet sent is lost.
+func TestLongTargetAnswerSurvives(t *testing.T) {
+	attack := "GET /" + strings.Repeat("a", 1<<20) + " HTTP/1.1\r\nHost: a.example.com\r\n\r\n"
+	for _, f := range fastFronts() {
+		t.Run(f.name, func(t *testing.T) {
+			be := newRecBackend(t, 0)
+			dial, _ := smuggleProxy(t, be, f)
+			for i := range 10 {
+				c := dial()
+				// A small send buffer: the proxy's socket buffers cannot take the whole target
+				// unread, as they cannot beyond loopback.
+				tcp := c.c
+				if tc, ok := tcp.(*tls.Conn); ok {
+					tcp = tc.NetConn()
+				}
+				if err := tcp.(*net.TCPConn).SetWriteBuffer(16 << 10); err != nil {
+					t.Fatal(err)
+				}
+				written := make(chan error, 1)
+				go func() {
+					_, err := io.WriteString(c.c, attack)
+					written <- err
+				}()
+				_ = c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				res, err := http.ReadResponse(bufio.NewReader(c.c), &http.Request{Method: http.MethodGet})
+				if err != nil {
+					t.Fatalf("attempt %d: reading the answer to a 1 MB target: %v", i, err)
+				}
+				res.Body.Close()
+				if res.StatusCode != http.StatusRequestURITooLong {
+					t.Fatalf("attempt %d: %s, want 414", i, res.Status)
+				}
+				if err := <-written; err != nil {
+					t.Fatalf("attempt %d: the client could not finish sending: %v", i, err)
+				}
+				c.c.Close()
+			}
+			if got := be.requests(); len(got) != 0 {
+				t.Errorf("the backend read %v", got)
 			}
 		})
 	}
