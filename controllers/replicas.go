@@ -125,7 +125,7 @@ func (d *Dataplane) setupReplicas(ctx context.Context, mgr ctrl.Manager, reg pro
 	}
 	d.peers = newPeerReports(o.Name, 3*o.Period)
 	d.reports = &reportWriter{client: mgr.GetClient(), live: mgr.GetAPIReader(), o: o, report: d.report, peers: d.peers,
-		expired: changed, wake: make(chan struct{}, 1), log: log,
+		expired: changed, leads: leads(mgr), wake: make(chan struct{}, 1), log: log,
 		size: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_delivery_report_bytes",
 			Help: "Size of this replica's delivery report (what its proxies acknowledged), as last computed."})}
 	peers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetgate_delivery_reports_merged",
@@ -274,9 +274,11 @@ type reportWriter struct {
 	// peers are expired on the same clock; expired calls for a merge without them.
 	peers   *peerReports
 	expired func()
-	wake    chan struct{}
-	log     logr.Logger
-	size    prometheus.Gauge
+	// leads tells whether this replica sweeps stale reports; nil means it does.
+	leads func() bool
+	wake  chan struct{}
+	log   logr.Logger
+	size  prometheus.Gauge
 }
 
 // maxReportBytes keeps a report within what a Lease's annotations may hold (256 KiB in all): about
@@ -346,7 +348,36 @@ func (w *reportWriter) Start(ctx context.Context) error {
 			if w.peers.expire() {
 				w.expired()
 			}
+			w.sweep(ctx)
 		}
+	}
+}
+
+// staleReportAge is how long a report goes unrenewed before the leader deletes its Lease: those of
+// pods go with their pods (owner references), but a replica outside a pod that was killed leaves
+// its Lease behind.
+const staleReportAge = time.Hour
+
+// sweep deletes, on the leader, the report Leases not renewed for staleReportAge.
+func (w *reportWriter) sweep(ctx context.Context) {
+	if w.leads != nil && !w.leads() {
+		return
+	}
+	var leases coordinationv1.LeaseList
+	if err := w.client.List(ctx, &leases, client.InNamespace(w.o.Namespace), client.MatchingLabels{LabelDeliveryReport: "true"}); err != nil {
+		w.log.Error(err, "listing the delivery reports")
+		return
+	}
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		if l.Spec.RenewTime != nil && time.Since(l.Spec.RenewTime.Time) < staleReportAge {
+			continue
+		}
+		if err := w.client.Delete(ctx, l, client.Preconditions{ResourceVersion: &l.ResourceVersion}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			w.log.Error(err, "deleting a stale delivery report", "lease", l.Name)
+			continue
+		}
+		w.log.Info("deleted a stale delivery report", "lease", l.Name, "holder", ptr.Deref(l.Spec.HolderIdentity, ""))
 	}
 }
 

@@ -28,7 +28,7 @@ import (
 // proxies acknowledged in its Lease, renews it, merges the report another replica ("b") keeps in
 // its own Lease into the Gateway's Programmed — a proxy of b's refusing the latest config makes the
 // Gateway Invalid with the proxy's reason —, ignores b's report once it is not renewed or is
-// gone, and deletes its own Lease when it stops.
+// gone, deletes reports not renewed for an hour, and deletes its own Lease when it stops.
 func TestDeliveryReports(t *testing.T) {
 	c := testbed.ForTest(t, "hub")[0]
 	ctx, cl := t.Context(), c.Client
@@ -133,6 +133,19 @@ func TestDeliveryReports(t *testing.T) {
 	must(t, cl.Create(ctx, lease))
 	time.Sleep(2 * time.Second) // a pass with it in the cache
 	must(t, programmed(metav1.ConditionTrue, "Programmed", "")())
+
+	// One not renewed for over an hour (a replica killed outside a pod) is deleted by the leader.
+	stale := lease.DeepCopy()
+	stale.Name, stale.ResourceVersion = "fleetgate-delivery-gone", ""
+	stale.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now().Add(-2 * time.Hour)))
+	must(t, cl.Create(ctx, stale))
+	testbed.Eventually(t, 10*time.Second, func() error {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(stale), &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("stale report: %v, want it deleted", err)
+		}
+		return nil
+	})
+	must(t, cl.Get(ctx, client.ObjectKeyFromObject(lease), &coordinationv1.Lease{})) // a minute old: kept
 
 	stop()
 	err = cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleetgate-delivery-a"}, &coordinationv1.Lease{})
