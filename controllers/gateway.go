@@ -2,7 +2,10 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -76,6 +79,8 @@ type GatewayReconciler struct {
 	// settled is set once the members were awaited (Awaiting); waitingSince is when that began.
 	settled      bool
 	waitingSince time.Time
+	// applied is set once a full pass was applied: this replica has configs for its proxies.
+	applied atomic.Bool
 }
 
 // memberWait bounds how long the first translation waits for the member clusters to connect: one
@@ -177,7 +182,18 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if applyErr != nil {
 		return reconcile.Result{}, fmt.Errorf("applying: %w", applyErr)
 	}
+	r.applied.Store(true)
 	return reconcile.Result{}, nil
+}
+
+// Applied is a readiness check: a replica takes proxies (through the config server's Service) only
+// once it has configs to give them, so that a proxy moving to a replica that just started does not
+// wait on it (nor drop out of its gateway's Programmed meanwhile).
+func (r *GatewayReconciler) Applied(*http.Request) error {
+	if !r.applied.Load() {
+		return errors.New("the first translation has not been applied yet")
+	}
+	return nil
 }
 
 // awaitMembers holds the first translation until every MemberCluster is connected or known not

@@ -135,7 +135,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("adding the DNS publisher: %w", err)
 		}
 	}
-	if err := (&GatewayReconciler{
+	// A first pass even where nothing in the API fires one: it is what makes the replica ready.
+	start := NewTrigger()
+	start.Fire("")
+	r := &GatewayReconciler{
 		Clusters:   sources,
 		Translator: translate.NewMemo(translate.WithCatalog(o.Catalog)),
 		Apply:      o.Apply,
@@ -143,8 +146,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Metrics:    m,
 		DNS:        dns,
 		Awaiting:   awaiting,
-	}).SetupWithManager(mgr, events, o.Delivery.Channel(), watchKinds, watchHub, legacy, o.SkipNameValidation); err != nil {
+	}
+	if err := r.SetupWithManager(mgr, append(events, start.Channel()), o.Delivery.Channel(), watchKinds, watchHub, legacy, o.SkipNameValidation); err != nil {
 		return fmt.Errorf("setting up the Gateway API controller: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("translated", r.Applied); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	return nil
 }
