@@ -44,8 +44,9 @@ type routeKey struct {
 type cachedRoute struct {
 	resourceVersion string
 	pass            uint64
-	// r is the route as compiled, never handed out: each pass gets a shallow copy, whose fields
-	// later stages may replace (never mutate in place).
+	// r is the route as compiled, handed to every pass that reuses it: a copy per route and pass
+	// was a third of a pass's allocations at 20,000 routes. Passes set only r.parents (attachRoute,
+	// on every route of the pass), which is why one pass must finish before the next begins.
 	r route
 }
 
@@ -104,8 +105,7 @@ func (c *Memo) Begin(s *snapshot.Snapshot) *Pass {
 			e.pass = c.pass
 			c.hits++
 			used++
-			r := e.r
-			return &r
+			return &e.r
 		}
 		r := compile()
 		if len(r.policies) > 0 {

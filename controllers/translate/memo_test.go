@@ -125,3 +125,26 @@ func testMemoMatchesTranslate(t *testing.T, opts []Option) {
 		t.Fatal("the memo never reused a virtual host")
 	}
 }
+
+// TestMemoForgetsParents: a remembered route is handed to every pass that reuses it, so a pass in
+// which it attaches nowhere must not report the parents of the pass before.
+func TestMemoForgetsParents(t *testing.T) {
+	fx := readFixtures(t)
+	with := fleetSnapshot(3)
+	without := *with
+	without.Gateways = nil
+	c := NewMemo()
+	for i, s := range []*snapshot.Snapshot{with, &without, with} {
+		want := render(t, Translate(s), fx)
+		got := render(t, c.Translate(s), fx)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("pass %d: cached translation differs (-Translate +Memo.Translate):\n%s", i, diff)
+		}
+		if c.hits == 0 && i > 0 {
+			t.Fatalf("pass %d reused no route", i)
+		}
+	}
+	if res := c.Translate(&without); len(res.Routes) != 0 {
+		t.Errorf("without Gateways the routes still have statuses: %+v", res.Routes)
+	}
+}

@@ -63,6 +63,28 @@ type route struct {
 	refNotes []string
 	// endpointPolicy chose its backends' endpoints (routePolicy); nil if it has none.
 	endpointPolicy *proxyPolicy
+	// limits sums up matches for classRules (summarize), so that a route every class serves
+	// whole is judged without reading its matches again on every pass.
+	limits matchLimits
+}
+
+// matchLimits is what classRules needs to know about a route's matches before looking at them.
+type matchLimits struct {
+	known      bool
+	regexInsts regexSize // the largest regex of any match
+	retries    int       // the largest retry attempts of any match
+}
+
+// summarize fills r.limits from its matches; matches are final once a route is compiled.
+func (r *route) summarize() {
+	r.limits = matchLimits{known: true}
+	for i := range r.matches {
+		m := &r.matches[i]
+		r.limits.regexInsts = r.limits.regexInsts.max(m.regexInsts)
+		if m.ir.Retry != nil {
+			r.limits.retries = max(r.limits.retries, m.ir.Retry.Attempts)
+		}
+	}
 }
 
 // compiledMatch is one match of one rule, ready to be placed in a virtual host.
@@ -86,6 +108,10 @@ func (m *compiledMatch) servedBy(p *proxyPolicy) bool {
 func (t *translator) classRules(r *route, c *classInfo) (dropped, notes []string) {
 	p := c.proxy
 	caps := c.caps.ForRouteKind(r.kind)
+	if l := r.limits; l.known && (caps.All || r.specRules == nil) &&
+		!l.regexInsts.tooLarge(p.maxRegexInstructions) && l.retries <= p.maxRetryAttempts {
+		return nil, nil // nothing below could drop a rule or add a note
+	}
 	host := 0
 	if caps.MaxConditionsPerMatch > 0 {
 		host = t.hostValue(r, c)
@@ -255,11 +281,12 @@ func (t *translator) attachRoute(r *route) {
 		}
 		parents = append(parents, gwv1.RouteParentStatus{ParentRef: ref, ControllerName: gwv1.GatewayController(v1alpha1.ControllerName), Conditions: conds})
 	}
+	// Always set: a remembered route carries its parents from the pass before (Memo).
+	r.parents = parents
 	if parents == nil {
 		return
 	}
 	t.recordAncestors(r)
-	r.parents = parents
 	if r.weightsErr != "" {
 		t.notice(r.ref(), "Warning", "InvalidClusterWeights", "%s", r.weightsErr)
 	}

@@ -176,10 +176,16 @@ func compileAll[T any](t *translator, kind string, objs []snapshot.Object[T], co
 	fresh := t.policyFresh // one method value, not one per route
 	for _, o := range objs {
 		if t.memo == nil {
-			out = append(out, compile(o))
+			r := compile(o)
+			r.summarize()
+			out = append(out, r)
 			continue
 		}
-		out = append(out, t.memo(kind, o.Cluster, o.Meta(), func() *route { return compile(o) }, fresh))
+		out = append(out, t.memo(kind, o.Cluster, o.Meta(), func() *route {
+			r := compile(o)
+			r.summarize()
+			return r
+		}, fresh))
 	}
 	return out
 }
