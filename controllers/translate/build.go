@@ -111,8 +111,9 @@ func (t *translator) virtualHosts(gateway string, c *classInfo, g portGroup) []i
 				if g.owner(h) != l {
 					continue
 				}
+				lost := t.lostMatches[a.route]
 				for i := range a.route.matches {
-					if m := &a.route.matches[i]; m.servedBy(p) && t.expressedBy(a.route, c, m.prec.rule) {
+					if m := &a.route.matches[i]; m.servedBy(p) && t.expressedBy(a.route, c, m.prec.rule) && !slices.Contains(lost, i) {
 						byHost[h] = append(byHost[h], m)
 					}
 				}

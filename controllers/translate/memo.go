@@ -117,11 +117,11 @@ func (c *Memo) Begin(s *snapshot.Snapshot) *Pass {
 			}
 			return r
 		}
-		kept := *r
-		kept.meta = detach(m)
-		c.routes[k] = &cachedRoute{resourceVersion: rv, pass: c.pass, r: kept}
+		r.meta = detach(m)
+		e = &cachedRoute{resourceVersion: rv, pass: c.pass, r: *r}
+		c.routes[k] = e
 		used++
-		return r
+		return &e.r // the one the next pass reuses, so that it finds this pass's statuses
 	}, c.opts)
 	if used < len(c.routes) {
 		// Deleted routes, and old versions of changed ones under another pass number.

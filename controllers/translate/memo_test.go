@@ -148,3 +148,30 @@ func TestMemoForgetsParents(t *testing.T) {
 		t.Errorf("without Gateways the routes still have statuses: %+v", res.Routes)
 	}
 }
+
+// TestMemoKeepsUnchangedStatuses: a pass hands on the parent statuses of the pass before for the
+// routes whose statuses did not change (no allocation, and Same at once), and new ones for the rest.
+func TestMemoKeepsUnchangedStatuses(t *testing.T) {
+	c := NewMemo()
+	before := c.Translate(fleetSnapshot(3))
+	s := fleetSnapshot(3)
+	changed := s.HTTPRoutes[1].Obj
+	changed.Generation, changed.ResourceVersion = 2, "changed"
+	after := c.Translate(s)
+	if len(before.Routes) != 3 || len(after.Routes) != 3 {
+		t.Fatalf("want 3 route statuses before and after, got %d and %d", len(before.Routes), len(after.Routes))
+	}
+	for i := range after.Routes {
+		b, a := &before.Routes[i], &after.Routes[i]
+		shared := &a.Parents[0] == &b.Parents[0]
+		if want := a.Ref.Name != changed.Name; shared != want {
+			t.Errorf("%s: parents shared with the pass before: %v, want %v", a.Ref.Name, shared, want)
+		}
+		if got := a.Parents[0].Conditions[0].ObservedGeneration; got != a.Generation {
+			t.Errorf("%s: observedGeneration %d, want %d", a.Ref.Name, got, a.Generation)
+		}
+		if a.Same(b) != (a.Ref.Name != changed.Name) {
+			t.Errorf("%s: Same = %v across the change", a.Ref.Name, a.Same(b))
+		}
+	}
+}

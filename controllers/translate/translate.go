@@ -70,6 +70,11 @@ type translator struct {
 	defaultPolicy *proxyPolicy
 	shared        *proxyPolicy
 	sharedKnown   bool
+
+	scratch scratch
+	// lostMatches are, by route, the indexes of HTTPRoute matches an older Ingress serves
+	// (compileIngresses): configs leave them out.
+	lostMatches map[*route][]int
 }
 
 // Translate computes the dataplane configs, load-balancer models and statuses for a snapshot.
