@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
 )
@@ -172,6 +173,47 @@ func TestMemoKeepsUnchangedStatuses(t *testing.T) {
 		}
 		if a.Same(b) != (a.Ref.Name != changed.Name) {
 			t.Errorf("%s: Same = %v across the change", a.Ref.Name, a.Same(b))
+		}
+	}
+}
+
+// TestMemoFollowsChanges: routes deleted, added and changed between passes, alone and in runs,
+// are told apart from the unchanged ones, which are all reused, found in snapshot order or not.
+func TestMemoFollowsChanges(t *testing.T) {
+	fx := readFixtures(t)
+	drop := func(s *snapshot.Snapshot, names ...string) *snapshot.Snapshot {
+		s.HTTPRoutes = slices.DeleteFunc(s.HTTPRoutes, func(o snapshot.Object[gwv1.HTTPRoute]) bool { return slices.Contains(names, o.Obj.Name) })
+		return s
+	}
+	change := func(s *snapshot.Snapshot, name string) *snapshot.Snapshot {
+		for _, o := range s.HTTPRoutes {
+			if o.Obj.Name == name {
+				o.Obj.ResourceVersion += "x"
+				o.Obj.Spec.Hostnames = append(o.Obj.Spec.Hostnames, "more.example.com")
+			}
+		}
+		return s
+	}
+	c := NewMemo()
+	c.Translate(fleetSnapshot(30))
+	for _, step := range []struct {
+		name  string
+		s     *snapshot.Snapshot
+		reuse int
+	}{
+		{"one deleted", drop(fleetSnapshot(30), "r7"), 29},
+		{"it comes back", fleetSnapshot(30), 29},
+		{"a run deleted", drop(fleetSnapshot(30), "r3", "r6", "r9", "r12", "r15"), 25},
+		{"the run back and three more", fleetSnapshot(33), 25},
+		{"one changed", change(fleetSnapshot(33), "r12"), 32},
+		{"one changed, one back, one deleted, one added", change(drop(fleetSnapshot(34), "r20"), "r4"), 30},
+	} {
+		want := render(t, Translate(step.s), fx)
+		if diff := cmp.Diff(want, render(t, c.Translate(step.s), fx)); diff != "" {
+			t.Fatalf("%s: cached translation differs (-Translate +Memo.Translate):\n%s", step.name, diff)
+		}
+		if c.hits != step.reuse {
+			t.Errorf("%s: reused %d routes, want %d", step.name, c.hits, step.reuse)
 		}
 	}
 }

@@ -443,7 +443,7 @@ func (t *translator) attachToParent(r *route, grp *gatewayGroup, set *listenerSe
 		return reject(gwv1.RouteConditionReason(reason), "All rules are invalid: "+strings.Join(append(slices.Clone(r.badRules), classBad...), "; "))
 	}
 	if r.kind == kindHTTPRoute || r.kind == kindGRPCRoute {
-		var free []match
+		free := matched[:0] // filtered in place
 		for _, m := range matched {
 			if !webConflict(m.l, r, m.hosts) {
 				free = append(free, m)
@@ -461,10 +461,11 @@ func (t *translator) attachToParent(r *route, grp *gatewayGroup, set *listenerSe
 		}
 	}
 	for _, m := range matched {
-		if m.l.attached[r] {
+		if m.l.last == r {
 			continue
 		}
-		m.l.attached[r] = true
+		m.l.attached++
+		m.l.last = r
 		switch r.kind {
 		case kindTCPRoute, kindUDPRoute:
 			// Every TCPRoute/UDPRoute on the listener is accepted and counted in attachedRoutes, but

@@ -81,11 +81,11 @@ type translator struct {
 // It never panics on bad input: invalid objects are reported through their conditions and left
 // out of the dataplane without affecting the others. s must be sorted (Snapshot.Sort).
 func Translate(s *snapshot.Snapshot, opts ...Option) *Result {
-	return begin(s, nil, newOptions(opts)).Finish()
+	return begin(s, nil, nil, newOptions(opts)).Finish()
 }
 
 // Begin starts a Pass: its first stage runs now.
-func Begin(s *snapshot.Snapshot, opts ...Option) *Pass { return begin(s, nil, newOptions(opts)) }
+func Begin(s *snapshot.Snapshot, opts ...Option) *Pass { return begin(s, nil, nil, newOptions(opts)) }
 
 // memoFunc returns the compiled route of one route object, calling compile or not; a remembered
 // route is reused only if fresh says it still holds (its parents' classes' endpoint policy).
@@ -102,9 +102,10 @@ type Pass struct {
 	done func()
 }
 
-func begin(s *snapshot.Snapshot, memo memoFunc, o options) *Pass {
+func begin(s *snapshot.Snapshot, hosts *hostMemo, memo memoFunc, o options) *Pass {
 	t := &translator{
 		memo:       memo,
+		hosts:      hosts,
 		catalog:    o.catalog,
 		snap:       s,
 		idx:        newIndex(s),
@@ -120,9 +121,11 @@ func begin(s *snapshot.Snapshot, memo memoFunc, o options) *Pass {
 	}
 	t.attachListenerSets()
 	routes, byKind := t.compileRoutes()
+	t.sizeAttachments()
 	for _, r := range routes {
 		t.attachRoute(r)
 	}
+	t.countAttachments()
 	t.routeStatuses(byKind)
 	t.policyStatuses()
 	r := t.res
@@ -237,4 +240,37 @@ func (t *translator) compileRoutes() (all []*route, byKind [][]*route) {
 		all = append(all, rs...)
 	}
 	return all, byKind
+}
+
+// sizeAttachments gives each listener room for as many attachments as it had in the last pass
+// (Memo), plus a little.
+func (t *translator) sizeAttachments() {
+	if t.hosts == nil || len(t.hosts.attached) == 0 {
+		return
+	}
+	for _, grp := range t.groups {
+		for _, l := range grp.listeners {
+			if n := t.hosts.attached[l.key()]; n > 0 {
+				l.hosts = make([]attachment, 0, n+n/16+1)
+			}
+		}
+	}
+}
+
+// countAttachments records the number of attachments of each listener for the next pass.
+func (t *translator) countAttachments() {
+	if t.hosts == nil {
+		return
+	}
+	if t.hosts.attached == nil {
+		t.hosts.attached = map[listenerKey]int{}
+	}
+	clear(t.hosts.attached)
+	for _, grp := range t.groups {
+		for _, l := range grp.listeners {
+			if len(l.hosts) > 0 {
+				t.hosts.attached[l.key()] = len(l.hosts)
+			}
+		}
+	}
 }
