@@ -68,6 +68,26 @@ type Owner struct {
 	Weighted bool
 }
 
+// Equal tells whether o and p publish the same: every field equal, records compared by content,
+// nil and empty alike. Passes compare their owners on every route change; this costs no
+// allocation, where encoding both to JSON did.
+func (o *Owner) Equal(p *Owner) bool {
+	return o.Key == p.Key && o.Namespace == p.Namespace && o.Name == p.Name &&
+		slices.Equal(o.Clusters, p.Clusters) && slices.Equal(o.Objects, p.Objects) && slices.Equal(o.Names, p.Names) &&
+		slices.EqualFunc(o.Endpoints, p.Endpoints, sameEndpoint) && maps.Equal(o.Conflicts, p.Conflicts) &&
+		o.Unaddressed == p.Unaddressed && o.Weighted == p.Weighted
+}
+
+// sameEndpoint compares the exported (published) fields of two records.
+func sameEndpoint(a, b *endpoint.Endpoint) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.DNSName == b.DNSName && slices.Equal(a.Targets, b.Targets) && a.RecordType == b.RecordType &&
+		a.SetIdentifier == b.SetIdentifier && a.RecordTTL == b.RecordTTL && maps.Equal(a.Labels, b.Labels) &&
+		slices.Equal(a.ProviderSpecific, b.ProviderSpecific)
+}
+
 // Retained is a record set another pass published for an owner this pass could not see (its
 // member cluster was not read): it still holds its names, as a weighted record or not.
 type Retained struct {

@@ -1,6 +1,7 @@
 package records
 
 import (
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/external-dns/endpoint"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
@@ -313,6 +315,19 @@ func BenchmarkBuild(b *testing.B) {
 	for b.Loop() {
 		if owners := Build(s, res, programmed, nil); len(owners) != 1000 {
 			b.Fatalf("%d owners, want 1000", len(owners))
+		}
+	}
+}
+
+// TestEqualSeesEveryField: Owner.Equal names every field of Owner and of the records it compares;
+// a field added to either must be added there too (and counted here).
+func TestEqualSeesEveryField(t *testing.T) {
+	for _, tc := range []struct {
+		typ  reflect.Type
+		want int
+	}{{reflect.TypeFor[Owner](), 10}, {reflect.TypeFor[endpoint.Endpoint](), 8}} {
+		if got := tc.typ.NumField(); got != tc.want {
+			t.Errorf("%s has %d fields, Owner.Equal knows %d: compare the new ones there", tc.typ, got, tc.want)
 		}
 	}
 }
