@@ -57,6 +57,9 @@ type route struct {
 	weightsErr     string
 	// parents is this pass's RouteParentStatus for each of our parents (attachRoute).
 	parents []gwv1.RouteParentStatus
+	// rank is its place in the last pass's attachment order, from 1; 0 if it was not in it
+	// (compileRoutes).
+	rank int
 
 	// refNotes say which endpoints were left out (untrusted slices, denied addresses); they do
 	// not make ResolvedRefs False, as the references themselves resolve.

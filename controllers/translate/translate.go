@@ -236,10 +236,44 @@ func (t *translator) compileRoutes() (all []*route, byKind [][]*route) {
 	udp := compileAll(t, kindUDPRoute, t.snap.UDPRoutes, t.compileUDPRoute)
 	byKind = [][]*route{http, grpc, tls, tcp, udp}
 	for _, rs := range [][]*route{append(slices.Clone(http), grpc...), slices.Clone(tls), slices.Clone(tcp), slices.Clone(udp)} {
+		fromLastOrder(rs)
 		slices.SortStableFunc(rs, olderFirst)
 		all = append(all, rs...)
 	}
+	for i, r := range all {
+		r.rank = i + 1
+	}
 	return all, byKind
+}
+
+// fromLastOrder puts the routes a Memo remembers in the order of the last pass (rank), the others
+// after them, so that sorting them checks an order more than it makes one: with one route changed
+// among 20,000, the sort of routes in snapshot order was a tenth of a pass.
+func fromLastOrder(rs []*route) {
+	top := 0
+	for _, r := range rs {
+		top = max(top, r.rank)
+	}
+	if top == 0 {
+		return
+	}
+	slots := make([]*route, top+1)
+	var unranked []*route
+	for _, r := range rs {
+		if r.rank == 0 || slots[r.rank] != nil {
+			unranked = append(unranked, r)
+			continue
+		}
+		slots[r.rank] = r
+	}
+	i := 0
+	for _, r := range slots {
+		if r != nil {
+			rs[i] = r
+			i++
+		}
+	}
+	copy(rs[i:], unranked)
 }
 
 // sizeAttachments gives each listener room for as many attachments as it had in the last pass
