@@ -331,3 +331,28 @@ func TestEqualSeesEveryField(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBuildManyNames is one gateway serving 20,000 hostnames in two members, as every pass
+// builds it at the target size.
+func BenchmarkBuildManyNames(b *testing.B) {
+	s := base(map[string]int32{"hub": 100, "member-a": 50})
+	hosts := make([]string, 20000)
+	for i := range hosts {
+		hosts[i] = "r" + strconv.Itoa(i) + ".example.com"
+	}
+	programmed := map[string]translate.Programmed{}
+	for j, cluster := range []string{"hub", "member-a"} {
+		s.Gateways = append(s.Gateways, gateway(cluster, "web", 1, nil, ""))
+		s.HTTPRoutes = append(s.HTTPRoutes, route(cluster, "web", hosts...))
+		programmed[cluster+"/infra/web"] = addressed(ip("192.0.2." + strconv.Itoa(j+1)))
+	}
+	s = s.Sort()
+	res := translate.Translate(s)
+	b.ReportAllocs()
+	for b.Loop() {
+		owners := Build(s, res, programmed, nil)
+		if n := len(owners); n != 2 || len(owners[0].Endpoints) != 20000 {
+			b.Fatalf("%d owners, want 2 with 20000 records each", n)
+		}
+	}
+}
