@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -213,5 +214,72 @@ func TestRetainedRecords(t *testing.T) {
 	d.clusters = []string{"hub", "member-a"}
 	if got := retainedRecords(existing, d); got != nil {
 		t.Errorf("retained %v with every cluster read", got)
+	}
+}
+
+func TestSameDesired(t *testing.T) {
+	// desired builds what two separate passes would: equal content, no shared memory.
+	desired := func(edit func(*dnsDesired)) *dnsDesired {
+		d := &dnsDesired{
+			owners: []records.Owner{{
+				Key: "hub/default/gw", Namespace: "default", Name: "gw", Clusters: []string{"hub"},
+				Names:     []string{"a.example.com", "b.example.com"},
+				Endpoints: []*endpoint.Endpoint{endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.1")},
+				Conflicts: map[string]string{"b.example.com": "hub/infra/old"},
+			}},
+			clusters:      []string{"hub", "member-1"},
+			hubNamespaces: map[string]bool{"default": true},
+			retained:      map[string][]records.Retained{"c.example.com": {{Key: "member-2/default/gw"}}},
+		}
+		if edit != nil {
+			edit(d)
+		}
+		return d
+	}
+	tests := []struct {
+		name string
+		edit func(*dnsDesired)
+		want bool
+	}{
+		{"same content", nil, true},
+		{"a record's target", func(d *dnsDesired) { d.owners[0].Endpoints[0].Targets[0] = "192.0.2.2" }, false},
+		{"a record's weight", func(d *dnsDesired) {
+			d.owners[0].Endpoints[0] = d.owners[0].Endpoints[0].WithSetIdentifier(d.owners[0].Key).WithProviderSpecific(records.WeightProperty, "2")
+		}, false},
+		{"a name added", func(d *dnsDesired) { d.owners[0].Names = append(d.owners[0].Names, "c.example.com") }, false},
+		{"a conflict gone", func(d *dnsDesired) { d.owners[0].Conflicts = nil }, false},
+		{"address pending", func(d *dnsDesired) { d.owners[0].Unaddressed = true }, false},
+		{"an owner gone", func(d *dnsDesired) { d.owners = nil }, false},
+		{"a cluster not read", func(d *dnsDesired) { d.clusters = d.clusters[:1] }, false},
+		{"a hub namespace", func(d *dnsDesired) { d.hubNamespaces["other"] = true }, false},
+		{"retained records", func(d *dnsDesired) { d.retained = nil }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sameDesired(desired(nil), desired(tc.edit)); got != tc.want {
+				t.Errorf("sameDesired = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// BenchmarkSameDesired compares two passes' records of one gateway with 20,000 names, as every
+// pass does at the target size.
+func BenchmarkSameDesired(b *testing.B) {
+	desired := func() *dnsDesired {
+		o := records.Owner{Key: "hub/default/gw", Namespace: "default", Name: "gw", Clusters: []string{"hub"}}
+		for i := range 20000 {
+			name := fmt.Sprintf("r%d.example.com", i)
+			o.Names = append(o.Names, name)
+			o.Endpoints = append(o.Endpoints, endpoint.NewEndpoint(name, endpoint.RecordTypeA, "192.0.2.1"))
+		}
+		return &dnsDesired{owners: []records.Owner{o}, clusters: []string{"hub"}}
+	}
+	x, y := desired(), desired()
+	b.ReportAllocs()
+	for b.Loop() {
+		if !sameDesired(x, y) {
+			b.Fatal("equal records compared different")
+		}
 	}
 }

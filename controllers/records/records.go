@@ -68,6 +68,26 @@ type Owner struct {
 	Weighted bool
 }
 
+// Equal tells whether o and p publish the same: every field equal, records compared by content,
+// nil and empty alike. Passes compare their owners on every route change; this costs no
+// allocation, where encoding both to JSON did.
+func (o *Owner) Equal(p *Owner) bool {
+	return o.Key == p.Key && o.Namespace == p.Namespace && o.Name == p.Name &&
+		slices.Equal(o.Clusters, p.Clusters) && slices.Equal(o.Objects, p.Objects) && slices.Equal(o.Names, p.Names) &&
+		slices.EqualFunc(o.Endpoints, p.Endpoints, sameEndpoint) && maps.Equal(o.Conflicts, p.Conflicts) &&
+		o.Unaddressed == p.Unaddressed && o.Weighted == p.Weighted
+}
+
+// sameEndpoint compares the exported (published) fields of two records.
+func sameEndpoint(a, b *endpoint.Endpoint) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.DNSName == b.DNSName && slices.Equal(a.Targets, b.Targets) && a.RecordType == b.RecordType &&
+		a.SetIdentifier == b.SetIdentifier && a.RecordTTL == b.RecordTTL && maps.Equal(a.Labels, b.Labels) &&
+		slices.Equal(a.ProviderSpecific, b.ProviderSpecific)
+}
+
 // Retained is a record set another pass published for an owner this pass could not see (its
 // member cluster was not read): it still holds its names, as a weighted record or not.
 type Retained struct {
@@ -113,14 +133,23 @@ func Build(snap *snapshot.Snapshot, res *translate.Result, programmed map[string
 // may publish it beside), weighted ones keep the sharers weighted, so that nothing flips while a
 // member is unreachable.
 func share(claims []*claim, retained map[string][]Retained) {
-	byName := map[string][]*claim{}
-	for _, c := range claims {
-		for _, n := range c.owner.Names {
-			byName[n] = append(byName[n], c)
+	// Every claim's names are sorted: merged, they give each name's claimants in name order
+	// without a map of every name or a sort of them all.
+	lists := make([][]nameClaim, len(claims))
+	for i, c := range claims {
+		lists[i] = make([]nameClaim, len(c.owner.Names))
+		for j, n := range c.owner.Names {
+			lists[i][j] = nameClaim{n, c}
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(byName)) {
-		cs := byName[name]
+	all := mergeNames(lists)
+	var cs []*claim
+	for i := 0; i < len(all); {
+		name := all[i].name
+		cs = cs[:0]
+		for ; i < len(all) && all[i].name == name; i++ {
+			cs = append(cs, all[i].c)
+		}
 		slices.SortFunc(cs, func(a, b *claim) int {
 			return cmp.Or(a.created.Compare(b.created), cmp.Compare(a.owner.Key, b.owner.Key))
 		})
@@ -154,6 +183,32 @@ func share(claims []*claim, retained map[string][]Retained) {
 			}
 		}
 	}
+}
+
+// nameClaim is one claim on one name.
+type nameClaim struct {
+	name string
+	c    *claim
+}
+
+// mergeNames merges lists sorted by name into one, halves first: O(n log k) for k lists.
+func mergeNames(lists [][]nameClaim) []nameClaim {
+	switch len(lists) {
+	case 0:
+		return nil
+	case 1:
+		return lists[0]
+	}
+	a, b := mergeNames(lists[:len(lists)/2]), mergeNames(lists[len(lists)/2:])
+	out := make([]nameClaim, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if b[0].name < a[0].name {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // targets are the record templates of a gateway's addresses: A and AAAA records of its IP
@@ -245,7 +300,7 @@ func newIndex(s *snapshot.Snapshot, res *translate.Result) *index {
 func (idx *index) claim(res *translate.Result, lb *providers.LoadBalancer, p translate.Programmed) *claim {
 	o := &Owner{Key: lb.Gateway, Namespace: lb.Namespace, Name: lb.Name}
 	c := &claim{owner: o, weight: 1}
-	names := map[string]bool{}
+	var names []string // sorted and compacted below: cheaper than a set at 20,000 names
 	var annotations map[string]string
 	add := func(ref translate.ObjectRef, uid types.UID, created time.Time, ann map[string]string) {
 		o.Objects = append(o.Objects, Object{Cluster: ref.Cluster, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, UID: uid})
@@ -264,9 +319,7 @@ func (idx *index) claim(res *translate.Result, lb *providers.LoadBalancer, p tra
 			continue
 		}
 		add(gs.Ref, gw.UID, gw.CreationTimestamp.Time, lb.Annotations)
-		for _, n := range listenerNames(gw, gs) {
-			names[n] = true
-		}
+		names = append(names, listenerNames(gw, gs)...)
 	}
 	for _, i := range k.ingresses {
 		ref := res.Ingresses[i].Ref
@@ -283,7 +336,7 @@ func (idx *index) claim(res *translate.Result, lb *providers.LoadBalancer, p tra
 		add(ss.Ref, svc.UID, svc.CreationTimestamp.Time, svc.Annotations)
 		for n := range strings.SplitSeq(svc.Annotations[AnnotationHostname], ",") {
 			if n = hostname(n); n != "" {
-				names[n] = true
+				names = append(names, n)
 			}
 		}
 	}
@@ -295,19 +348,20 @@ func (idx *index) claim(res *translate.Result, lb *providers.LoadBalancer, p tra
 		for _, l := range lb.Routing.Listeners {
 			for _, vh := range l.VirtualHosts {
 				if n := hostname(vh.Hostname); n != "" {
-					names[n] = true
+					names = append(names, n)
 				}
 			}
 			for _, sr := range l.SNIRoutes {
 				for _, h := range sr.Hostnames {
 					if n := hostname(h); n != "" {
-						names[n] = true
+						names = append(names, n)
 					}
 				}
 			}
 		}
 	}
-	o.Names = slices.Sorted(maps.Keys(names))
+	slices.Sort(names)
+	o.Names = slices.Clip(slices.Compact(names))
 	for _, obj := range o.Objects {
 		if !slices.Contains(o.Clusters, obj.Cluster) {
 			o.Clusters = append(o.Clusters, obj.Cluster)

@@ -1,6 +1,7 @@
 package records
 
 import (
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/external-dns/endpoint"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
@@ -313,6 +315,44 @@ func BenchmarkBuild(b *testing.B) {
 	for b.Loop() {
 		if owners := Build(s, res, programmed, nil); len(owners) != 1000 {
 			b.Fatalf("%d owners, want 1000", len(owners))
+		}
+	}
+}
+
+// TestEqualSeesEveryField: Owner.Equal names every field of Owner and of the records it compares;
+// a field added to either must be added there too (and counted here).
+func TestEqualSeesEveryField(t *testing.T) {
+	for _, tc := range []struct {
+		typ  reflect.Type
+		want int
+	}{{reflect.TypeFor[Owner](), 10}, {reflect.TypeFor[endpoint.Endpoint](), 8}} {
+		if got := tc.typ.NumField(); got != tc.want {
+			t.Errorf("%s has %d fields, Owner.Equal knows %d: compare the new ones there", tc.typ, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkBuildManyNames is one gateway serving 20,000 hostnames in two members, as every pass
+// builds it at the target size.
+func BenchmarkBuildManyNames(b *testing.B) {
+	s := base(map[string]int32{"hub": 100, "member-a": 50})
+	hosts := make([]string, 20000)
+	for i := range hosts {
+		hosts[i] = "r" + strconv.Itoa(i) + ".example.com"
+	}
+	programmed := map[string]translate.Programmed{}
+	for j, cluster := range []string{"hub", "member-a"} {
+		s.Gateways = append(s.Gateways, gateway(cluster, "web", 1, nil, ""))
+		s.HTTPRoutes = append(s.HTTPRoutes, route(cluster, "web", hosts...))
+		programmed[cluster+"/infra/web"] = addressed(ip("192.0.2." + strconv.Itoa(j+1)))
+	}
+	s = s.Sort()
+	res := translate.Translate(s)
+	b.ReportAllocs()
+	for b.Loop() {
+		owners := Build(s, res, programmed, nil)
+		if n := len(owners); n != 2 || len(owners[0].Endpoints) != 20000 {
+			b.Fatalf("%d owners, want 2 with 20000 records each", n)
 		}
 	}
 }

@@ -111,8 +111,9 @@ func (t *translator) virtualHosts(gateway string, c *classInfo, g portGroup) []i
 				if g.owner(h) != l {
 					continue
 				}
+				lost := t.lostMatches[a.route]
 				for i := range a.route.matches {
-					if m := &a.route.matches[i]; m.servedBy(p) && t.expressedBy(a.route, c, m.prec.rule) {
+					if m := &a.route.matches[i]; m.servedBy(p) && t.expressedBy(a.route, c, m.prec.rule) && !slices.Contains(lost, i) {
 						byHost[h] = append(byHost[h], m)
 					}
 				}
@@ -131,8 +132,10 @@ func (t *translator) virtualHosts(gateway string, c *classInfo, g portGroup) []i
 	if wild < 0 {
 		wild = len(hosts)
 	}
-	owners := make(map[string]*listener, len(hosts))
-	for _, h := range hosts {
+	// The owners of the less specific hostnames, which the loop below asks for again and again;
+	// an exact hostname's own owner is looked up only when one of them matches it.
+	owners := make(map[string]*listener, len(hosts)-wild)
+	for _, h := range hosts[wild:] {
 		owners[h] = g.owner(h)
 	}
 	out := make([]ir.VirtualHost, 0, len(hosts))
@@ -141,8 +144,18 @@ func (t *translator) virtualHosts(gateway string, c *classInfo, g portGroup) []i
 		ms = append(ms[:0], byHost[h]...)
 		// A request for h also matches routes of less specific hostnames of the same listener;
 		// they come after h's own routes, since the spec ranks the more specific hostname first.
+		var owner *listener
 		for _, h2 := range hosts[max(i+1, wild):] {
-			if hostMatches(h2, h) && owners[h2] == owners[h] {
+			if !hostMatches(h2, h) {
+				continue
+			}
+			if owner == nil {
+				owner = owners[h]
+				if i < wild {
+					owner = g.owner(h)
+				}
+			}
+			if owners[h2] == owner {
 				ms = append(ms, byHost[h2]...)
 			}
 		}

@@ -315,7 +315,7 @@ func (t *translator) withinListenerLimits(r *route, c *classInfo, matched []matc
 		unit = "routes"
 	}
 	for _, m := range matched {
-		if m.l.attached[r] {
+		if m.l.last == r {
 			fits = append(fits, m)
 			continue
 		}

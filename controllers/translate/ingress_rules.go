@@ -106,8 +106,8 @@ func (t *translator) httpRouteClaims(routes []*route) map[pathKey][]pathOwner {
 }
 
 // compileIngresses compiles every Ingress group and settles path conflicts between Ingresses and
-// with HTTPRoutes; HTTPRoute matches that lose to an older Ingress are removed from their route
-// before the Gateways' configs are built.
+// with HTTPRoutes; HTTPRoute matches that lose to an older Ingress are left out of the Gateways'
+// configs (t.lostMatches), not removed from their route, which a Memo shares between passes.
 func (t *translator) compileIngresses(routes []*route) ([]*ingressGroup, []*compiledIngress) {
 	groups := t.ingressGroups()
 	if len(groups) == 0 {
@@ -197,15 +197,7 @@ func (t *translator) compileIngresses(routes []*route) ([]*ingressGroup, []*comp
 		})
 		out = append(out, c)
 	}
-	for r, idx := range lost {
-		r.matches = slices.Collect(func(yield func(compiledMatch) bool) {
-			for i, m := range r.matches {
-				if !slices.Contains(idx, i) && !yield(m) {
-					return
-				}
-			}
-		})
-	}
+	t.lostMatches = lost
 	return groups, out
 }
 

@@ -38,7 +38,10 @@ type listener struct {
 	// clientValidation is the frontend client certificate validation of an HTTPS listener.
 	clientValidation *ir.ClientValidation
 
-	attached map[*route]bool
+	// attached counts the routes attached; last is the latest of them. Routes attach one at a
+	// time, all their parentRefs in a row, so "r is attached here" is last == r: no set needed.
+	attached int
+	last     *route
 	// l4 is the single TCPRoute or UDPRoute a TCP or UDP listener forwards to.
 	l4 *route
 	// hosts are the attachments of HTTP, GRPC and TLS routes, with their hostnames; kinds counts
@@ -58,8 +61,17 @@ type attachment struct {
 	hostnames []string
 }
 
+// key names the listener across passes.
+func (l *listener) key() listenerKey {
+	k := listenerKey{group: l.group.key, name: l.spec.Name}
+	if l.set != nil {
+		k.set = l.set.obj.Cluster + "/" + l.set.ls().Namespace + "/" + l.set.ls().Name
+	}
+	return k
+}
+
 func newListener(grp *gatewayGroup, g *gatewayObject, spec gwv1.Listener) *listener {
-	l := &listener{group: grp, gateway: g, spec: spec, hostname: ptrStr(spec.Hostname), acceptedOK: true, attached: map[*route]bool{}, hostsKinds: map[string]int{}}
+	l := &listener{group: grp, gateway: g, spec: spec, hostname: ptrStr(spec.Hostname), acceptedOK: true, hostsKinds: map[string]int{}}
 	if spec.TLS != nil {
 		l.tlsMode = gwv1.TLSModeTerminate
 		if spec.TLS.Mode != nil && *spec.TLS.Mode != "" {
@@ -392,7 +404,7 @@ func (t *translator) detectConflicts(ls []*listener) {
 
 // status renders the listener status for one Gateway generation.
 func (l *listener) status(gen int64) gwv1.ListenerStatus {
-	st := gwv1.ListenerStatus{Name: l.spec.Name, SupportedKinds: slices.Clone(l.kinds), AttachedRoutes: int32(len(l.attached))}
+	st := gwv1.ListenerStatus{Name: l.spec.Name, SupportedKinds: slices.Clone(l.kinds), AttachedRoutes: int32(l.attached)}
 	if st.SupportedKinds == nil {
 		st.SupportedKinds = []gwv1.RouteGroupKind{}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
 )
@@ -123,5 +124,96 @@ func testMemoMatchesTranslate(t *testing.T, opts []Option) {
 	}
 	if hostsReused == 0 {
 		t.Fatal("the memo never reused a virtual host")
+	}
+}
+
+// TestMemoForgetsParents: a remembered route is handed to every pass that reuses it, so a pass in
+// which it attaches nowhere must not report the parents of the pass before.
+func TestMemoForgetsParents(t *testing.T) {
+	fx := readFixtures(t)
+	with := fleetSnapshot(3)
+	without := *with
+	without.Gateways = nil
+	c := NewMemo()
+	for i, s := range []*snapshot.Snapshot{with, &without, with} {
+		want := render(t, Translate(s), fx)
+		got := render(t, c.Translate(s), fx)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("pass %d: cached translation differs (-Translate +Memo.Translate):\n%s", i, diff)
+		}
+		if c.hits == 0 && i > 0 {
+			t.Fatalf("pass %d reused no route", i)
+		}
+	}
+	if res := c.Translate(&without); len(res.Routes) != 0 {
+		t.Errorf("without Gateways the routes still have statuses: %+v", res.Routes)
+	}
+}
+
+// TestMemoKeepsUnchangedStatuses: a pass hands on the parent statuses of the pass before for the
+// routes whose statuses did not change (no allocation, and Same at once), and new ones for the rest.
+func TestMemoKeepsUnchangedStatuses(t *testing.T) {
+	c := NewMemo()
+	before := c.Translate(fleetSnapshot(3))
+	s := fleetSnapshot(3)
+	changed := s.HTTPRoutes[1].Obj
+	changed.Generation, changed.ResourceVersion = 2, "changed"
+	after := c.Translate(s)
+	if len(before.Routes) != 3 || len(after.Routes) != 3 {
+		t.Fatalf("want 3 route statuses before and after, got %d and %d", len(before.Routes), len(after.Routes))
+	}
+	for i := range after.Routes {
+		b, a := &before.Routes[i], &after.Routes[i]
+		shared := &a.Parents[0] == &b.Parents[0]
+		if want := a.Ref.Name != changed.Name; shared != want {
+			t.Errorf("%s: parents shared with the pass before: %v, want %v", a.Ref.Name, shared, want)
+		}
+		if got := a.Parents[0].Conditions[0].ObservedGeneration; got != a.Generation {
+			t.Errorf("%s: observedGeneration %d, want %d", a.Ref.Name, got, a.Generation)
+		}
+		if a.Same(b) != (a.Ref.Name != changed.Name) {
+			t.Errorf("%s: Same = %v across the change", a.Ref.Name, a.Same(b))
+		}
+	}
+}
+
+// TestMemoFollowsChanges: routes deleted, added and changed between passes, alone and in runs,
+// are told apart from the unchanged ones, which are all reused, found in snapshot order or not.
+func TestMemoFollowsChanges(t *testing.T) {
+	fx := readFixtures(t)
+	drop := func(s *snapshot.Snapshot, names ...string) *snapshot.Snapshot {
+		s.HTTPRoutes = slices.DeleteFunc(s.HTTPRoutes, func(o snapshot.Object[gwv1.HTTPRoute]) bool { return slices.Contains(names, o.Obj.Name) })
+		return s
+	}
+	change := func(s *snapshot.Snapshot, name string) *snapshot.Snapshot {
+		for _, o := range s.HTTPRoutes {
+			if o.Obj.Name == name {
+				o.Obj.ResourceVersion += "x"
+				o.Obj.Spec.Hostnames = append(o.Obj.Spec.Hostnames, "more.example.com")
+			}
+		}
+		return s
+	}
+	c := NewMemo()
+	c.Translate(fleetSnapshot(30))
+	for _, step := range []struct {
+		name  string
+		s     *snapshot.Snapshot
+		reuse int
+	}{
+		{"one deleted", drop(fleetSnapshot(30), "r7"), 29},
+		{"it comes back", fleetSnapshot(30), 29},
+		{"a run deleted", drop(fleetSnapshot(30), "r3", "r6", "r9", "r12", "r15"), 25},
+		{"the run back and three more", fleetSnapshot(33), 25},
+		{"one changed", change(fleetSnapshot(33), "r12"), 32},
+		{"one changed, one back, one deleted, one added", change(drop(fleetSnapshot(34), "r20"), "r4"), 30},
+	} {
+		want := render(t, Translate(step.s), fx)
+		if diff := cmp.Diff(want, render(t, c.Translate(step.s), fx)); diff != "" {
+			t.Fatalf("%s: cached translation differs (-Translate +Memo.Translate):\n%s", step.name, diff)
+		}
+		if c.hits != step.reuse {
+			t.Errorf("%s: reused %d routes, want %d", step.name, c.hits, step.reuse)
+		}
 	}
 }

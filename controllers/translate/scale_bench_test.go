@@ -17,8 +17,14 @@ import (
 
 // fleetSnapshot is the convergence benchmark's shape: one fleet Gateway in three members, a
 // Service with one endpoint in each, and n HTTPRoutes spread over the members.
-func fleetSnapshot(n int) *snapshot.Snapshot {
-	clusters := []string{"hub", "member-a", "member-b"}
+func fleetSnapshot(n int) *snapshot.Snapshot { return membersSnapshot(3, n) }
+
+// membersSnapshot is fleetSnapshot over the hub and members-1 more clusters.
+func membersSnapshot(members, n int) *snapshot.Snapshot {
+	clusters := []string{"hub"}
+	for i := 1; i < members; i++ {
+		clusters = append(clusters, fmt.Sprintf("member-%d", i))
+	}
 	s := &snapshot.Snapshot{ClusterWeights: map[string]int32{}}
 	for _, c := range clusters {
 		s.ClusterWeights[c] = 100
@@ -44,7 +50,7 @@ func fleetSnapshot(n int) *snapshot.Snapshot {
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"198.18.0.51"}}}}})
 	}
 	for i := range n {
-		s.HTTPRoutes = append(s.HTTPRoutes, snapshot.Object[gwv1.HTTPRoute]{Cluster: clusters[i%3], Obj: scaleRoute(i)})
+		s.HTTPRoutes = append(s.HTTPRoutes, snapshot.Object[gwv1.HTTPRoute]{Cluster: clusters[i%len(clusters)], Obj: scaleRoute(i)})
 	}
 	return s.Sort()
 }
@@ -73,15 +79,29 @@ func BenchmarkBeginFleet3000(b *testing.B) {
 	benchPass(b, func(c *Memo, s *snapshot.Snapshot) { c.Begin(s) })
 }
 
+// BenchmarkTranslateFleet20k is BenchmarkTranslateFleet3000 at the target size: 20,000
+// routes over ten member clusters.
+func BenchmarkTranslateFleet20k(b *testing.B) {
+	benchPassAt(b, 10, 20000, func(c *Memo, s *snapshot.Snapshot) { c.Translate(s) })
+}
+
+// BenchmarkBeginFleet20k is BenchmarkBeginFleet3000 at 20,000 routes over ten member clusters.
+func BenchmarkBeginFleet20k(b *testing.B) {
+	benchPassAt(b, 10, 20000, func(c *Memo, s *snapshot.Snapshot) { c.Begin(s) })
+}
+
 // benchPass times pass on snapshots of 3,000 and 3,001 routes in turn, after a first pass.
-func benchPass(b *testing.B, pass func(*Memo, *snapshot.Snapshot)) {
+func benchPass(b *testing.B, pass func(*Memo, *snapshot.Snapshot)) { benchPassAt(b, 3, 3000, pass) }
+
+// benchPassAt times pass on snapshots of n and n+1 routes over members clusters in turn, after
+// a first pass: each pass sees one route added or removed.
+func benchPassAt(b *testing.B, members, n int, pass func(*Memo, *snapshot.Snapshot)) {
+	snaps := [2]*snapshot.Snapshot{membersSnapshot(members, n), membersSnapshot(members, n+1)}
 	c := NewMemo()
-	c.Translate(fleetSnapshot(3000))
+	c.Translate(snaps[0])
+	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		b.StopTimer()
-		s := fleetSnapshot(3000 + i%2)
-		b.StartTimer()
-		pass(c, s)
+		pass(c, snaps[(i+1)%2])
 	}
 }

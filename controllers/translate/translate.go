@@ -70,17 +70,22 @@ type translator struct {
 	defaultPolicy *proxyPolicy
 	shared        *proxyPolicy
 	sharedKnown   bool
+
+	scratch scratch
+	// lostMatches are, by route, the indexes of HTTPRoute matches an older Ingress serves
+	// (compileIngresses): configs leave them out.
+	lostMatches map[*route][]int
 }
 
 // Translate computes the dataplane configs, load-balancer models and statuses for a snapshot.
 // It never panics on bad input: invalid objects are reported through their conditions and left
 // out of the dataplane without affecting the others. s must be sorted (Snapshot.Sort).
 func Translate(s *snapshot.Snapshot, opts ...Option) *Result {
-	return begin(s, nil, newOptions(opts)).Finish()
+	return begin(s, nil, nil, newOptions(opts)).Finish()
 }
 
 // Begin starts a Pass: its first stage runs now.
-func Begin(s *snapshot.Snapshot, opts ...Option) *Pass { return begin(s, nil, newOptions(opts)) }
+func Begin(s *snapshot.Snapshot, opts ...Option) *Pass { return begin(s, nil, nil, newOptions(opts)) }
 
 // memoFunc returns the compiled route of one route object, calling compile or not; a remembered
 // route is reused only if fresh says it still holds (its parents' classes' endpoint policy).
@@ -97,9 +102,10 @@ type Pass struct {
 	done func()
 }
 
-func begin(s *snapshot.Snapshot, memo memoFunc, o options) *Pass {
+func begin(s *snapshot.Snapshot, hosts *hostMemo, memo memoFunc, o options) *Pass {
 	t := &translator{
 		memo:       memo,
+		hosts:      hosts,
 		catalog:    o.catalog,
 		snap:       s,
 		idx:        newIndex(s),
@@ -115,9 +121,11 @@ func begin(s *snapshot.Snapshot, memo memoFunc, o options) *Pass {
 	}
 	t.attachListenerSets()
 	routes, byKind := t.compileRoutes()
+	t.sizeAttachments()
 	for _, r := range routes {
 		t.attachRoute(r)
 	}
+	t.countAttachments()
 	t.routeStatuses(byKind)
 	t.policyStatuses()
 	r := t.res
@@ -176,10 +184,16 @@ func compileAll[T any](t *translator, kind string, objs []snapshot.Object[T], co
 	fresh := t.policyFresh // one method value, not one per route
 	for _, o := range objs {
 		if t.memo == nil {
-			out = append(out, compile(o))
+			r := compile(o)
+			r.summarize()
+			out = append(out, r)
 			continue
 		}
-		out = append(out, t.memo(kind, o.Cluster, o.Meta(), func() *route { return compile(o) }, fresh))
+		out = append(out, t.memo(kind, o.Cluster, o.Meta(), func() *route {
+			r := compile(o)
+			r.summarize()
+			return r
+		}, fresh))
 	}
 	return out
 }
@@ -222,8 +236,75 @@ func (t *translator) compileRoutes() (all []*route, byKind [][]*route) {
 	udp := compileAll(t, kindUDPRoute, t.snap.UDPRoutes, t.compileUDPRoute)
 	byKind = [][]*route{http, grpc, tls, tcp, udp}
 	for _, rs := range [][]*route{append(slices.Clone(http), grpc...), slices.Clone(tls), slices.Clone(tcp), slices.Clone(udp)} {
+		fromLastOrder(rs)
 		slices.SortStableFunc(rs, olderFirst)
 		all = append(all, rs...)
 	}
+	for i, r := range all {
+		r.rank = i + 1
+	}
 	return all, byKind
+}
+
+// fromLastOrder puts the routes a Memo remembers in the order of the last pass (rank), the others
+// after them, so that sorting them checks an order more than it makes one: with one route changed
+// among 20,000, the sort of routes in snapshot order was a tenth of a pass.
+func fromLastOrder(rs []*route) {
+	top := 0
+	for _, r := range rs {
+		top = max(top, r.rank)
+	}
+	if top == 0 {
+		return
+	}
+	slots := make([]*route, top+1)
+	var unranked []*route
+	for _, r := range rs {
+		if r.rank == 0 || slots[r.rank] != nil {
+			unranked = append(unranked, r)
+			continue
+		}
+		slots[r.rank] = r
+	}
+	i := 0
+	for _, r := range slots {
+		if r != nil {
+			rs[i] = r
+			i++
+		}
+	}
+	copy(rs[i:], unranked)
+}
+
+// sizeAttachments gives each listener room for as many attachments as it had in the last pass
+// (Memo), plus a little.
+func (t *translator) sizeAttachments() {
+	if t.hosts == nil || len(t.hosts.attached) == 0 {
+		return
+	}
+	for _, grp := range t.groups {
+		for _, l := range grp.listeners {
+			if n := t.hosts.attached[l.key()]; n > 0 {
+				l.hosts = make([]attachment, 0, n+n/16+1)
+			}
+		}
+	}
+}
+
+// countAttachments records the number of attachments of each listener for the next pass.
+func (t *translator) countAttachments() {
+	if t.hosts == nil {
+		return
+	}
+	if t.hosts.attached == nil {
+		t.hosts.attached = map[listenerKey]int{}
+	}
+	clear(t.hosts.attached)
+	for _, grp := range t.groups {
+		for _, l := range grp.listeners {
+			if len(l.hosts) > 0 {
+				t.hosts.attached[l.key()] = len(l.hosts)
+			}
+		}
+	}
 }
