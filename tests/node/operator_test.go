@@ -22,6 +22,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -417,6 +418,7 @@ func leaderOnProxies(t *testing.T, c *testbed.Cluster) string {
 		})
 		if mine := byReplica[leader]; len(mine) > 0 {
 			t.Logf("leader %s serves proxies %v (all: %v)", leader, mine, byReplica)
+			endpointsSettled(t, c, pods.Items)
 			return leader
 		}
 		if attempt == 8 {
@@ -426,6 +428,41 @@ func leaderOnProxies(t *testing.T, c *testbed.Cluster) string {
 			t.Fatal(err)
 		}
 	}
+}
+
+// endpointsSettled waits until the proxy Service's endpoints are exactly the Ready proxy pods, then
+// gives kube-proxy a sync period: a proxy pod deleted just before would otherwise still get new
+// connections, which hang (its address is gone) — the test's doing, not what it measures.
+func endpointsSettled(t *testing.T, c *testbed.Cluster, pods []corev1.Pod) {
+	t.Helper()
+	var want []string
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].Ready {
+			want = append(want, p.Status.PodIP)
+		}
+	}
+	slices.Sort(want)
+	testbed.Eventually(t, time.Minute, func() error {
+		// The EndpointSlice controller gives the slices their Service's labels.
+		var list discoveryv1.EndpointSliceList
+		if err := c.Client.List(t.Context(), &list, client.InNamespace("default"), client.MatchingLabels(providers.OwnerSelector(gatewayKey))); err != nil {
+			return err
+		}
+		var got []string
+		for _, s := range list.Items {
+			for _, e := range s.Endpoints {
+				if ptr.Deref(e.Conditions.Ready, false) {
+					got = append(got, e.Addresses...)
+				}
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("proxy Service endpoints %v, want the Ready proxy pods' %v", got, want)
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // kube-proxy's minimum sync period
 }
 
 // leaderName is the pod holding the leader-election Lease.
