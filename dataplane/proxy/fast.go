@@ -113,22 +113,19 @@ func headText(buf *[]byte, b []byte, reuse bool) string {
 	return unsafe.String(unsafe.SliceData(*buf), len(b))
 }
 
-// lingerTime and lingerMax bound lingerClose: how long, and how much, it reads after its answer.
-const (
-	lingerTime = 2 * time.Second
-	lingerMax  = 4 << 20
-)
+// lingerMax bounds what lingerClose reads after its answer.
+const lingerMax = 4 << 20
 
 // lingerClose ends a connection whose client may still be sending (the rest of a request target
 // too long to read) after its answer was written: it half-closes, then reads and discards what
-// comes until the client closes too or lingerTime or lingerMax runs out. Closing with unread input
+// comes until the client closes too, d passes or lingerMax is read. Closing with unread input
 // makes the kernel reset the connection, and a reset can destroy the answer before the client read
 // it (nginx's lingering_close). The caller closes c afterwards.
-func lingerClose(c net.Conn) {
+func lingerClose(c net.Conn, d time.Duration) {
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}
-	_ = c.SetReadDeadline(time.Now().Add(lingerTime))
+	_ = c.SetReadDeadline(time.Now().Add(d))
 	_, _ = io.CopyN(io.Discard, c, lingerMax)
 }
 
@@ -195,7 +192,7 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool, st *tls.ConnectionSt
 			s.metrics.hits.targetTooLong.Inc()
 			writeSimple(bw, p.cur.Load().lim.server.line, http.StatusRequestURITooLong, "", &fc.req)
 			if bw.Flush() == nil { // the answer is out (a failed flush stays failed)
-				lingerClose(c)
+				lingerClose(c, s.opts.LingerTimeout)
 			}
 			return
 		}

@@ -18,6 +18,8 @@ func (o *Options) LimitFlags(fs *flag.FlagSet) {
 		"end a request whose client sends no body byte for this long (408)")
 	fs.DurationVar(&o.ResponseWriteIdleTimeout, "response-write-idle-timeout", 60*time.Second,
 		"close a connection whose client accepts no response byte for this long")
+	fs.DurationVar(&o.LingerTimeout, "linger-timeout", 2*time.Second,
+		"after answering 414 to a client still sending its request target, read and discard for at most this long (and 4 MiB) before closing, so that the answer is not lost to a reset")
 	fs.IntVar(&o.MaxConnectionsPerListener, "max-connections-per-listener", 10000,
 		"client connections each listener (port) serves at once; more are closed at once")
 	fs.IntVar(&o.HTTP2MaxResetsPerSecond, "http2-max-resets-per-second", 100,

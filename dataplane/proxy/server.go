@@ -65,6 +65,9 @@ type Options struct {
 	// before their answers (rapid reset); past it the connection gets a GOAWAY and is closed
 	// (default 100, with a burst of as many).
 	HTTP2MaxResetsPerSecond int
+	// LingerTimeout bounds how long a connection answered 414 while its client still sends is
+	// read and discarded before it is closed (default 2s; lingerClose).
+	LingerTimeout time.Duration
 	// UpstreamIdleTimeout closes idle keepalive connections to backends (default 4s): below the
 	// idle timeouts of common backends (Node.js 5s), which would otherwise close a connection
 	// just as the proxy sends on it.
@@ -85,6 +88,7 @@ func (o *Options) defaults() {
 	def(&o.IdleTimeout, 120*time.Second)
 	def(&o.DialTimeout, 5*time.Second)
 	def(&o.UpstreamIdleTimeout, 4*time.Second)
+	def(&o.LingerTimeout, 2*time.Second)
 	def(&o.UDPSessionTimeout, 60*time.Second)
 	def(&o.BackendResponseTimeout, 30*time.Second)
 	def(&o.RequestBodyIdleTimeout, 30*time.Second)
