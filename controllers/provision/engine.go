@@ -81,6 +81,10 @@ type Engine struct {
 	// gateways that sweep queued for deletion.
 	swept     bool
 	sweptKeys map[string][]string
+	// started is set when Start runs (on the leader only). Before that, Set only records the
+	// desired models: a follower's queues stay empty, so that their depth metrics say what is
+	// waiting for a provider, and Start queues every gateway once.
+	started bool
 }
 
 // queue is one provider's work queue; its entries are guarded by Engine.mu.
@@ -205,7 +209,7 @@ func (e *Engine) Set(desired []Desired, clusters []string) {
 				// event that woke the pass may be what it waits for.
 				if r := en.res; r != nil && r.err == nil && !r.status.Ready && r.gen == en.gen {
 					en.gen++ // not settled until looked at
-					q.q.Add(gw)
+					e.queueLocked(q, gw)
 				}
 				continue
 			}
@@ -214,7 +218,7 @@ func (e *Engine) Set(desired []Desired, clusters []string) {
 			if !sameL4 {
 				en.l4gen++
 			}
-			q.q.Add(gw)
+			e.queueLocked(q, gw)
 		}
 		for gw, en := range q.entries {
 			if _, ok := want[name][gw]; ok {
@@ -223,14 +227,14 @@ func (e *Engine) Set(desired []Desired, clusters []string) {
 			if !en.desired {
 				if en.parked && len(e.knownLocked(union(en.clusters, en.model.Clusters))) > 0 {
 					en.parked = false
-					q.q.Add(gw)
+					e.queueLocked(q, gw)
 				}
 				continue
 			}
 			en.desired = false
 			en.gen++
 			en.l4gen++
-			q.q.Add(gw)
+			e.queueLocked(q, gw)
 		}
 	}
 	e.mu.Unlock()
@@ -245,7 +249,7 @@ func (e *Engine) Recheck(gateway string) {
 	for _, q := range e.queues {
 		if en := q.entries[gateway]; en != nil && en.desired {
 			en.gen++ // not settled until looked at
-			q.q.Add(gateway)
+			e.queueLocked(q, gateway)
 		}
 	}
 }
@@ -263,7 +267,27 @@ func (e *Engine) RecheckProvider(provider string) {
 	for gw, en := range q.entries {
 		if en.desired {
 			en.gen++ // not settled until looked at
-			q.q.Add(gw)
+			e.queueLocked(q, gw)
+		}
+	}
+}
+
+// queueLocked queues gw for q's workers once they run; before Start the entry only records it.
+func (e *Engine) queueLocked(q *queue, gw string) {
+	if e.started {
+		q.q.Add(gw)
+	}
+}
+
+// startLocked marks the engine started and queues every gateway it knows: a replica that was a
+// follower until now made no call for any of them.
+func (e *Engine) startLocked() {
+	e.started = true
+	for _, q := range e.queues {
+		for gw, en := range q.entries {
+			if !en.parked {
+				q.q.Add(gw)
+			}
 		}
 	}
 }

@@ -510,3 +510,39 @@ func TestUnknownClustersKeepTheirResources(t *testing.T) {
 		t.Error("c still has an entry after its deletion")
 	}
 }
+
+// TestFollowerQueuesNothing: before Start (a follower replica), Set only records the desired
+// models: the queues stay empty, so that their depth metrics do not count work no worker will
+// take. Start (elected) queues every gateway, desired or to delete, once.
+func TestFollowerQueuesNothing(t *testing.T) {
+	f := &fake{}
+	reg := prometheus.NewRegistry()
+	e, err := New(Options{Providers: registry{"p": f}, Log: testr.New(t), Registerer: reg, BaseDelay: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Set([]Desired{{Model: model("a", 1), Version: 1}, {Model: model("b", 1), Version: 1}, {Model: model("c", 1), Version: 1}}, nil)
+	e.Recheck("a")
+	e.RecheckProvider("p")
+	e.Set([]Desired{{Model: model("a", 2), Version: 2}, {Model: model("b", 1), Version: 1}}, nil)
+	if n := e.queues["p"].q.Len(); n != 0 {
+		t.Errorf("a follower's queue holds %d gateways, want 0", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, "a and b settled", func() bool { return e.Settled("a") && e.Settled("b") })
+	want := map[string]int{"a": 1, "b": 1}
+	for gw, n := range want {
+		if got := f.count("ensure", gw); got != n {
+			t.Errorf("%s ensured %d times, want %d", gw, got, n)
+		}
+	}
+	if got := f.count("ensure", "c"); got != 0 {
+		t.Errorf("c, no longer desired, was ensured %d times", got)
+	}
+	if o, ok := e.Result("p", "a"); !ok || o.Version != 2 {
+		t.Errorf("a's result %+v, %v; want one for version 2", o, ok)
+	}
+}

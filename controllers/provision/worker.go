@@ -11,6 +11,9 @@ import (
 // Start runs the workers of every provider and the orphan sweep until ctx is cancelled. Calls in
 // flight then see ctx cancelled; Start returns once they have returned.
 func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	e.startLocked()
+	e.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, q := range e.queues {
 		for range e.o.Workers {
