@@ -10,7 +10,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
-	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
 // Memo remembers compiled routes between translations, so that a pass after one route changed
@@ -64,22 +63,16 @@ type cachedRoute struct {
 	r route
 }
 
-// hostMemo remembers the route list of every virtual host of the last pass, with the matches it
-// was made of (translator.hostRoutes).
+// hostMemo remembers the virtual hosts of every port group of the last pass (hostGroup).
 type hostMemo struct {
-	pass    uint64
-	entries map[hostKey]*hostEntry
+	pass   uint64
+	groups map[portKey]*hostGroup
 	// attached are the attachments each listener had in the last pass: the next sizes its list
 	// once instead of growing it route by route.
 	attached map[listenerKey]int
-	// hits counts the hosts reused by the last pass, for tests.
-	hits int
-}
-
-type hostEntry struct {
-	matches []*compiledMatch
-	routes  []ir.Route
-	pass    uint64
+	// hits counts the hosts whose route lists the last pass reused, and rebuilt the port groups
+	// whose hosts it built whole, for tests.
+	hits, rebuilt int
 }
 
 // version identifies one object's state.
@@ -115,10 +108,10 @@ func (c *Memo) Begin(s *snapshot.Snapshot) *Pass {
 	c.pass++
 	c.hits, c.uncached = 0, 0
 	used := 0
-	if c.hosts.entries == nil {
-		c.hosts.entries = map[hostKey]*hostEntry{}
+	if c.hosts.groups == nil {
+		c.hosts.groups = map[portKey]*hostGroup{}
 	}
-	c.hosts.pass, c.hosts.hits = c.pass, 0
+	c.hosts.pass, c.hosts.hits, c.hosts.rebuilt = c.pass, 0, 0
 	p := begin(s, &c.hosts, func(kind, cluster string, m metav1.Object, compile func() *route, fresh func(*route) bool) *route {
 		uid, rv := m.GetUID(), m.GetResourceVersion()
 		if !versioned || uid == "" || rv == "" {
@@ -161,8 +154,8 @@ func (c *Memo) Begin(s *snapshot.Snapshot) *Pass {
 	}
 	p.lock = &c.mu
 	p.done = func() {
-		// Hosts gone, and those whose matches changed: their old matches are kept alive only here.
-		maps.DeleteFunc(c.hosts.entries, func(_ hostKey, e *hostEntry) bool { return e.pass != c.hosts.pass })
+		// Port groups gone: their routes are kept alive only here.
+		maps.DeleteFunc(c.hosts.groups, func(_ portKey, g *hostGroup) bool { return g.pass != c.hosts.pass })
 	}
 	return p
 }
