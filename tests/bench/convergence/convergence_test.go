@@ -3,7 +3,8 @@
 // Run with `make bench-convergence`; MEMBERS, ROUTES and COLD_ROUTES override the sizes. THEN_ROUTES
 // adds that many more routes one at a time after the cold start, which measures a change at the
 // cold start's size without adding every route one at a time; COLD_PROFILE=file (with
-// FLEETGATE_PPROF) saves a CPU profile of the operator's first COLD_PROFILE_S (20) seconds.
+// FLEETGATE_PPROF) saves a CPU profile of the operator's first COLD_PROFILE_S (20) seconds, and
+// THEN_PROFILE=file one of THEN_PROFILE_S (30) seconds of those additions.
 package convergence
 
 import (
@@ -267,7 +268,15 @@ func BenchmarkConvergence(b *testing.B) {
 	b.Logf("cold start with %d routes: all served %s after the operator started (RSS %.1f MiB)", cold, coldTook.Round(time.Millisecond), float64(rss)/(1<<20))
 	<-profiled
 	if then := envInt("THEN_ROUTES", 0); then > 0 {
+		profiled := make(chan struct{})
+		go func() {
+			defer close(profiled)
+			if file := os.Getenv("THEN_PROFILE"); file != "" {
+				profile(b, file, envInt("THEN_PROFILE_S", 30))
+			}
+		}()
 		ph.run(ctx, b, op, "then-", max(cold, routes), max(cold, routes)+then)
+		<-profiled
 	}
 }
 
