@@ -76,6 +76,8 @@ type GatewayReconciler struct {
 	// served is what each Ingress and LoadBalancer Service was last given while its gateway was
 	// programmed (keepServed); only the one worker touches it.
 	served map[translate.ObjectRef]servedStatus
+	// records hands the DNS records of one pass on to the next where they are the same.
+	records records.Memo
 	// settled is set once the members were awaited (Awaiting); waitingSince is when that began.
 	settled      bool
 	waitingSince time.Time
@@ -251,7 +253,7 @@ func (r *GatewayReconciler) publishDNS(snap *snapshot.Snapshot, res *translate.R
 		return
 	}
 	retained := r.DNS.Retained()
-	d := &dnsDesired{owners: records.Build(snap, res, programmed, retained), clusters: res.Clusters, hubNamespaces: map[string]bool{}, retained: retained, zones: res.DNS}
+	d := &dnsDesired{owners: r.records.Build(snap, res, programmed, retained), clusters: res.Clusters, hubNamespaces: map[string]bool{}, retained: retained, zones: res.DNS}
 	for _, ns := range snap.Namespaces {
 		if ns.Cluster == v1alpha1.HubCluster {
 			d.hubNamespaces[ns.Obj.Name] = true
