@@ -179,6 +179,14 @@ func (t *translator) ownMatches(c *classInfo, g portGroup, hosts []string) [][]*
 // update builds again the changed hosts (exact hostnames, sorted by specificity) of st, and
 // makes st the port group's hosts of this pass: a new list, sharing the others' routes.
 func (st *hostGroup) update(t *translator, c *classInfo, g portGroup, changed []string) {
+	for i, l := range g.ls {
+		st.attached[i] = l.hosts
+	}
+	st.pass = t.hosts.pass
+	if len(changed) == 0 {
+		t.hosts.hits += len(st.hosts)
+		return // nothing changed: the very list of the last pass
+	}
 	own := t.ownMatches(c, g, changed)
 	out := make([]ir.VirtualHost, 0, len(st.hosts)+len(changed))
 	k := 0 // st.hosts before k are in out
@@ -207,10 +215,7 @@ func (st *hostGroup) update(t *translator, c *classInfo, g portGroup, changed []
 	}
 	out = append(out, st.hosts[k:]...)
 	t.hosts.hits += len(out) - built
-	for i, l := range g.ls {
-		st.attached[i] = l.hosts
-	}
-	st.hosts, st.pass = out, t.hosts.pass
+	st.hosts = out
 }
 
 // withWildcards returns the matches of exact hostname h: its own, then those of the less
