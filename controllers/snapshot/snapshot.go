@@ -105,6 +105,21 @@ func (s *Snapshot) Dependencies(fn func(cluster string, m metav1.Object)) {
 	}
 }
 
+// Lists calls fn, in snapshot order, for every object of every list, with the list's field name.
+func (s *Snapshot) Lists(fn func(list, cluster string, m metav1.Object)) {
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.Slice {
+			continue
+		}
+		if l, ok := reflect.Zero(f.Type().Elem()).Interface().(objectList); ok {
+			name := v.Type().Field(i).Name
+			l.eachObject(f.Addr().Interface(), func(cluster string, m metav1.Object) { fn(name, cluster, m) })
+		}
+	}
+}
+
 // objectList is implemented by every Object[T], for the list of them it is given (a
 // *[]Object[T]): Sort and Dependencies reach every list without naming it.
 type objectList interface {

@@ -3,6 +3,7 @@ package translate
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +19,9 @@ import (
 // BackendTLSPolicies and their ConfigMaps, member clusters and their weights); a route is reused
 // when its UID and resourceVersion are the same and none of those inputs changed, which the API server's resourceVersions tell exactly. Whatever
 // the memo holds, Memo.Translate returns what Translate returns for the same snapshot.
-// Attachment, configs and statuses are recomputed on every pass: they depend on every route.
+// Beyond compiled routes it keeps, between passes, where each route attached (route.kept), for
+// passes in which nothing but routes changed, and the virtual hosts of every port group
+// (hostGroup), rebuilt only for the hostnames whose attachments changed.
 //
 // A Memo may be used from one goroutine at a time; Translate serializes callers.
 type Memo struct {
@@ -32,6 +35,10 @@ type Memo struct {
 	// pass numbers the passes; entries not used by the latest are dropped after it.
 	pass  uint64
 	hosts hostMemo
+	// world holds the versions of every input besides routes (worldVersions), and unserved the
+	// kinds each cluster does not serve, of the last pass; hosts.world numbers their changes.
+	world    []version
+	unserved map[string][]string
 	// hits counts the routes reused by the last Translate and uncached those compiled but not kept
 	// (they use BackendTLSPolicies), for tests.
 	hits, uncached int
@@ -73,6 +80,11 @@ type hostMemo struct {
 	// hits counts the hosts whose route lists the last pass reused, and rebuilt the port groups
 	// whose hosts it built whole, for tests.
 	hits, rebuilt int
+	// world numbers the states of every input besides routes (Memo.world), from 1: a remembered
+	// route attached in a pass of the same number attaches the same way again (route.kept).
+	world uint64
+	// replayed counts the routes the last pass attached as they were before, for tests.
+	replayed int
 }
 
 // version identifies one object's state.
@@ -111,11 +123,16 @@ func (c *Memo) Begin(s *snapshot.Snapshot) *Pass {
 	if c.hosts.groups == nil {
 		c.hosts.groups = map[portKey]*hostGroup{}
 	}
-	c.hosts.pass, c.hosts.hits, c.hosts.rebuilt = c.pass, 0, 0
-	p := begin(s, &c.hosts, func(kind, cluster string, m metav1.Object, compile func() *route, fresh func(*route) bool) *route {
+	c.hosts.pass, c.hosts.hits, c.hosts.rebuilt, c.hosts.replayed = c.pass, 0, 0, 0
+	world := worldVersions(s)
+	if len(c.routes) == 0 || !slices.Equal(world, c.world) || !maps.EqualFunc(s.UnservedKinds, c.unserved, slices.Equal) {
+		c.hosts.world++ // and routes compiled anew carry no attachment to replay
+	}
+	c.world, c.unserved = world, maps.Clone(s.UnservedKinds)
+	p := begin(s, &c.hosts, func(kind, cluster string, m metav1.Object, fresh func(*route) bool) (*route, func(*route) *route) {
 		uid, rv := m.GetUID(), m.GetResourceVersion()
 		if !versioned || uid == "" || rv == "" {
-			return compile() // a change could not be told from no change (e.g. a test input)
+			return nil, unmemoised // a change could not be told from no change (e.g. a test input)
 		}
 		if kind != cur.kind {
 			cur.flush(c.order)
@@ -128,24 +145,9 @@ func (c *Memo) Begin(s *snapshot.Snapshot) *Pass {
 			c.hits++
 			used++
 			cur.keep(e)
-			return &e.r
+			return &e.r, nil
 		}
-		r := compile()
-		if len(r.policies) > 0 {
-			// Its policies are this pass's objects, which collect the pass's ancestors: compiling
-			// such a route again is what keeps them right. TLS backends are few.
-			c.uncached++
-			if e != nil {
-				delete(c.routes, k)
-			}
-			return r
-		}
-		r.meta = detach(m)
-		e = &cachedRoute{cluster: cluster, uid: uid, resourceVersion: rv, pass: c.pass, r: *r}
-		c.routes[k] = e
-		cur.keep(e)
-		used++
-		return &e.r // the one the next pass reuses, so that it finds this pass's statuses
+		return nil, c.keeper(&cur, &used, e, k, m, rv)
 	}, c.opts)
 	cur.flush(c.order)
 	if used < len(c.routes) {
@@ -159,6 +161,31 @@ func (c *Memo) Begin(s *snapshot.Snapshot) *Pass {
 	}
 	return p
 }
+
+// keeper returns the function that remembers the route compiled for object m (key k, version rv)
+// in place of e, if any. Made here, its closure is allocated only for the routes compiled.
+func (c *Memo) keeper(cur *cursor, used *int, e *cachedRoute, k routeKey, m metav1.Object, rv string) func(*route) *route {
+	return func(r *route) *route {
+		if len(r.policies) > 0 {
+			// Its policies are this pass's objects, which collect the pass's ancestors: compiling
+			// such a route again is what keeps them right. TLS backends are few.
+			c.uncached++
+			if e != nil {
+				delete(c.routes, k)
+			}
+			return r
+		}
+		r.meta = detach(m)
+		e := &cachedRoute{cluster: k.cluster, uid: k.uid, resourceVersion: rv, pass: c.pass, r: *r}
+		c.routes[k] = e
+		cur.keep(e)
+		*used++
+		return &e.r // the one the next pass reuses, so that it finds this pass's statuses
+	}
+}
+
+// unmemoised hands on a route compiled without a Memo's say.
+func unmemoised(r *route) *route { return r }
 
 // cursor walks one kind's routes of the last pass (Memo.order) alongside the objects of this
 // one, both in snapshot order: after one change, almost every object is the route at the
@@ -211,6 +238,25 @@ func detach(m metav1.Object) metav1.Object {
 		}
 	}
 	return m
+}
+
+// worldVersions lists the versions of every input besides routes, in snapshot order: with the
+// routes' backends (backendVersions, checked apart), what attaching a route depends on besides
+// the other routes. Gateways, GatewayClasses and ListenerSets count by generation: fleetgate's
+// own status writes change their resourceVersions, and translation reads only their specs.
+func worldVersions(s *snapshot.Snapshot) []version {
+	var out []version
+	s.Lists(func(list, cluster string, m metav1.Object) {
+		switch list {
+		case "HTTPRoutes", "GRPCRoutes", "TLSRoutes", "TCPRoutes", "UDPRoutes":
+			return
+		case "Gateways", "GatewayClasses", "ListenerSets":
+			out = append(out, version{cluster: cluster, uid: m.GetUID(), resourceVersion: strconv.FormatInt(m.GetGeneration(), 10)})
+			return
+		}
+		out = append(out, version{cluster: cluster, uid: m.GetUID(), resourceVersion: m.GetResourceVersion()})
+	})
+	return out
 }
 
 // backendVersions lists the versions of every input a compiled route may depend on besides

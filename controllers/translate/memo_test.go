@@ -52,6 +52,17 @@ func versioned(t *testing.T, s *snapshot.Snapshot) *snapshot.Snapshot {
 			h := fnv.New64a()
 			h.Write(js)
 			m.SetResourceVersion(fmt.Sprint(h.Sum64()))
+			if name := v.Type().Field(i).Name; name == "Gateways" || name == "GatewayClasses" || name == "ListenerSets" {
+				// The Memo takes these by generation, which the API server raises on every change of
+				// their specs (fleetgate's status writes change only their resourceVersions).
+				js, err := json.Marshal(o.FieldByName("Obj").Elem().FieldByName("Spec").Interface())
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := fnv.New64a()
+				h.Write(js)
+				m.SetGeneration(int64(h.Sum64() >> 1))
+			}
 		}
 	}
 	return s
@@ -225,8 +236,9 @@ func TestMemoFollowsChanges(t *testing.T) {
 
 // TestMemoRandomChanges: passes of one Memo over a run of random changes (routes added, deleted,
 // given other hostnames or paths, on listeners that share a port and own each other's hostnames
-// by specificity) equal Translate from scratch, whether the pass built a port group's hosts host by
-// host or whole; most passes must have built them host by host.
+// by specificity; now and then a listener more or less) equal Translate from scratch, whether the
+// pass built a port group's hosts host by host or whole, and attached unchanged routes as before
+// or anew; most passes must have done the former.
 func TestMemoRandomChanges(t *testing.T) {
 	fx := readFixtures(t)
 	rnd := rand.New(rand.NewPCG(22, 12))
@@ -261,6 +273,7 @@ func TestMemoRandomChanges(t *testing.T) {
 		routes[next] = newRoute(next, 0)
 		next++
 	}
+	extra := false // a listener of h2.example.com on the Gateways, whose generation it raises
 	snap := func() *snapshot.Snapshot {
 		s := membersSnapshot(3, 0)
 		for _, gw := range s.Gateways {
@@ -268,6 +281,10 @@ func TestMemoRandomChanges(t *testing.T) {
 				{Name: "any", Port: 80, Protocol: gwv1.HTTPProtocolType},
 				{Name: "wild", Port: 80, Protocol: gwv1.HTTPProtocolType, Hostname: ptr.To(gwv1.Hostname("*.example.com"))},
 				{Name: "h1", Port: 80, Protocol: gwv1.HTTPProtocolType, Hostname: ptr.To(gwv1.Hostname("h1.example.com"))},
+			}
+			if extra {
+				gw.Obj.Generation = 2
+				gw.Obj.Spec.Listeners = append(gw.Obj.Spec.Listeners, gwv1.Listener{Name: "h2", Port: 80, Protocol: gwv1.HTTPProtocolType, Hostname: ptr.To(gwv1.Hostname("h2.example.com"))})
 			}
 		}
 		for i, r := range routes {
@@ -281,9 +298,12 @@ func TestMemoRandomChanges(t *testing.T) {
 		return s.Sort()
 	}
 	c := NewMemo()
-	hostByHost := 0
-	const steps = 200
+	hostByHost, replayed := 0, 0
+	const steps = 120
 	for step := range steps {
+		if rnd.IntN(10) == 0 {
+			extra = !extra
+		}
 		keys := slices.Sorted(maps.Keys(routes))
 		for range 1 + rnd.IntN(2) {
 			switch k := keys[rnd.IntN(len(keys))]; rnd.IntN(4) {
@@ -304,9 +324,14 @@ func TestMemoRandomChanges(t *testing.T) {
 		if c.hosts.rebuilt == 0 {
 			hostByHost++
 		}
+		replayed += c.hosts.replayed
 	}
 	if hostByHost < steps/2 {
 		t.Errorf("%d of %d passes built the hosts host by host, want at least half", hostByHost, steps)
+	}
+	// About 30 routes a pass, most of them unchanged, in passes of the same Gateways.
+	if replayed < steps*10 {
+		t.Errorf("%d routes attached as in the pass before over %d passes, want at least %d", replayed, steps, steps*10)
 	}
 }
 
