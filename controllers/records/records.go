@@ -285,6 +285,48 @@ func mergeNames(lists [][]nameClaim) []nameClaim {
 	return append(append(out, a...), b...)
 }
 
+// sortRuns returns names sorted. Those of virtual hosts come in runs already sorted (a listener's
+// hosts are ordered by labels and length, then by name), which it merges instead of sorting them
+// all. It may sort in place or into a new slice.
+func sortRuns(names []string) []string {
+	var runs [][]string
+	start := 0
+	for i := 1; i <= len(names); i++ {
+		if i == len(names) || names[i] < names[i-1] {
+			runs = append(runs, names[start:i])
+			start = i
+			if len(runs) > 64 {
+				slices.Sort(names) // no runs to speak of
+				return names
+			}
+		}
+	}
+	for len(runs) > 1 {
+		next := runs[:0:0]
+		for i := 0; i < len(runs); i += 2 {
+			if i+1 == len(runs) {
+				next = append(next, runs[i])
+				continue
+			}
+			a, b := runs[i], runs[i+1]
+			merged := make([]string, 0, len(a)+len(b))
+			for len(a) > 0 && len(b) > 0 {
+				if b[0] < a[0] {
+					merged, b = append(merged, b[0]), b[1:]
+				} else {
+					merged, a = append(merged, a[0]), a[1:]
+				}
+			}
+			next = append(next, append(append(merged, a...), b...))
+		}
+		runs = next
+	}
+	if len(runs) == 0 {
+		return names
+	}
+	return runs[0]
+}
+
 // targets are the record templates of a gateway's addresses: A and AAAA records of its IP
 // addresses, or, when it has none, a CNAME to its first hostname (a CNAME has one target and
 // cannot sit beside other records of its name).
@@ -434,8 +476,7 @@ func (idx *index) claim(res *translate.Result, lb *providers.LoadBalancer, p tra
 			}
 		}
 	}
-	slices.Sort(names)
-	o.Names = slices.Clip(slices.Compact(names))
+	o.Names = slices.Clip(slices.Compact(sortRuns(names)))
 	for _, obj := range o.Objects {
 		if !slices.Contains(o.Clusters, obj.Cluster) {
 			o.Clusters = append(o.Clusters, obj.Cluster)

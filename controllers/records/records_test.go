@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -452,6 +453,28 @@ func BenchmarkMemoBuildManyNames(b *testing.B) {
 		i++
 		if owners := m.Build(s, results[i%2], programmed, nil); len(owners) != 2 || len(owners[0].Endpoints) != 20000+i%2 {
 			b.Fatalf("%d owners, want 2 with %d records each", len(owners), 20000+i%2)
+		}
+	}
+}
+
+// TestSortRuns: names in sorted runs, in no order, and none come out sorted.
+func TestSortRuns(t *testing.T) {
+	many := make([]string, 200)
+	for i := range many {
+		many[i] = strconv.Itoa((i * 7919) % 200) // 200 values in no order: too many runs to merge
+	}
+	for name, in := range map[string][]string{
+		"none":     nil,
+		"one":      {"a"},
+		"sorted":   {"a", "b", "c"},
+		"runs":     {"d.x", "e.x", "a.xy", "c.xy", "b", "z"},
+		"reversed": {"c", "b", "a"},
+		"repeats":  {"b", "b", "a", "a"},
+		"no order": many,
+	} {
+		want := slices.Sorted(slices.Values(in))
+		if diff := cmp.Diff(want, sortRuns(slices.Clone(in)), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
 	}
 }
