@@ -195,22 +195,31 @@ func (lo *listOrder[T]) sort(objs []Object[T]) []Object[T] {
 	}
 	fresh = sortObjects(fresh)
 	out := make([]Object[T], 0, len(objs))
-	for i, o := range lo.last {
-		if !present[i] {
-			continue
-		}
-		for len(fresh) > 0 && compareObjects(fresh[0], o) < 0 {
-			out, fresh = append(out, fresh[0]), fresh[1:]
-		}
-		out = append(out, o)
+	at := 0 // lo.last before at is placed
+	for _, f := range fresh {
+		// Found by halving lo.last, sorted: comparing with every object read every object's key.
+		i, _ := slices.BinarySearchFunc(lo.last[at:], f, compareObjects)
+		out = appendPresent(out, lo.last[at:at+i], present[at:at+i])
+		out = append(out, f)
+		at += i
 	}
-	out = append(out, fresh...)
+	out = appendPresent(out, lo.last[at:], present[at:])
 	changed := len(out) != len(lo.last) || slices.Contains(present, false)
 	lo.last = out
 	if changed || lo.at == nil {
 		lo.remember()
 	}
 	return slices.Clone(out)
+}
+
+// appendPresent appends the objects of objs that are present.
+func appendPresent[T any](out, objs []Object[T], present []bool) []Object[T] {
+	for i, o := range objs {
+		if present[i] {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // remember records the place of every object of lo.last.
