@@ -3,8 +3,9 @@
 // Run with `make bench-convergence`; MEMBERS, ROUTES and COLD_ROUTES override the sizes. THEN_ROUTES
 // adds that many more routes one at a time after the cold start, which measures a change at the
 // cold start's size without adding every route one at a time; COLD_PROFILE=file (with
-// FLEETGATE_PPROF) saves a CPU profile of the operator's first COLD_PROFILE_S (20) seconds, and
-// THEN_PROFILE=file one of THEN_PROFILE_S (30) seconds of those additions.
+// FLEETGATE_PPROF) saves a CPU profile of the operator's first COLD_PROFILE_S (20) seconds,
+// THEN_PROFILE=file one of THEN_PROFILE_S (30) seconds of those additions, and THEN_HEAP=file its
+// heap profile at their end.
 package convergence
 
 import (
@@ -313,17 +314,25 @@ func BenchmarkConvergence(b *testing.B) {
 		}()
 		ph.run(ctx, b, op, "then-", max(cold, routes), max(cold, routes)+then)
 		<-profiled
+		if file := os.Getenv("THEN_HEAP"); file != "" {
+			save(b, file, "heap")
+		}
 	}
 }
 
 // profile saves a CPU profile of the operator (FLEETGATE_PPROF) over the next seconds.
 func profile(tb testing.TB, file string, seconds int) {
+	save(tb, file, fmt.Sprintf("profile?seconds=%d", seconds))
+}
+
+// save saves one of the operator's profiles (FLEETGATE_PPROF), "heap" or "profile?seconds=n".
+func save(tb testing.TB, file, which string) {
 	addr := os.Getenv("FLEETGATE_PPROF")
 	if addr == "" {
-		tb.Errorf("COLD_PROFILE needs FLEETGATE_PPROF")
+		tb.Errorf("profiles need FLEETGATE_PPROF")
 		return
 	}
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds)
+	url := fmt.Sprintf("http://%s/debug/pprof/%s", addr, which)
 	var resp *http.Response
 	var err error
 	// The operator opens its pprof listener a moment after it starts.
@@ -334,7 +343,7 @@ func profile(tb testing.TB, file string, seconds int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil {
-		tb.Errorf("cold start profile: %v", err)
+		tb.Errorf("operator profile: %v", err)
 		return
 	}
 	defer resp.Body.Close()
@@ -344,7 +353,7 @@ func profile(tb testing.TB, file string, seconds int) {
 		err = errors.Join(err, f.Close())
 	}
 	if err != nil {
-		tb.Errorf("cold start profile: %v", err)
+		tb.Errorf("operator profile: %v", err)
 	}
 }
 
