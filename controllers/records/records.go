@@ -287,44 +287,51 @@ func mergeNames(lists [][]nameClaim) []nameClaim {
 
 // sortRuns returns names sorted. Those of virtual hosts come in runs already sorted (a listener's
 // hosts are ordered by labels and length, then by name), which it merges instead of sorting them
-// all. It may sort in place or into a new slice.
+// all, pass after pass between names and one buffer. It may sort in place or into a new slice.
 func sortRuns(names []string) []string {
-	var runs [][]string
-	start := 0
+	var ends []int // of the runs
 	for i := 1; i <= len(names); i++ {
 		if i == len(names) || names[i] < names[i-1] {
-			runs = append(runs, names[start:i])
-			start = i
-			if len(runs) > 64 {
+			ends = append(ends, i)
+			if len(ends) > 64 {
 				slices.Sort(names) // no runs to speak of
 				return names
 			}
 		}
 	}
-	for len(runs) > 1 {
-		next := runs[:0:0]
-		for i := 0; i < len(runs); i += 2 {
-			if i+1 == len(runs) {
-				next = append(next, runs[i])
+	src, dst := names, make([]string, len(names))
+	for len(ends) > 1 {
+		merged := ends[:0]
+		start := 0
+		for i := 0; i < len(ends); i += 2 {
+			if i+1 == len(ends) {
+				copy(dst[start:], src[start:ends[i]])
+				merged = append(merged, ends[i])
 				continue
 			}
-			a, b := runs[i], runs[i+1]
-			merged := make([]string, 0, len(a)+len(b))
-			for len(a) > 0 && len(b) > 0 {
-				if b[0] < a[0] {
-					merged, b = append(merged, b[0]), b[1:]
-				} else {
-					merged, a = append(merged, a[0]), a[1:]
-				}
-			}
-			next = append(next, append(append(merged, a...), b...))
+			mergeInto(dst[start:ends[i+1]], src[start:ends[i]], src[ends[i]:ends[i+1]])
+			merged = append(merged, ends[i+1])
+			start = ends[i+1]
 		}
-		runs = next
+		ends = merged
+		src, dst = dst, src
 	}
-	if len(runs) == 0 {
-		return names
+	return src
+}
+
+// mergeInto merges the sorted a and b into out, of their length together.
+func mergeInto(out, a, b []string) {
+	k := 0
+	for len(a) > 0 && len(b) > 0 {
+		if b[0] < a[0] {
+			out[k], b = b[0], b[1:]
+		} else {
+			out[k], a = a[0], a[1:]
+		}
+		k++
 	}
-	return runs[0]
+	k += copy(out[k:], a)
+	copy(out[k:], b)
 }
 
 // targets are the record templates of a gateway's addresses: A and AAAA records of its IP

@@ -470,6 +470,7 @@ func TestSortRuns(t *testing.T) {
 		"runs":     {"d.x", "e.x", "a.xy", "c.xy", "b", "z"},
 		"reversed": {"c", "b", "a"},
 		"repeats":  {"b", "b", "a", "a"},
+		"7 runs":   {"m", "n", "c", "d", "x", "a", "q", "r", "b", "e", "z", "f", "g", "h", "k"},
 		"no order": many,
 	} {
 		want := slices.Sorted(slices.Values(in))
