@@ -39,9 +39,10 @@ type Memo struct {
 	// kinds each cluster does not serve, of the last pass; hosts.world numbers their changes.
 	world    []version
 	unserved map[string][]string
-	// hits counts the routes reused by the last Translate and uncached those compiled but not kept
-	// (they use BackendTLSPolicies), for tests.
-	hits, uncached int
+	// hits counts the routes reused by the last Translate, known those of them told by their
+	// object alone (cachedRoute.src), and uncached those compiled but not kept (they use
+	// BackendTLSPolicies), for tests.
+	hits, known, uncached int
 }
 
 // listenerKey names a listener across passes: its gateway group, ListenerSet (if any) and name.
@@ -63,6 +64,9 @@ type cachedRoute struct {
 	pass            uint64
 	// pos is its index in its kind's order of the last pass that used it.
 	pos int
+	// src is the object it was compiled from while later snapshots hold that very object (the
+	// caches' own objects; a copy clears it, and the memo then keeps no snapshot alive).
+	src metav1.Object
 	// r is the route as compiled, handed to every pass that reuses it: a copy per route and pass
 	// was a third of a pass's allocations at 20,000 routes. Passes set only r.parents (attachRoute,
 	// on every route of the pass) and r.rank, which is why one pass must finish before the next
@@ -118,7 +122,7 @@ func (c *Memo) Begin(s *snapshot.Snapshot) *Pass {
 	c.order = make(map[string][]*cachedRoute, len(last))
 	var cur cursor
 	c.pass++
-	c.hits, c.uncached = 0, 0
+	c.hits, c.known, c.uncached = 0, 0, 0
 	used := 0
 	if c.hosts.groups == nil {
 		c.hosts.groups = map[portKey]*hostGroup{}
@@ -130,22 +134,34 @@ func (c *Memo) Begin(s *snapshot.Snapshot) *Pass {
 	}
 	c.world, c.unserved = world, maps.Clone(s.UnservedKinds)
 	p := begin(s, &c.hosts, func(kind, cluster string, m metav1.Object, fresh func(*route) bool) (*route, func(*route) *route) {
-		uid, rv := m.GetUID(), m.GetResourceVersion()
-		if !versioned || uid == "" || rv == "" {
+		if !versioned {
 			return nil, unmemoised // a change could not be told from no change (e.g. a test input)
 		}
 		if kind != cur.kind {
 			cur.flush(c.order)
 			cur = cursor{kind: kind, prev: last[kind], next: make([]*cachedRoute, 0, len(last[kind])+1)}
 		}
+		// A snapshot of the caches' own objects holds an unchanged route as the very object the
+		// last pass compiled: told apart without reading it (its UID and resourceVersion were a
+		// cache miss per route and pass).
+		if cur.at < len(cur.prev) {
+			if e := cur.prev[cur.at]; e.src == m && e.pass != c.pass && fresh(&e.r) {
+				cur.at++
+				c.known++
+				return c.reuse(&cur, &used, e), nil
+			}
+		}
+		uid, rv := m.GetUID(), m.GetResourceVersion()
+		if uid == "" || rv == "" {
+			return nil, unmemoised
+		}
 		k := routeKey{cluster, kind, uid}
 		e := cur.find(c, k)
 		if e != nil && e.resourceVersion == rv && fresh(&e.r) {
-			e.pass = c.pass
-			c.hits++
-			used++
-			cur.keep(e)
-			return &e.r, nil
+			if e.src != m {
+				e.src = nil // a copy (not a cache's object), which must not keep its snapshot alive
+			}
+			return c.reuse(&cur, &used, e), nil
 		}
 		return nil, c.keeper(&cur, &used, e, k, m, rv)
 	}, c.opts)
@@ -176,12 +192,21 @@ func (c *Memo) keeper(cur *cursor, used *int, e *cachedRoute, k routeKey, m meta
 			return r
 		}
 		r.meta = detach(m)
-		e := &cachedRoute{cluster: k.cluster, uid: k.uid, resourceVersion: rv, pass: c.pass, r: *r}
+		e := &cachedRoute{cluster: k.cluster, uid: k.uid, resourceVersion: rv, pass: c.pass, src: m, r: *r}
 		c.routes[k] = e
 		cur.keep(e)
 		*used++
 		return &e.r // the one the next pass reuses, so that it finds this pass's statuses
 	}
+}
+
+// reuse hands on remembered route e in this pass.
+func (c *Memo) reuse(cur *cursor, used *int, e *cachedRoute) *route {
+	e.pass = c.pass
+	c.hits++
+	*used++
+	cur.keep(e)
+	return &e.r
 }
 
 // unmemoised hands on a route compiled without a Memo's say.

@@ -358,3 +358,40 @@ func TestMemoKeepsUnchangedHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoKnowsObjectsByPointer: a route object the last pass compiled, handed over again (as the
+// caches hand out their own objects), is reused without reading it; copies of the objects are
+// reused by UID and resourceVersion and are not kept, so that no snapshot stays alive.
+func TestMemoKnowsObjectsByPointer(t *testing.T) {
+	fx := readFixtures(t)
+	s := fleetSnapshot(30)
+	c := NewMemo()
+	c.Translate(s)
+	want := render(t, Translate(s), fx)
+	copied := *s
+	copied.HTTPRoutes = slices.Clone(s.HTTPRoutes)
+	for i := range copied.HTTPRoutes {
+		copied.HTTPRoutes[i].Obj = copied.HTTPRoutes[i].Obj.DeepCopy()
+	}
+	for _, step := range []struct {
+		name        string
+		s           *snapshot.Snapshot
+		known, hits int
+	}{
+		{"the same objects", s, 30, 30},
+		{"copies", &copied, 0, 30},
+		{"the copies again", &copied, 0, 30},
+	} {
+		if diff := cmp.Diff(want, render(t, c.Translate(step.s), fx)); diff != "" {
+			t.Fatalf("%s: cached translation differs (-Translate +Memo.Translate):\n%s", step.name, diff)
+		}
+		if c.known != step.known || c.hits != step.hits {
+			t.Errorf("%s: %d routes reused, %d of them by their object; want %d, %d", step.name, c.hits, c.known, step.hits, step.known)
+		}
+	}
+	for k, e := range c.routes {
+		if e.src != nil {
+			t.Errorf("route %v keeps an object of a snapshot of copies", k)
+		}
+	}
+}
