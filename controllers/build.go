@@ -35,10 +35,11 @@ func referencePolicyGVK() schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: gwv1.GroupName, Version: "v1alpha2", Kind: "ReferencePolicy"}
 }
 
-// buildSnapshot reads every kind of the table from each source's cache and returns the sorted snapshot.
+// buildSnapshot reads every kind of the table from each source's cache and returns the sorted snapshot,
+// sorted from order's last snapshot when order is set (snapshot.Order).
 // The snapshot keeps only the Secrets a Gateway listener refers to, so translation never sees
 // unrelated credentials; they are read whatever their type so that a wrong type can be reported.
-func buildSnapshot(ctx context.Context, table []kind, sources []ClusterReader) (*snapshot.Snapshot, error) {
+func buildSnapshot(ctx context.Context, table []kind, sources []ClusterReader, order *snapshot.Order) (*snapshot.Snapshot, error) {
 	s := &snapshot.Snapshot{ClusterWeights: make(map[string]int32, len(sources))}
 	var errs []error
 	for _, src := range sources {
@@ -64,6 +65,9 @@ func buildSnapshot(ctx context.Context, table []kind, sources []ClusterReader) (
 	dropDeleting(s)
 	s.Secrets = referencedSecrets(s)
 	s.ConfigMaps = referencedConfigMaps(s)
+	if order != nil {
+		return s.SortFrom(order), nil
+	}
 	return s.Sort(), nil
 }
 

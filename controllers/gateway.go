@@ -76,6 +76,10 @@ type GatewayReconciler struct {
 	// served is what each Ingress and LoadBalancer Service was last given while its gateway was
 	// programmed (keepServed); only the one worker touches it.
 	served map[translate.ObjectRef]servedStatus
+	// records hands the DNS records of one pass on to the next where they are the same; order
+	// the order of the snapshot's lists.
+	records records.Memo
+	order   snapshot.Order
 	// settled is set once the members were awaited (Awaiting); waitingSince is when that began.
 	settled      bool
 	waitingSince time.Time
@@ -146,7 +150,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{RequeueAfter: wait}, err
 	}
 	start := time.Now()
-	snap, err := buildSnapshot(ctx, r.kinds, r.Clusters())
+	snap, err := buildSnapshot(ctx, r.kinds, r.Clusters(), &r.order)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("building snapshot: %w", err)
 	}
@@ -251,7 +255,7 @@ func (r *GatewayReconciler) publishDNS(snap *snapshot.Snapshot, res *translate.R
 		return
 	}
 	retained := r.DNS.Retained()
-	d := &dnsDesired{owners: records.Build(snap, res, programmed, retained), clusters: res.Clusters, hubNamespaces: map[string]bool{}, retained: retained, zones: res.DNS}
+	d := &dnsDesired{owners: r.records.Build(snap, res, programmed, retained), clusters: res.Clusters, hubNamespaces: map[string]bool{}, retained: retained, zones: res.DNS}
 	for _, ns := range snap.Namespaces {
 		if ns.Cluster == v1alpha1.HubCluster {
 			d.hubNamespaces[ns.Obj.Name] = true

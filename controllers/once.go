@@ -15,7 +15,7 @@ import (
 // member, and no v1alpha2 ReferencePolicy.
 func TranslateOnce(ctx context.Context, reader client.Reader, opts ...translate.Option) (*translate.Result, error) {
 	hub := []ClusterReader{{Cluster: v1alpha1.HubCluster, Reader: reader, Weight: v1alpha1.DefaultClusterWeight}}
-	snap, err := buildSnapshot(ctx, kinds(), hub)
+	snap, err := buildSnapshot(ctx, kinds(), hub, nil)
 	if err != nil {
 		return nil, fmt.Errorf("reading the hub: %w", err)
 	}

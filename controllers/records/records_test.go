@@ -2,11 +2,13 @@ package records
 
 import (
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -353,6 +355,127 @@ func BenchmarkBuildManyNames(b *testing.B) {
 		owners := Build(s, res, programmed, nil)
 		if n := len(owners); n != 2 || len(owners[0].Endpoints) != 20000 {
 			b.Fatalf("%d owners, want 2 with 20000 records each", n)
+		}
+	}
+}
+
+// TestMemoMatchesBuild: a Memo's owners equal Build's through a run of changes, and reuse the
+// records of the call before exactly where they are the same.
+func TestMemoMatchesBuild(t *testing.T) {
+	type state struct {
+		hosts   []string
+		addrB   string
+		weightB int32
+	}
+	inputs := func(st state) (*snapshot.Snapshot, *translate.Result, map[string]translate.Programmed) {
+		s := base(map[string]int32{"hub": 100, "member-a": st.weightB})
+		programmed := map[string]translate.Programmed{}
+		for cluster, addr := range map[string]string{"hub": "192.0.2.1", "member-a": st.addrB} {
+			s.Gateways = append(s.Gateways, gateway(cluster, "web", 1, nil, ""))
+			s.HTTPRoutes = append(s.HTTPRoutes, route(cluster, "web", st.hosts...))
+			programmed[cluster+"/infra/web"] = addressed(ip(addr))
+		}
+		s = s.Sort()
+		return s, translate.Translate(s), programmed
+	}
+	abc := []string{"a.example.com", "b.example.com", "c.example.com"}
+	m := &Memo{}
+	var last []Owner
+	for _, step := range []struct {
+		name   string
+		st     state
+		reused int // records of the call before handed on
+	}{
+		{"first", state{abc, "192.0.2.2", 50}, 0},
+		{"same", state{abc, "192.0.2.2", 50}, 6},
+		{"a name added", state{append(slices.Clone(abc), "d.example.com"), "192.0.2.2", 50}, 6},
+		{"a name gone", state{[]string{"a.example.com", "c.example.com", "d.example.com"}, "192.0.2.2", 50}, 6},
+		{"one member's address", state{[]string{"a.example.com", "c.example.com", "d.example.com"}, "192.0.2.3", 50}, 3},
+		{"one member's weight", state{[]string{"a.example.com", "c.example.com", "d.example.com"}, "192.0.2.3", 60}, 3},
+	} {
+		s, res, programmed := inputs(step.st)
+		want := Build(s, res, programmed, nil)
+		got := m.Build(s, res, programmed, nil)
+		if diff := cmp.Diff(summary(want), summary(got)); diff != "" {
+			t.Fatalf("%s: Memo.Build differs from Build (-Build +Memo.Build):\n%s", step.name, diff)
+		}
+		for i := range got {
+			if !got[i].Equal(&want[i]) {
+				t.Errorf("%s: owner %s differs from Build's", step.name, got[i].Key)
+			}
+		}
+		before := map[*endpoint.Endpoint]bool{}
+		for _, o := range last {
+			for _, ep := range o.Endpoints {
+				before[ep] = true
+			}
+		}
+		reused := 0
+		for _, o := range got {
+			for _, ep := range o.Endpoints {
+				if before[ep] {
+					reused++
+				}
+			}
+		}
+		if reused != step.reused {
+			t.Errorf("%s: %d records reused, want %d", step.name, reused, step.reused)
+		}
+		last = got
+	}
+}
+
+// BenchmarkMemoBuildManyNames is BenchmarkBuildManyNames through a Memo, each call seeing one name
+// added or removed, as passes after one route change do.
+func BenchmarkMemoBuildManyNames(b *testing.B) {
+	var results [2]*translate.Result
+	var s *snapshot.Snapshot
+	programmed := map[string]translate.Programmed{}
+	for k := range results {
+		s = base(map[string]int32{"hub": 100, "member-a": 50})
+		hosts := make([]string, 20000+k)
+		for i := range hosts {
+			hosts[i] = "r" + strconv.Itoa(i) + ".example.com"
+		}
+		for j, cluster := range []string{"hub", "member-a"} {
+			s.Gateways = append(s.Gateways, gateway(cluster, "web", 1, nil, ""))
+			s.HTTPRoutes = append(s.HTTPRoutes, route(cluster, "web", hosts...))
+			programmed[cluster+"/infra/web"] = addressed(ip("192.0.2." + strconv.Itoa(j+1)))
+		}
+		s = s.Sort()
+		results[k] = translate.Translate(s)
+	}
+	m := &Memo{}
+	m.Build(s, results[0], programmed, nil)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if owners := m.Build(s, results[i%2], programmed, nil); len(owners) != 2 || len(owners[0].Endpoints) != 20000+i%2 {
+			b.Fatalf("%d owners, want 2 with %d records each", len(owners), 20000+i%2)
+		}
+	}
+}
+
+// TestSortRuns: names in sorted runs, in no order, and none come out sorted.
+func TestSortRuns(t *testing.T) {
+	many := make([]string, 200)
+	for i := range many {
+		many[i] = strconv.Itoa((i * 7919) % 200) // 200 values in no order: too many runs to merge
+	}
+	for name, in := range map[string][]string{
+		"none":     nil,
+		"one":      {"a"},
+		"sorted":   {"a", "b", "c"},
+		"runs":     {"d.x", "e.x", "a.xy", "c.xy", "b", "z"},
+		"reversed": {"c", "b", "a"},
+		"repeats":  {"b", "b", "a", "a"},
+		"7 runs":   {"m", "n", "c", "d", "x", "a", "q", "r", "b", "e", "z", "f", "g", "h", "k"},
+		"no order": many,
+	} {
+		want := slices.Sorted(slices.Values(in))
+		if diff := cmp.Diff(want, sortRuns(slices.Clone(in)), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
 	}
 }

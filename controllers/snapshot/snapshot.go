@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"reflect"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -76,6 +77,12 @@ type Snapshot struct {
 // translation output does not depend on cache iteration order. It returns s for chaining. It finds
 // the lists by their type, so a list added to Snapshot is sorted without being named here.
 func (s *Snapshot) Sort() *Snapshot {
+	s.lists(func(_ reflect.StructField, l objectList, list any) { l.sortList(list) })
+	return s
+}
+
+// lists calls fn for every list of s: its field, its element type's objectList and a pointer to it.
+func (s *Snapshot) lists(fn func(f reflect.StructField, l objectList, list any)) {
 	v := reflect.ValueOf(s).Elem()
 	for i := range v.NumField() {
 		f := v.Field(i)
@@ -83,32 +90,62 @@ func (s *Snapshot) Sort() *Snapshot {
 			continue
 		}
 		if l, ok := reflect.Zero(f.Type().Elem()).Interface().(objectList); ok {
-			l.sortList(f.Addr().Interface())
+			fn(v.Type().Field(i), l, f.Addr().Interface())
 		}
 	}
-	return s
 }
 
 // Dependencies calls fn, in snapshot order, for every object of the lists tagged
 // `snapshot:"dependency"`: what a compiled route may depend on besides itself (backends, grants,
 // backend policies and their CA bundles), on which translation's memo keys its routes.
 func (s *Snapshot) Dependencies(fn func(cluster string, m metav1.Object)) {
-	v := reflect.ValueOf(s).Elem()
-	for i := range v.NumField() {
-		if v.Type().Field(i).Tag.Get("snapshot") != "dependency" {
-			continue
+	s.lists(func(f reflect.StructField, l objectList, list any) {
+		if f.Tag.Get("snapshot") == "dependency" {
+			l.eachObject(list, fn)
 		}
-		f := v.Field(i)
-		if l, ok := reflect.Zero(f.Type().Elem()).Interface().(objectList); ok {
-			l.eachObject(f.Addr().Interface(), fn)
-		}
+	})
+}
+
+// Lists calls fn, in snapshot order, for every object of every list, with the list's field name.
+func (s *Snapshot) Lists(fn func(list, cluster string, m metav1.Object)) {
+	s.lists(func(f reflect.StructField, l objectList, list any) {
+		l.eachObject(list, func(cluster string, m metav1.Object) { fn(f.Name, cluster, m) })
+	})
+}
+
+// Order remembers the order of every list of the snapshots sorted through it (SortFrom). A
+// snapshot read from informer caches holds the caches' own objects, the very same pointers from
+// one snapshot to the next for the objects that did not change: their places are known, and only
+// the others are sorted and merged in. Sorting every list anew took 9 ms a pass at 20,000 routes.
+// The zero Order is ready to use.
+type Order struct {
+	mu    sync.Mutex
+	lists map[string]any // *listOrder[T], by list
+}
+
+// listOrder is one list as last sorted, and the place of each of its objects.
+type listOrder[T any] struct {
+	last []Object[T]
+	at   map[*T]int
+}
+
+// SortFrom is Sort, taking the order of the objects that were in the last snapshot sorted
+// through o from there. Objects are taken as immutable: the same pointer, the same key.
+func (s *Snapshot) SortFrom(o *Order) *Snapshot {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.lists == nil {
+		o.lists = map[string]any{}
 	}
+	s.lists(func(f reflect.StructField, l objectList, list any) { l.sortListFrom(list, o, f.Name) })
+	return s
 }
 
 // objectList is implemented by every Object[T], for the list of them it is given (a
 // *[]Object[T]): Sort and Dependencies reach every list without naming it.
 type objectList interface {
 	sortList(list any)
+	sortListFrom(list any, o *Order, name string)
 	eachObject(list any, fn func(cluster string, m metav1.Object))
 }
 
@@ -116,6 +153,90 @@ func (Object[T]) sortList(list any) {
 	if p, ok := list.(*[]Object[T]); ok {
 		*p = sortObjects(*p)
 	}
+}
+
+func (Object[T]) sortListFrom(list any, o *Order, name string) {
+	p, ok := list.(*[]Object[T])
+	if !ok {
+		return
+	}
+	lo, _ := o.lists[name].(*listOrder[T])
+	if lo == nil {
+		lo = &listOrder[T]{}
+		o.lists[name] = lo
+	}
+	*p = lo.sort(*p)
+}
+
+// sort returns objs sorted, from the places of the objects of the last call, and remembers it.
+func (lo *listOrder[T]) sort(objs []Object[T]) []Object[T] {
+	present := make([]bool, len(lo.last))
+	var fresh []Object[T]
+	for _, o := range objs {
+		if o.Obj == nil {
+			continue
+		}
+		if i, ok := lo.at[o.Obj]; ok && !present[i] {
+			present[i] = true
+			continue
+		}
+		fresh = append(fresh, o)
+	}
+	if len(fresh) > len(objs)/2 {
+		// Most objects are new: the first snapshot, or copies (not the caches' own objects), for
+		// which places are remembered only every other call.
+		out := sortObjects(objs)
+		missed := lo.at != nil
+		lo.last, lo.at = out, nil
+		if !missed {
+			lo.remember()
+		}
+		return slices.Clone(out)
+	}
+	fresh = sortObjects(fresh)
+	out := make([]Object[T], 0, len(objs))
+	at := 0 // lo.last before at is placed
+	for _, f := range fresh {
+		// Found by halving lo.last, sorted: comparing with every object read every object's key.
+		i, _ := slices.BinarySearchFunc(lo.last[at:], f, compareObjects)
+		out = appendPresent(out, lo.last[at:at+i], present[at:at+i])
+		out = append(out, f)
+		at += i
+	}
+	out = appendPresent(out, lo.last[at:], present[at:])
+	changed := len(out) != len(lo.last) || slices.Contains(present, false)
+	lo.last = out
+	if changed || lo.at == nil {
+		lo.remember()
+	}
+	return slices.Clone(out)
+}
+
+// appendPresent appends the objects of objs that are present.
+func appendPresent[T any](out, objs []Object[T], present []bool) []Object[T] {
+	for i, o := range objs {
+		if present[i] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// remember records the place of every object of lo.last.
+func (lo *listOrder[T]) remember() {
+	if lo.at == nil {
+		lo.at = make(map[*T]int, len(lo.last))
+	}
+	clear(lo.at)
+	for i, o := range lo.last {
+		lo.at[o.Obj] = i
+	}
+}
+
+// compareObjects orders two objects as sortObjects does.
+func compareObjects[T any](a, b Object[T]) int {
+	ma, mb := a.Meta(), b.Meta()
+	return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(ma.GetNamespace(), mb.GetNamespace()), cmp.Compare(ma.GetName(), mb.GetName()))
 }
 
 func (Object[T]) eachObject(list any, fn func(cluster string, m metav1.Object)) {

@@ -25,6 +25,7 @@ type gatewayGroup struct {
 	gateways  []*gatewayObject
 	listeners []*listener // merged by name, in the oldest Gateway's order, then the sets' listeners
 	sets      []*listenerSet
+	idx       int // in translator.groups
 }
 
 // gatewayObject is one Gateway object of a gateway group.
@@ -52,14 +53,15 @@ func (t *translator) buildGroups() {
 		if ci == nil {
 			continue
 		}
-		key := o.Cluster + "/" + gw.Namespace + "/" + gw.Name
+		key, ref := o.Cluster+"/"+gw.Namespace+"/"+gw.Name, groupRef{nsName{o.Cluster, gw.Namespace, gw.Name}, false}
 		if ci.scope == string(v1alpha1.ScopeFleet) {
-			key = gw.Namespace + "/" + gw.Name
+			key, ref = gw.Namespace+"/"+gw.Name, groupRef{nsName{"", gw.Namespace, gw.Name}, true}
 		}
 		grp := byKey[key]
 		if grp == nil {
 			grp = &gatewayGroup{key: key, namespace: gw.Namespace, name: gw.Name, class: ci}
 			byKey[key] = grp
+			t.groupByRef[ref] = grp
 			t.groups = append(t.groups, grp)
 		}
 		grp.gateways = append(grp.gateways, &gatewayObject{obj: o, own: map[string]*listener{}})

@@ -53,6 +53,7 @@ type listener struct {
 	// them (withinListenerLimits).
 	rules     int
 	hostnames map[string]bool
+	idx       int // in its group's listeners
 }
 
 // attachment is one route on one listener, serving the given hostnames ("" = any).

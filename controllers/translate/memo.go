@@ -3,6 +3,7 @@ package translate
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,7 +11,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
-	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
 // Memo remembers compiled routes between translations, so that a pass after one route changed
@@ -19,7 +19,9 @@ import (
 // BackendTLSPolicies and their ConfigMaps, member clusters and their weights); a route is reused
 // when its UID and resourceVersion are the same and none of those inputs changed, which the API server's resourceVersions tell exactly. Whatever
 // the memo holds, Memo.Translate returns what Translate returns for the same snapshot.
-// Attachment, configs and statuses are recomputed on every pass: they depend on every route.
+// Beyond compiled routes it keeps, between passes, where each route attached (route.kept), for
+// passes in which nothing but routes changed, and the virtual hosts of every port group
+// (hostGroup), rebuilt only for the hostnames whose attachments changed.
 //
 // A Memo may be used from one goroutine at a time; Translate serializes callers.
 type Memo struct {
@@ -33,9 +35,14 @@ type Memo struct {
 	// pass numbers the passes; entries not used by the latest are dropped after it.
 	pass  uint64
 	hosts hostMemo
-	// hits counts the routes reused by the last Translate and uncached those compiled but not kept
-	// (they use BackendTLSPolicies), for tests.
-	hits, uncached int
+	// world holds the versions of every input besides routes (worldVersions), and unserved the
+	// kinds each cluster does not serve, of the last pass; hosts.world numbers their changes.
+	world    []version
+	unserved map[string][]string
+	// hits counts the routes reused by the last Translate, known those of them told by their
+	// object alone (cachedRoute.src), and uncached those compiled but not kept (they use
+	// BackendTLSPolicies), for tests.
+	hits, known, uncached int
 }
 
 // listenerKey names a listener across passes: its gateway group, ListenerSet (if any) and name.
@@ -57,6 +64,9 @@ type cachedRoute struct {
 	pass            uint64
 	// pos is its index in its kind's order of the last pass that used it.
 	pos int
+	// src is the object it was compiled from while later snapshots hold that very object (the
+	// caches' own objects; a copy clears it, and the memo then keeps no snapshot alive).
+	src metav1.Object
 	// r is the route as compiled, handed to every pass that reuses it: a copy per route and pass
 	// was a third of a pass's allocations at 20,000 routes. Passes set only r.parents (attachRoute,
 	// on every route of the pass) and r.rank, which is why one pass must finish before the next
@@ -64,22 +74,21 @@ type cachedRoute struct {
 	r route
 }
 
-// hostMemo remembers the route list of every virtual host of the last pass, with the matches it
-// was made of (translator.hostRoutes).
+// hostMemo remembers the virtual hosts of every port group of the last pass (hostGroup).
 type hostMemo struct {
-	pass    uint64
-	entries map[hostKey]*hostEntry
+	pass   uint64
+	groups map[portKey]*hostGroup
 	// attached are the attachments each listener had in the last pass: the next sizes its list
 	// once instead of growing it route by route.
 	attached map[listenerKey]int
-	// hits counts the hosts reused by the last pass, for tests.
-	hits int
-}
-
-type hostEntry struct {
-	matches []*compiledMatch
-	routes  []ir.Route
-	pass    uint64
+	// hits counts the hosts whose route lists the last pass reused, and rebuilt the port groups
+	// whose hosts it built whole, for tests.
+	hits, rebuilt int
+	// world numbers the states of every input besides routes (Memo.world), from 1: a remembered
+	// route attached in a pass of the same number attaches the same way again (route.kept).
+	world uint64
+	// replayed counts the routes the last pass attached as they were before, for tests.
+	replayed int
 }
 
 // version identifies one object's state.
@@ -113,31 +122,66 @@ func (c *Memo) Begin(s *snapshot.Snapshot) *Pass {
 	c.order = make(map[string][]*cachedRoute, len(last))
 	var cur cursor
 	c.pass++
-	c.hits, c.uncached = 0, 0
+	c.hits, c.known, c.uncached = 0, 0, 0
 	used := 0
-	if c.hosts.entries == nil {
-		c.hosts.entries = map[hostKey]*hostEntry{}
+	if c.hosts.groups == nil {
+		c.hosts.groups = map[portKey]*hostGroup{}
 	}
-	c.hosts.pass, c.hosts.hits = c.pass, 0
-	p := begin(s, &c.hosts, func(kind, cluster string, m metav1.Object, compile func() *route, fresh func(*route) bool) *route {
-		uid, rv := m.GetUID(), m.GetResourceVersion()
-		if !versioned || uid == "" || rv == "" {
-			return compile() // a change could not be told from no change (e.g. a test input)
+	c.hosts.pass, c.hosts.hits, c.hosts.rebuilt, c.hosts.replayed = c.pass, 0, 0, 0
+	world := worldVersions(s)
+	if len(c.routes) == 0 || !slices.Equal(world, c.world) || !maps.EqualFunc(s.UnservedKinds, c.unserved, slices.Equal) {
+		c.hosts.world++ // and routes compiled anew carry no attachment to replay
+	}
+	c.world, c.unserved = world, maps.Clone(s.UnservedKinds)
+	p := begin(s, &c.hosts, func(kind, cluster string, m metav1.Object, fresh func(*route) bool) (*route, func(*route) *route) {
+		if !versioned {
+			return nil, unmemoised // a change could not be told from no change (e.g. a test input)
 		}
 		if kind != cur.kind {
 			cur.flush(c.order)
 			cur = cursor{kind: kind, prev: last[kind], next: make([]*cachedRoute, 0, len(last[kind])+1)}
 		}
+		// A snapshot of the caches' own objects holds an unchanged route as the very object the
+		// last pass compiled: told apart without reading it (its UID and resourceVersion were a
+		// cache miss per route and pass).
+		if cur.at < len(cur.prev) {
+			if e := cur.prev[cur.at]; e.src == m && e.pass != c.pass && fresh(&e.r) {
+				cur.at++
+				c.known++
+				return c.reuse(&cur, &used, e), nil
+			}
+		}
+		uid, rv := m.GetUID(), m.GetResourceVersion()
+		if uid == "" || rv == "" {
+			return nil, unmemoised
+		}
 		k := routeKey{cluster, kind, uid}
 		e := cur.find(c, k)
 		if e != nil && e.resourceVersion == rv && fresh(&e.r) {
-			e.pass = c.pass
-			c.hits++
-			used++
-			cur.keep(e)
-			return &e.r
+			if e.src != m {
+				e.src = nil // a copy (not a cache's object), which must not keep its snapshot alive
+			}
+			return c.reuse(&cur, &used, e), nil
 		}
-		r := compile()
+		return nil, c.keeper(&cur, &used, e, k, m, rv)
+	}, c.opts)
+	cur.flush(c.order)
+	if used < len(c.routes) {
+		// Deleted routes, and old versions of changed ones under another pass number.
+		maps.DeleteFunc(c.routes, func(_ routeKey, e *cachedRoute) bool { return e.pass != c.pass })
+	}
+	p.lock = &c.mu
+	p.done = func() {
+		// Port groups gone: their routes are kept alive only here.
+		maps.DeleteFunc(c.hosts.groups, func(_ portKey, g *hostGroup) bool { return g.pass != c.hosts.pass })
+	}
+	return p
+}
+
+// keeper returns the function that remembers the route compiled for object m (key k, version rv)
+// in place of e, if any. Made here, its closure is allocated only for the routes compiled.
+func (c *Memo) keeper(cur *cursor, used *int, e *cachedRoute, k routeKey, m metav1.Object, rv string) func(*route) *route {
+	return func(r *route) *route {
 		if len(r.policies) > 0 {
 			// Its policies are this pass's objects, which collect the pass's ancestors: compiling
 			// such a route again is what keeps them right. TLS backends are few.
@@ -148,24 +192,25 @@ func (c *Memo) Begin(s *snapshot.Snapshot) *Pass {
 			return r
 		}
 		r.meta = detach(m)
-		e = &cachedRoute{cluster: cluster, uid: uid, resourceVersion: rv, pass: c.pass, r: *r}
+		e := &cachedRoute{cluster: k.cluster, uid: k.uid, resourceVersion: rv, pass: c.pass, src: m, r: *r}
 		c.routes[k] = e
 		cur.keep(e)
-		used++
+		*used++
 		return &e.r // the one the next pass reuses, so that it finds this pass's statuses
-	}, c.opts)
-	cur.flush(c.order)
-	if used < len(c.routes) {
-		// Deleted routes, and old versions of changed ones under another pass number.
-		maps.DeleteFunc(c.routes, func(_ routeKey, e *cachedRoute) bool { return e.pass != c.pass })
 	}
-	p.lock = &c.mu
-	p.done = func() {
-		// Hosts gone, and those whose matches changed: their old matches are kept alive only here.
-		maps.DeleteFunc(c.hosts.entries, func(_ hostKey, e *hostEntry) bool { return e.pass != c.hosts.pass })
-	}
-	return p
 }
+
+// reuse hands on remembered route e in this pass.
+func (c *Memo) reuse(cur *cursor, used *int, e *cachedRoute) *route {
+	e.pass = c.pass
+	c.hits++
+	*used++
+	cur.keep(e)
+	return &e.r
+}
+
+// unmemoised hands on a route compiled without a Memo's say.
+func unmemoised(r *route) *route { return r }
 
 // cursor walks one kind's routes of the last pass (Memo.order) alongside the objects of this
 // one, both in snapshot order: after one change, almost every object is the route at the
@@ -218,6 +263,25 @@ func detach(m metav1.Object) metav1.Object {
 		}
 	}
 	return m
+}
+
+// worldVersions lists the versions of every input besides routes, in snapshot order: with the
+// routes' backends (backendVersions, checked apart), what attaching a route depends on besides
+// the other routes. Gateways, GatewayClasses and ListenerSets count by generation: fleetgate's
+// own status writes change their resourceVersions, and translation reads only their specs.
+func worldVersions(s *snapshot.Snapshot) []version {
+	var out []version
+	s.Lists(func(list, cluster string, m metav1.Object) {
+		switch list {
+		case "HTTPRoutes", "GRPCRoutes", "TLSRoutes", "TCPRoutes", "UDPRoutes":
+			return
+		case "Gateways", "GatewayClasses", "ListenerSets":
+			out = append(out, version{cluster: cluster, uid: m.GetUID(), resourceVersion: strconv.FormatInt(m.GetGeneration(), 10)})
+			return
+		}
+		out = append(out, version{cluster: cluster, uid: m.GetUID(), resourceVersion: m.GetResourceVersion()})
+	})
+	return out
 }
 
 // backendVersions lists the versions of every input a compiled route may depend on besides

@@ -4,19 +4,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/dataplane/ir"
 )
 
 // versioned gives every object of s what the API server would: a UID (from its name) and a
@@ -47,6 +52,17 @@ func versioned(t *testing.T, s *snapshot.Snapshot) *snapshot.Snapshot {
 			h := fnv.New64a()
 			h.Write(js)
 			m.SetResourceVersion(fmt.Sprint(h.Sum64()))
+			if name := v.Type().Field(i).Name; name == "Gateways" || name == "GatewayClasses" || name == "ListenerSets" {
+				// The Memo takes these by generation, which the API server raises on every change of
+				// their specs (fleetgate's status writes change only their resourceVersions).
+				js, err := json.Marshal(o.FieldByName("Obj").Elem().FieldByName("Spec").Interface())
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := fnv.New64a()
+				h.Write(js)
+				m.SetGeneration(int64(h.Sum64() >> 1))
+			}
 		}
 	}
 	return s
@@ -214,6 +230,168 @@ func TestMemoFollowsChanges(t *testing.T) {
 		}
 		if c.hits != step.reuse {
 			t.Errorf("%s: reused %d routes, want %d", step.name, c.hits, step.reuse)
+		}
+	}
+}
+
+// TestMemoRandomChanges: passes of one Memo over a run of random changes (routes added, deleted,
+// given other hostnames or paths, on listeners that share a port and own each other's hostnames
+// by specificity; now and then a listener more or less) equal Translate from scratch, whether the
+// pass built a port group's hosts host by host or whole, and attached unchanged routes as before
+// or anew; most passes must have done the former.
+func TestMemoRandomChanges(t *testing.T) {
+	fx := readFixtures(t)
+	rnd := rand.New(rand.NewPCG(22, 12))
+	hostnames := func() []gwv1.Hostname {
+		switch n := rnd.IntN(20); {
+		case n == 0:
+			return nil // the listeners' hostnames, the catch-all among them
+		case n == 1:
+			return []gwv1.Hostname{"*.example.com"}
+		case n < 5:
+			return []gwv1.Hostname{gwv1.Hostname(fmt.Sprintf("h%d.example.com", rnd.IntN(8))), "x.other.org"}
+		default:
+			return []gwv1.Hostname{gwv1.Hostname(fmt.Sprintf("h%d.example.com", rnd.IntN(8)))}
+		}
+	}
+	newRoute := func(i, version int) *gwv1.HTTPRoute {
+		r := scaleRoute(i)
+		r.CreationTimestamp = metav1.NewTime(time.Unix(int64(1000+i%17), 0))
+		r.ResourceVersion = fmt.Sprintf("%d-%d", i, version)
+		r.Spec.Hostnames = hostnames()
+		for range rnd.IntN(3) {
+			r.Spec.Rules = append(r.Spec.Rules, gwv1.HTTPRouteRule{
+				Matches:     []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Value: ptr.To(fmt.Sprintf("/p%d", rnd.IntN(4)))}}},
+				BackendRefs: r.Spec.Rules[0].BackendRefs,
+			})
+		}
+		return r
+	}
+	routes := map[int]*gwv1.HTTPRoute{}
+	next := 0
+	for range 30 {
+		routes[next] = newRoute(next, 0)
+		next++
+	}
+	extra := false // a listener of h2.example.com on the Gateways, whose generation it raises
+	snap := func() *snapshot.Snapshot {
+		s := membersSnapshot(3, 0)
+		for _, gw := range s.Gateways {
+			gw.Obj.Spec.Listeners = []gwv1.Listener{
+				{Name: "any", Port: 80, Protocol: gwv1.HTTPProtocolType},
+				{Name: "wild", Port: 80, Protocol: gwv1.HTTPProtocolType, Hostname: ptr.To(gwv1.Hostname("*.example.com"))},
+				{Name: "h1", Port: 80, Protocol: gwv1.HTTPProtocolType, Hostname: ptr.To(gwv1.Hostname("h1.example.com"))},
+			}
+			if extra {
+				gw.Obj.Generation = 2
+				gw.Obj.Spec.Listeners = append(gw.Obj.Spec.Listeners, gwv1.Listener{Name: "h2", Port: 80, Protocol: gwv1.HTTPProtocolType, Hostname: ptr.To(gwv1.Hostname("h2.example.com"))})
+			}
+		}
+		for i, r := range routes {
+			s.HTTPRoutes = append(s.HTTPRoutes, snapshot.Object[gwv1.HTTPRoute]{Cluster: fmt.Sprintf("member-%d", i%3), Obj: r})
+		}
+		for i := range s.HTTPRoutes {
+			if s.HTTPRoutes[i].Cluster == "member-0" {
+				s.HTTPRoutes[i].Cluster = "hub"
+			}
+		}
+		return s.Sort()
+	}
+	c := NewMemo()
+	hostByHost, replayed := 0, 0
+	const steps = 120
+	for step := range steps {
+		if rnd.IntN(10) == 0 {
+			extra = !extra
+		}
+		keys := slices.Sorted(maps.Keys(routes))
+		for range 1 + rnd.IntN(2) {
+			switch k := keys[rnd.IntN(len(keys))]; rnd.IntN(4) {
+			case 0:
+				routes[next] = newRoute(next, step)
+				next++
+			case 1:
+				delete(routes, k)
+			default:
+				routes[k] = newRoute(k, step+1)
+			}
+		}
+		s := snap()
+		want := render(t, Translate(s), fx)
+		if diff := cmp.Diff(want, render(t, c.Translate(s), fx)); diff != "" {
+			t.Fatalf("step %d: cached translation differs (-Translate +Memo.Translate):\n%s", step, diff)
+		}
+		if c.hosts.rebuilt == 0 {
+			hostByHost++
+		}
+		replayed += c.hosts.replayed
+	}
+	if hostByHost < steps/2 {
+		t.Errorf("%d of %d passes built the hosts host by host, want at least half", hostByHost, steps)
+	}
+	// About 30 routes a pass, most of them unchanged, in passes of the same Gateways.
+	if replayed < steps*10 {
+		t.Errorf("%d routes attached as in the pass before over %d passes, want at least %d", replayed, steps, steps*10)
+	}
+}
+
+// TestMemoKeepsUnchangedHosts: after one route is added, every other host of the pass has the
+// very route list of the pass before (the config server sees it unchanged by its backing array),
+// and the new host is added in its place.
+func TestMemoKeepsUnchangedHosts(t *testing.T) {
+	c := NewMemo()
+	before := c.Translate(fleetSnapshot(300)).Configs[0].Listeners[0].VirtualHosts
+	after := c.Translate(fleetSnapshot(301)).Configs[0].Listeners[0].VirtualHosts
+	if c.hosts.rebuilt != 0 {
+		t.Errorf("the pass after one added route built %d port groups whole", c.hosts.rebuilt)
+	}
+	if len(after) != len(before)+1 {
+		t.Fatalf("%d hosts after one route was added to %d", len(after), len(before))
+	}
+	was := map[string]*ir.Route{}
+	for _, vh := range before {
+		was[vh.Hostname] = &vh.Routes[0]
+	}
+	for _, vh := range after {
+		if p, ok := was[vh.Hostname]; ok != (p == &vh.Routes[0]) || !ok && vh.Hostname != "r300.example.com" {
+			t.Errorf("host %s: in the pass before %v, route list shared %v", vh.Hostname, ok, p == &vh.Routes[0])
+		}
+	}
+}
+
+// TestMemoKnowsObjectsByPointer: a route object the last pass compiled, handed over again (as the
+// caches hand out their own objects), is reused without reading it; copies of the objects are
+// reused by UID and resourceVersion and are not kept, so that no snapshot stays alive.
+func TestMemoKnowsObjectsByPointer(t *testing.T) {
+	fx := readFixtures(t)
+	s := fleetSnapshot(30)
+	c := NewMemo()
+	c.Translate(s)
+	want := render(t, Translate(s), fx)
+	copied := *s
+	copied.HTTPRoutes = slices.Clone(s.HTTPRoutes)
+	for i := range copied.HTTPRoutes {
+		copied.HTTPRoutes[i].Obj = copied.HTTPRoutes[i].Obj.DeepCopy()
+	}
+	for _, step := range []struct {
+		name        string
+		s           *snapshot.Snapshot
+		known, hits int
+	}{
+		{"the same objects", s, 30, 30},
+		{"copies", &copied, 0, 30},
+		{"the copies again", &copied, 0, 30},
+	} {
+		if diff := cmp.Diff(want, render(t, c.Translate(step.s), fx)); diff != "" {
+			t.Fatalf("%s: cached translation differs (-Translate +Memo.Translate):\n%s", step.name, diff)
+		}
+		if c.known != step.known || c.hits != step.hits {
+			t.Errorf("%s: %d routes reused, %d of them by their object; want %d, %d", step.name, c.hits, c.known, step.hits, step.known)
+		}
+	}
+	for k, e := range c.routes {
+		if e.src != nil {
+			t.Errorf("route %v keeps an object of a snapshot of copies", k)
 		}
 	}
 }

@@ -29,6 +29,7 @@ type route struct {
 	cluster    string
 	meta       metav1.Object
 	nsName     string    // namespace/name, compared often when sorting
+	namespace  string    // read on every pass: meta is one more object to load per route
 	created    time.Time // creationTimestamp, compared often when sorting
 	parentRefs []gwv1.ParentReference
 	// hostnames are nil for TCP and UDP routes, which do not match on hostnames.
@@ -60,6 +61,9 @@ type route struct {
 	// rank is its place in the last pass's attachment order, from 1; 0 if it was not in it
 	// (compileRoutes).
 	rank int
+	// kept is where it attached in the last pass that ran attachRoute on it, for a Memo's passes
+	// of the same world (hostMemo.world) to attach it there again.
+	kept keptAttachments
 
 	// refNotes say which endpoints were left out (untrusted slices, denied addresses); they do
 	// not make ResolvedRefs False, as the references themselves resolve.
@@ -206,7 +210,8 @@ func (r *route) refFailed(reason gwv1.RouteConditionReason, msg string) {
 
 func newRoute[T any](kind string, o snapshot.Object[T], spec gwv1.CommonRouteSpec, hostnames []gwv1.Hostname, usesHostname bool) *route {
 	r := &route{kind: kind, cluster: o.Cluster, meta: o.Meta(), parentRefs: spec.ParentRefs, usesHostname: usesHostname}
-	r.nsName = r.meta.GetNamespace() + "/" + r.meta.GetName()
+	r.namespace = r.meta.GetNamespace()
+	r.nsName = r.namespace + "/" + r.meta.GetName()
 	r.generation = r.meta.GetGeneration()
 	r.created = r.meta.GetCreationTimestamp().Time
 	if v, ok := r.meta.GetAnnotations()[ClusterWeightsAnnotation]; ok {
@@ -239,7 +244,7 @@ func (t *translator) findParent(r *route, ref gwv1.ParentReference) (*gatewayGro
 	if cmp.Or(ptrStr(ref.Group), gwv1.GroupName) != gwv1.GroupName {
 		return nil, nil
 	}
-	ns := cmp.Or(ptrStr(ref.Namespace), r.meta.GetNamespace())
+	ns := cmp.Or(ptrStr(ref.Namespace), r.namespace)
 	switch cmp.Or(ptrStr(ref.Kind), "Gateway") {
 	case "Gateway":
 		return t.lookupGroup(r.cluster, ns, string(ref.Name)), nil
@@ -254,6 +259,14 @@ func (t *translator) findParent(r *route, ref gwv1.ParentReference) (*gatewayGro
 // attachRoute computes one RouteParentStatus per parentRef that names one of our Gateways, and
 // records the route on every listener that accepts it.
 func (t *translator) attachRoute(r *route) {
+	if t.world != 0 && r.kept.world == t.world && !t.mixedWeb {
+		t.replay(r)
+		return
+	}
+	// The attachments recorded for the next pass: none unless it may replay them.
+	record := t.world != 0 && (r.kind == kindHTTPRoute || r.kind == kindGRPCRoute) && !t.mixedWeb
+	t.scratch.kept = t.scratch.kept[:0]
+	r.kept.world = 0
 	// Built in scratch space, and kept only if it differs from what a remembered route (Memo)
 	// carries from the pass before: on a pass after one change, almost every route's statuses are
 	// the same, and allocating them again was a third of a pass's garbage at 20,000 routes.
@@ -264,7 +277,11 @@ func (t *translator) attachRoute(r *route) {
 		if grp == nil {
 			continue // not ours: another controller, or a parent that does not exist
 		}
+		caps := grp.class.caps.ForRouteKind(r.kind)
+		record = record && caps.MaxRulesPerListener == 0 && caps.MaxHostnamesPerListener == 0
 		classBad, notes := t.classRules(r, grp.class)
+		// A rule the class's provider cannot express is noted in t.unexpressed, for the configs.
+		record = record && len(classBad) == 0
 		accepted := t.attachToParent(r, grp, set, ref, classBad)
 		if accepted.Status == metav1.ConditionTrue && len(notes) > 0 {
 			accepted.Message += "; " + strings.Join(notes, "; ")
@@ -291,6 +308,12 @@ func (t *translator) attachRoute(r *route) {
 		parents = append(parents, gwv1.RouteParentStatus{ParentRef: ref, ControllerName: gwv1.GatewayController(v1alpha1.ControllerName), Conditions: conds[start:len(conds):len(conds)]})
 	}
 	t.scratch.parents, t.scratch.conds = parents[:0], conds[:0]
+	if record {
+		r.kept.world = t.world
+		if !slices.EqualFunc(r.kept.at, t.scratch.kept, keptAt.same) {
+			r.kept.at = slices.Clone(t.scratch.kept)
+		}
+	}
 	// Always set: a remembered route carries its parents from the pass before.
 	switch {
 	case len(parents) == 0:
@@ -309,6 +332,42 @@ func (t *translator) attachRoute(r *route) {
 type scratch struct {
 	parents []gwv1.RouteParentStatus
 	conds   []metav1.Condition
+	kept    []keptAt
+}
+
+// keptAttachments are the listeners a route attached to in a pass of world number world.
+type keptAttachments struct {
+	world uint64
+	at    []keptAt
+}
+
+// keptAt is one listener a route attached to, by place (the same in every pass of one world),
+// with the hostnames it serves there.
+type keptAt struct {
+	group, listener int
+	hostnames       []string
+}
+
+func (a keptAt) same(b keptAt) bool {
+	return a.group == b.group && a.listener == b.listener && slices.Equal(a.hostnames, b.hostnames)
+}
+
+// replay attaches a remembered route where it attached in the last pass of the same world: every
+// input of attachRoute but the other routes is the same, and the others matter only through
+// HTTPRoute/GRPCRoute hostname conflicts (t.mixedWeb) and providers' listener limits (never
+// recorded). Its parents' statuses are those of that pass.
+func (t *translator) replay(r *route) {
+	t.hosts.replayed++
+	for _, k := range r.kept.at {
+		l := t.groups[k.group].listeners[k.listener]
+		l.attached++
+		l.last = r
+		l.hosts = append(l.hosts, attachment{route: r, hostnames: k.hostnames})
+		l.hostsKinds[r.kind]++
+	}
+	if r.parents != nil && r.weightsErr != "" {
+		t.notice(r.ref(), "Warning", "InvalidClusterWeights", "%s", r.weightsErr)
+	}
 }
 
 // cloneParents copies parents out of scratch space, with two allocations.
@@ -328,7 +387,7 @@ func cloneParents(parents []gwv1.RouteParentStatus) []gwv1.RouteParentStatus {
 }
 
 func (r *route) ref() ObjectRef {
-	return ObjectRef{Cluster: r.cluster, Kind: r.kind, Namespace: r.meta.GetNamespace(), Name: r.meta.GetName()}
+	return ObjectRef{Cluster: r.cluster, Kind: r.kind, Namespace: r.namespace, Name: r.nsName[len(r.namespace)+1:]}
 }
 
 // routeStatuses emits the statuses of the routes that have parents of ours, in ObjectRef order
@@ -410,7 +469,7 @@ func (t *translator) attachToParent(r *route, grp *gatewayGroup, set *listenerSe
 		if !kindOK && defaultKinds(l.spec.Protocol) != nil && !slices.Contains(defaultKinds(l.spec.Protocol), r.kind) {
 			wrongProtocol = true
 		}
-		if kindOK && t.allowsNamespace(l, r.cluster, r.meta.GetNamespace()) {
+		if kindOK && t.allowsNamespace(l, r.cluster, r.namespace) {
 			allowed = append(allowed, l)
 		}
 	}
@@ -479,6 +538,7 @@ func (t *translator) attachToParent(r *route, grp *gatewayGroup, set *listenerSe
 		default:
 			m.l.hosts = append(m.l.hosts, attachment{route: r, hostnames: m.hosts})
 			m.l.hostsKinds[r.kind]++
+			t.scratch.kept = append(t.scratch.kept, keptAt{group: grp.idx, listener: m.l.idx, hostnames: m.hosts})
 		}
 	}
 	return cond(string(gwv1.RouteConditionAccepted), true, string(gwv1.RouteReasonAccepted), "Route is accepted", gen)

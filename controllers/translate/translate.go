@@ -59,7 +59,7 @@ type translator struct {
 	res         *Result
 	classes     map[string]*classInfo
 	groups      []*gatewayGroup
-	groupByKey  map[string]*gatewayGroup
+	groupByRef  map[groupRef]*gatewayGroup // lookupGroup
 	setByKey    map[nsName]*listenerSet
 	// policies are every BackendTLSPolicy; policyByTarget orders the ones of each target, winner first.
 	policies       []*tlsPolicy
@@ -72,6 +72,10 @@ type translator struct {
 	sharedKnown   bool
 
 	scratch scratch
+	// world numbers the state of every input besides routes (hostMemo.world), 0 without a Memo;
+	// mixedWeb says that HTTPRoutes and GRPCRoutes may conflict over hostnames.
+	world    uint64
+	mixedWeb bool
 	// lostMatches are, by route, the indexes of HTTPRoute matches an older Ingress serves
 	// (compileIngresses): configs leave them out.
 	lostMatches map[*route][]int
@@ -87,9 +91,11 @@ func Translate(s *snapshot.Snapshot, opts ...Option) *Result {
 // Begin starts a Pass: its first stage runs now.
 func Begin(s *snapshot.Snapshot, opts ...Option) *Pass { return begin(s, nil, nil, newOptions(opts)) }
 
-// memoFunc returns the compiled route of one route object, calling compile or not; a remembered
-// route is reused only if fresh says it still holds (its parents' classes' endpoint policy).
-type memoFunc func(kind, cluster string, m metav1.Object, compile func() *route, fresh func(*route) bool) *route
+// memoFunc returns the remembered compiled route of one route object, reused only if fresh says
+// it still holds (its parents' classes' endpoint policy); or nil and keep, to which the caller
+// hands the route it compiled instead and which returns the one to use. (A compile callback
+// would be a closure allocated for every route of every pass.)
+type memoFunc func(kind, cluster string, m metav1.Object, fresh func(*route) bool) (r *route, keep func(*route) *route)
 
 // Pass is one translation in two stages. The first, run when the Pass is made, decides classes,
 // route attachment and BackendTLSPolicies: their statuses (Early) are final then, and do not wait
@@ -111,15 +117,22 @@ func begin(s *snapshot.Snapshot, hosts *hostMemo, memo memoFunc, o options) *Pas
 		idx:        newIndex(s),
 		res:        &Result{},
 		classes:    map[string]*classInfo{},
-		groupByKey: map[string]*gatewayGroup{},
+		groupByRef: map[groupRef]*gatewayGroup{},
 	}
 	t.translateClasses()
 	t.compilePolicies()
 	t.buildGroups()
-	for _, grp := range t.groups {
-		t.groupByKey[grp.key] = grp
-	}
 	t.attachListenerSets()
+	for i, grp := range t.groups {
+		grp.idx = i
+		for j, l := range grp.listeners {
+			l.idx = j
+		}
+	}
+	if hosts != nil {
+		t.world = hosts.world
+		t.mixedWeb = len(s.HTTPRoutes) > 0 && len(s.GRPCRoutes) > 0
+	}
 	routes, byKind := t.compileRoutes()
 	t.sizeAttachments()
 	for _, r := range routes {
@@ -183,17 +196,17 @@ func compileAll[T any](t *translator, kind string, objs []snapshot.Object[T], co
 	out := make([]*route, 0, len(objs))
 	fresh := t.policyFresh // one method value, not one per route
 	for _, o := range objs {
-		if t.memo == nil {
-			r := compile(o)
-			r.summarize()
-			out = append(out, r)
-			continue
+		var r *route
+		keep := unmemoised
+		if t.memo != nil {
+			r, keep = t.memo(kind, o.Cluster, o.Meta(), fresh)
 		}
-		out = append(out, t.memo(kind, o.Cluster, o.Meta(), func() *route {
-			r := compile(o)
+		if r == nil {
+			r = compile(o)
 			r.summarize()
-			return r
-		}, fresh))
+			r = keep(r)
+		}
+		out = append(out, r)
 	}
 	return out
 }

@@ -42,6 +42,27 @@ func BenchmarkPublishOneHost(b *testing.B) {
 	}
 }
 
+// BenchmarkPublishOneHostAfterRebuild is BenchmarkPublishOneHost after one config whose hosts
+// were all rebuilt, equal: a translation pass that built every host again (its route memo dropped).
+func BenchmarkPublishOneHostAfterRebuild(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run("hosts="+strconv.Itoa(n), func(b *testing.B) {
+			srv := NewServer(ServerOptions{Logger: logr.Discard()})
+			srv.SetConfig("bench/fleet", irtest.FleetConfig(n))
+			cfg := irtest.FleetConfig(n)
+			srv.SetConfig("bench/fleet", cfg)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				cfg = withHost(cfg, i%n, fmt.Sprintf("/v%d", i))
+				b.StartTimer()
+				srv.SetConfig("bench/fleet", cfg)
+			}
+		})
+	}
+}
+
 // BenchmarkPublishOneHostCerts is BenchmarkPublishOneHost with an HTTPS listener of 10k
 // certificates beside the hosts (a certificate per hostname, as cert-manager makes them), handed
 // over again with every config as translation does: new Certificate values, the Secrets' PEM.

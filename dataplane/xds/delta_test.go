@@ -234,3 +234,26 @@ func TestSetConfigRefusesDuplicateHosts(t *testing.T) {
 		t.Errorf("version after refused configs = %d, want %d", got, v)
 	}
 }
+
+// TestSetConfigKeepsEqualHostsLatestRoutes: a host given again with equal routes in a new list
+// (a translation pass that rebuilt every host) is unchanged, and the server compares the next
+// config with that new list, so that translation handing it on again is seen at a glance.
+func TestSetConfigKeepsEqualHostsLatestRoutes(t *testing.T) {
+	srv := NewServer(ServerOptions{Logger: testr.New(t)})
+	first := hosts("a.example.com", "b.example.com")
+	v := srv.SetConfig(gwA, first)
+	rebuilt := hosts("a.example.com", "b.example.com") // equal, every list new
+	if got := srv.SetConfig(gwA, rebuilt); got != v {
+		t.Fatalf("SetConfig of an equal config = %d, want version %d kept", got, v)
+	}
+	g := srv.gateways[gwA]
+	for _, vh := range rebuilt.Listeners[0].VirtualHosts {
+		kept := g.hosts["http"][vh.Hostname].vh.Routes
+		if &kept[0] != &vh.Routes[0] {
+			t.Errorf("host %s: the server compares with the routes of the first config, not those of the last", vh.Hostname)
+		}
+	}
+	if got := srv.SetConfig(gwA, withBackend(rebuilt, 1, "other")); got == v {
+		t.Errorf("a changed host after the equal config kept version %d", got)
+	}
+}

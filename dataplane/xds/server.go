@@ -89,7 +89,9 @@ type baseResource struct {
 }
 
 type hostResource struct {
-	vh  ir.VirtualHost // as given to SetConfig, compared with ir.VirtualHost.Equal
+	// vh is as given to SetConfig, compared with ir.VirtualHost.Equal; only SetConfig reads it,
+	// and it swaps in an equal route list holding set alone (diff).
+	vh  ir.VirtualHost
 	enc encoded
 	// seen is the stamp of the last SetConfig whose config has the host; only SetConfig uses it.
 	seen uint64
@@ -271,6 +273,12 @@ func (g *gatewayState) diff(gateway string, cfg *ir.Config) (*configDiff, error)
 				r.seen = g.stamp
 				seen++
 				if r.vh.Equal(vh) {
+					// Keep the list just given: translation hands on the same list while the host is
+					// unchanged, so the next comparison is the backing-array check. Holding on to an
+					// equal older one (after a pass that rebuilt every host, e.g. the route memo
+					// dropped on a backend or member change) compared every route of every host on
+					// every later call.
+					r.vh.Routes = vh.Routes
 					continue
 				}
 			} else {

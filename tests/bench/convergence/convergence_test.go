@@ -1,10 +1,16 @@
 // Package convergence measures how fast fleetgate converges across a fleet (MEMBERS clusters, three
 // by default, the hub included): routes added one at a time under live probing, and a cold start.
-// Run with `make bench-convergence`; MEMBERS, ROUTES and COLD_ROUTES override the sizes.
+// Run with `make bench-convergence`; MEMBERS, ROUTES and COLD_ROUTES override the sizes. THEN_ROUTES
+// adds that many more routes one at a time after the cold start, which measures a change at the
+// cold start's size without adding every route one at a time; COLD_PROFILE=file (with
+// FLEETGATE_PPROF) saves a CPU profile of the operator's first COLD_PROFILE_S (20) seconds,
+// THEN_PROFILE=file one of THEN_PROFILE_S (30) seconds of those additions, and THEN_HEAP=file its
+// heap profile at their end.
 package convergence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -68,25 +74,48 @@ type accepted struct {
 	wait map[string]chan struct{}
 }
 
+// watch marks the routes of cluster c that our controller accepted, from a list and then a watch,
+// again whenever the API server ends the watch (it drops a watcher that falls behind, which a
+// cold start's burst of status writes can make it).
 func (a *accepted) watch(ctx context.Context, tb testing.TB, c *testbed.Cluster) {
 	wc, err := client.NewWithWatch(c.Config, client.Options{Scheme: c.Client.Scheme()})
 	must(tb, err)
-	w, err := wc.Watch(ctx, &gwv1.HTTPRouteList{}, client.InNamespace("default"))
-	must(tb, err)
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			r, ok := ev.Object.(*gwv1.HTTPRoute)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
-			for _, p := range r.Status.Parents {
-				if p.ControllerName == v1alpha1.ControllerName && meta.IsStatusConditionTrue(p.Conditions, string(gwv1.RouteConditionAccepted)) {
-					a.mark(c.Name + "/" + r.Name)
-				}
+	see := func(r *gwv1.HTTPRoute) {
+		for _, p := range r.Status.Parents {
+			if p.ControllerName == v1alpha1.ControllerName && meta.IsStatusConditionTrue(p.Conditions, string(gwv1.RouteConditionAccepted)) {
+				a.mark(c.Name + "/" + r.Name)
 			}
 		}
+	}
+	go func() {
+		for ctx.Err() == nil {
+			var list gwv1.HTTPRouteList
+			if err := wc.List(ctx, &list, client.InNamespace("default")); err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			for i := range list.Items {
+				see(&list.Items[i])
+			}
+			w, err := wc.Watch(ctx, &gwv1.HTTPRouteList{}, client.InNamespace("default"), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+			if err != nil {
+				continue
+			}
+			for ev := range w.ResultChan() {
+				if r, ok := ev.Object.(*gwv1.HTTPRoute); ok && ev.Type != watch.Deleted {
+					see(r)
+				}
+			}
+			w.Stop()
+		}
 	}()
+}
+
+// count is the number of routes seen accepted.
+func (a *accepted) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.at)
 }
 
 func (a *accepted) mark(key string) {
@@ -196,6 +225,151 @@ func BenchmarkConvergence(b *testing.B) {
 	for _, c := range clusters {
 		acc.watch(ctx, b, c)
 	}
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	ph := phase{clusters: clusters, acc: acc, hc: hc, addr: addr}
+	ph.run(ctx, b, op, "", 0, routes)
+	// Cold start: stop the operator (its proxies go with it), fill up to COLD_ROUTES, start again.
+	must(b, op.Stop())
+	var cwg sync.WaitGroup
+	next := atomic.Int64{}
+	next.Store(int64(routes))
+	for range 8 {
+		cwg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= cold {
+					return
+				}
+				must(b, clusters[i%len(clusters)].Client.Create(ctx, route(i)))
+			}
+		})
+	}
+	cwg.Wait()
+	coldStart := time.Now()
+	op, err = testbed.StartOperator(binary, clusters[0], stateDir, "--namespace=fleetgate-system", "--log-level=error")
+	must(b, err)
+	profiled := make(chan struct{})
+	go func() {
+		defer close(profiled)
+		if file := os.Getenv("COLD_PROFILE"); file != "" {
+			profile(b, file, envInt("COLD_PROFILE_S", 20))
+		}
+	}()
+	// Programmed = every route answers 200 through the new proxy.
+	pending := make([]int, cold)
+	for i := range pending {
+		pending[i] = i
+	}
+	// A sweep of every pending route takes seconds at 50,000: every route was served between the
+	// last failed probe and the end of the last sweep.
+	lastFail := coldStart
+	for len(pending) > 0 {
+		var mu sync.Mutex
+		var left []int
+		var pw sync.WaitGroup
+		chunk := (len(pending) + 15) / 16
+		for k := 0; k < len(pending); k += chunk {
+			part := pending[k:min(k+chunk, len(pending))]
+			pw.Go(func() {
+				for _, i := range part {
+					if get(hc, addr, fmt.Sprintf("r%d.example.com", i)) != http.StatusOK {
+						mu.Lock()
+						left = append(left, i)
+						lastFail = time.Now()
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		pw.Wait()
+		pending = left
+		if time.Since(coldStart) > 120*time.Second {
+			b.Fatalf("cold start: %d of %d routes not served after 120s", len(pending), cold)
+		}
+		if len(pending) > 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	coldTook := time.Since(coldStart)
+	rss, _ := op.RSS()
+	b.ReportMetric(coldTook.Seconds(), "cold-start-s")
+	b.ReportMetric(lastFail.Sub(coldStart).Seconds(), "cold-last-miss-s")
+	b.Logf("cold start with %d routes: all served %s after the operator started, the last miss at %s (RSS %.1f MiB)", cold, coldTook.Round(time.Millisecond),
+		lastFail.Sub(coldStart).Round(time.Millisecond), float64(rss)/(1<<20))
+	// Served is not all: every route's status says Accepted once the operator wrote them all.
+	for acc.count() < max(cold, routes) && time.Since(coldStart) < 15*time.Minute {
+		time.Sleep(50 * time.Millisecond)
+	}
+	acceptedTook := time.Since(coldStart)
+	b.ReportMetric(acceptedTook.Seconds(), "cold-accepted-s")
+	b.Logf("cold start with %d routes: %d seen Accepted %s after the operator started", cold, acc.count(), acceptedTook.Round(time.Millisecond))
+	<-profiled
+	if then := envInt("THEN_ROUTES", 0); then > 0 {
+		profiled := make(chan struct{})
+		go func() {
+			defer close(profiled)
+			if file := os.Getenv("THEN_PROFILE"); file != "" {
+				profile(b, file, envInt("THEN_PROFILE_S", 30))
+			}
+		}()
+		ph.run(ctx, b, op, "then-", max(cold, routes), max(cold, routes)+then)
+		<-profiled
+		if file := os.Getenv("THEN_HEAP"); file != "" {
+			save(b, file, "heap")
+		}
+	}
+}
+
+// profile saves a CPU profile of the operator (FLEETGATE_PPROF) over the next seconds.
+func profile(tb testing.TB, file string, seconds int) {
+	save(tb, file, fmt.Sprintf("profile?seconds=%d", seconds))
+}
+
+// save saves one of the operator's profiles (FLEETGATE_PPROF), "heap" or "profile?seconds=n".
+func save(tb testing.TB, file, which string) {
+	addr := os.Getenv("FLEETGATE_PPROF")
+	if addr == "" {
+		tb.Errorf("profiles need FLEETGATE_PPROF")
+		return
+	}
+	url := fmt.Sprintf("http://%s/debug/pprof/%s", addr, which)
+	var resp *http.Response
+	var err error
+	// The operator opens its pprof listener a moment after it starts.
+	for range 100 {
+		if resp, err = http.Get(url); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		tb.Errorf("operator profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(file)
+	if err == nil {
+		_, err = io.Copy(f, resp.Body)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		tb.Errorf("operator profile: %v", err)
+	}
+}
+
+// phase adds routes one at a time to the fleet gateway at addr, spread over clusters, while
+// earlier routes are probed continuously.
+type phase struct {
+	clusters []*testbed.Cluster
+	acc      *accepted
+	hc       *http.Client
+	addr     string
+}
+
+// run adds routes from up to to (those below from exist and are served) and reports its
+// measures, their names prefixed with prefix.
+func (ph *phase) run(ctx context.Context, b *testing.B, op *testbed.Operator, prefix string, from, to int) {
+	clusters, acc, hc, addr := ph.clusters, ph.acc, ph.hc, ph.addr
 	var peak atomic.Int64
 	sample := func() {
 		if rss, err := op.RSS(); err == nil && rss > peak.Load() {
@@ -206,8 +380,8 @@ func BenchmarkConvergence(b *testing.B) {
 	var wg sync.WaitGroup
 	// Live probing: earlier routes keep being requested while new ones are added.
 	var served atomic.Int64
+	served.Store(int64(from))
 	var probes, probeErrs atomic.Int64
-	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	wg.Go(func() {
 		for i := 0; ; i++ {
 			select {
@@ -244,7 +418,7 @@ func BenchmarkConvergence(b *testing.B) {
 	var toAccepted, toServe, toCreated []time.Duration
 	errs := 0
 	start := time.Now()
-	for i := range routes {
+	for i := from; i < to; i++ {
 		c := clusters[i%len(clusters)]
 		done := acc.expect(fmt.Sprintf("%s/r%d", c.Name, i))
 		t0 := time.Now()
@@ -279,70 +453,14 @@ func BenchmarkConvergence(b *testing.B) {
 	close(stop)
 	wg.Wait()
 	sample()
-	b.ReportMetric(float64(pct(toAccepted, 0.5).Microseconds())/1000, "accepted-p50-ms")
-	b.ReportMetric(float64(pct(toAccepted, 0.99).Microseconds())/1000, "accepted-p99-ms")
-	b.ReportMetric(float64(pct(toServe, 0.5).Microseconds())/1000, "first200-p50-ms")
-	b.ReportMetric(float64(pct(toServe, 0.99).Microseconds())/1000, "first200-p99-ms")
-	b.ReportMetric(float64(errs), "errors")
-	b.ReportMetric(float64(probeErrs.Load()), "probe-errors")
-	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-rss-MiB")
-	b.Logf("%d routes one at a time in %s over %d members: apply→Accepted p50 %s p99 %s; apply→first 200 p50 %s p99 %s; %d errors; live probes %d, %d failed; operator peak RSS %.1f MiB; the create call alone p50 %s p99 %s",
-		routes, time.Since(start).Round(time.Second), len(clusters), pct(toAccepted, 0.5), pct(toAccepted, 0.99), pct(toServe, 0.5), pct(toServe, 0.99),
+	b.ReportMetric(float64(pct(toAccepted, 0.5).Microseconds())/1000, prefix+"accepted-p50-ms")
+	b.ReportMetric(float64(pct(toAccepted, 0.99).Microseconds())/1000, prefix+"accepted-p99-ms")
+	b.ReportMetric(float64(pct(toServe, 0.5).Microseconds())/1000, prefix+"first200-p50-ms")
+	b.ReportMetric(float64(pct(toServe, 0.99).Microseconds())/1000, prefix+"first200-p99-ms")
+	b.ReportMetric(float64(errs), prefix+"errors")
+	b.ReportMetric(float64(probeErrs.Load()), prefix+"probe-errors")
+	b.ReportMetric(float64(peak.Load())/(1<<20), prefix+"peak-rss-MiB")
+	b.Logf("%d routes one at a time (from %d) in %s over %d members: apply→Accepted p50 %s p99 %s; apply→first 200 p50 %s p99 %s; %d errors; live probes %d, %d failed; operator peak RSS %.1f MiB; the create call alone p50 %s p99 %s",
+		to-from, from, time.Since(start).Round(time.Second), len(clusters), pct(toAccepted, 0.5), pct(toAccepted, 0.99), pct(toServe, 0.5), pct(toServe, 0.99),
 		errs, probes.Load(), probeErrs.Load(), float64(peak.Load())/(1<<20), pct(toCreated, 0.5), pct(toCreated, 0.99))
-
-	// Cold start: stop the operator (its proxies go with it), fill up to COLD_ROUTES, start again.
-	must(b, op.Stop())
-	var cwg sync.WaitGroup
-	next := atomic.Int64{}
-	next.Store(int64(routes))
-	for range 8 {
-		cwg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= cold {
-					return
-				}
-				must(b, clusters[i%len(clusters)].Client.Create(ctx, route(i)))
-			}
-		})
-	}
-	cwg.Wait()
-	coldStart := time.Now()
-	op, err = testbed.StartOperator(binary, clusters[0], stateDir, "--namespace=fleetgate-system", "--log-level=error")
-	must(b, err)
-	// Programmed = every route answers 200 through the new proxy.
-	pending := make([]int, cold)
-	for i := range pending {
-		pending[i] = i
-	}
-	for len(pending) > 0 {
-		var mu sync.Mutex
-		var left []int
-		var pw sync.WaitGroup
-		chunk := (len(pending) + 15) / 16
-		for k := 0; k < len(pending); k += chunk {
-			part := pending[k:min(k+chunk, len(pending))]
-			pw.Go(func() {
-				for _, i := range part {
-					if get(hc, addr, fmt.Sprintf("r%d.example.com", i)) != http.StatusOK {
-						mu.Lock()
-						left = append(left, i)
-						mu.Unlock()
-					}
-				}
-			})
-		}
-		pw.Wait()
-		pending = left
-		if time.Since(coldStart) > 120*time.Second {
-			b.Fatalf("cold start: %d of %d routes not served after 120s", len(pending), cold)
-		}
-		if len(pending) > 0 {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	coldTook := time.Since(coldStart)
-	rss, _ := op.RSS()
-	b.ReportMetric(coldTook.Seconds(), "cold-start-s")
-	b.Logf("cold start with %d routes: all served %s after the operator started (RSS %.1f MiB)", cold, coldTook.Round(time.Millisecond), float64(rss)/(1<<20))
 }
