@@ -47,6 +47,10 @@ type StatusWriter struct {
 	// passes numbers the Publish calls of each part; count holds how many desired entries each
 	// part has, so that a Publish that named them all can skip looking for dropped ones.
 	passes, count [2]uint64
+	// order holds each part's entries in the order the last Publish named them, spare the slice
+	// the next order is built in: a pass names most objects where the last one did, which a cursor
+	// finds without hashing their refs.
+	order, spare [2][]*desiredEntry
 	// written is the resourceVersion each object got from the writer's last write to it.
 	written map[translate.ObjectRef]string
 	// notified are the notices already turned into Events (notices.go), by the leader: a follower
@@ -68,9 +72,11 @@ const attachedRoutesDelay = 250 * time.Millisecond
 
 // desiredEntry is the latest desired status of one object.
 type desiredEntry struct {
+	ref  translate.ObjectRef
 	want desiredStatus
-	// pass is the Publish of the object's part that last named it.
-	pass uint64
+	// pass is the Publish of the object's part that last named it, at place in its order.
+	pass  uint64
+	place int
 }
 
 // NewStatusWriter returns a writer that publishes features on every GatewayClass it accepts.
