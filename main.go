@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -80,6 +81,13 @@ func main() {
 		os.Exit(2)
 	}
 	ctrl.SetLogger(logger)
+	switch limit, ok, err := softMemoryLimit(os.Getenv); {
+	case err != nil:
+		logger.Error(err, "no soft memory limit set")
+	case ok:
+		debug.SetMemoryLimit(limit)
+		logger.Info("soft memory limit set below the container's", "bytes", limit)
+	}
 	ctx := ctrl.SetupSignalHandler()
 	if err := run(ctx, o, logger); err != nil {
 		if ctx.Err() != nil {

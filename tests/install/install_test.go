@@ -281,6 +281,9 @@ func deploymentArgs(t *testing.T, b *bundle.Bundle, kubeconfig, xdsAddr string) 
 			// No pod owns the replica's delivery report here: the operator then makes it without an owner.
 		case e.ValueFrom == nil:
 			env = append(env, e.Name+"="+e.Value)
+		case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
+			// As the kubelet resolves it: the container's memory limit in bytes.
+			env = append(env, fmt.Sprintf("%s=%d", e.Name, ctr.Resources.Limits.Memory().Value()))
 		default:
 			t.Fatalf("Deployment env %s comes from %v, which this test cannot provide", e.Name, e.ValueFrom)
 		}
