@@ -75,6 +75,9 @@ type Options struct {
 	// DisableFastPath serves every HTTP/1.1 request, plain or over TLS, through net/http instead of
 	// the HTTP/1.1 fast path (for comparison and as an escape hatch).
 	DisableFastPath bool
+	// DisableHTTP2Server serves HTTP/2 (h2 over TLS, h2c) through net/http's HTTP/2 server instead
+	// of the proxy's own (h2server.go), as an escape hatch; DisableFastPath implies it.
+	DisableHTTP2Server bool
 }
 
 func (o *Options) defaults() {
@@ -130,6 +133,8 @@ type Server struct {
 	bufPool  bufferPool
 	bufs     bufPools
 	fastPool upPool
+	// h2Workers serve the streams of the proxy's own HTTP/2 server.
+	h2Workers h2Workers
 
 	cur atomic.Pointer[table]
 
