@@ -63,6 +63,8 @@ type h2Conn struct {
 	fr     *http2.Framer
 	tls    *tls.ConnectionState
 	remote string
+	// ip is the client's address without port (X-Forwarded-For on the fast path).
+	ip string
 	// base is the parent of every stream's context: it carries the connection's connGuard.
 	base   context.Context
 	cancel context.CancelFunc
@@ -124,6 +126,7 @@ func (p *tcpPort) serveH2(c net.Conn, br *bufio.Reader, st *tls.ConnectionState,
 	cc := &h2Conn{p: p, s: s, c: c, br: br, tls: st, remote: c.RemoteAddr().String(),
 		streams: map[uint32]*h2Stream{}, canon: map[string]string{}, lower: map[string]string{},
 		sendWin: 65535, peerWin: 65535, peerMax: 16 << 10, idleSince: time.Now()}
+	cc.ip, _, _ = net.SplitHostPort(cc.remote)
 	cc.guard = &connGuard{c: c}
 	ctx := context.WithValue(context.Background(), connGuardKey{}, cc.guard)
 	// ReverseProxy aborts (panics with http.ErrAbortHandler) on a broken copy only under a

@@ -699,3 +699,108 @@ func FuzzH2Conn(f *testing.F) {
 		}
 	})
 }
+
+// TestH2FastPathMatchesFullPath: a stream on a fast route (relayed over the pooled HTTP/1.1
+// upstream connections) gets the answer a stream on an equivalent route served by the full path
+// (ReverseProxy) gets: status, body, filtered headers, what the backend sees.
+func TestH2FastPathMatchesFullPath(t *testing.T) {
+	mux := http.NewServeMux()
+	seen := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Seen", strings.Join([]string{r.Method, strings.TrimPrefix(strings.TrimPrefix(r.URL.RequestURI(), "/fast"), "/full"), r.Proto,
+			r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Forwarded-Proto"), r.Header.Get("X-Forwarded-Host"), r.Header.Get("X-Req"),
+			r.Header.Get("Cookie"), strconv.FormatInt(r.ContentLength, 10)}, "|"))
+		w.Header().Set("X-Remove", "1")
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		seen(w, r)
+		_, _ = io.WriteString(w, "hello")
+	})
+	mux.HandleFunc("/{p}/chunked", func(w http.ResponseWriter, r *http.Request) {
+		seen(w, r)
+		for i := range 3 {
+			_, _ = fmt.Fprintf(w, "part%d;", i)
+			w.(http.Flusher).Flush()
+		}
+	})
+	mux.HandleFunc("/{p}/status", func(w http.ResponseWriter, r *http.Request) {
+		seen(w, r)
+		w.WriteHeader(http.StatusTeapot)
+	})
+	mux.HandleFunc("/{p}/big", func(w http.ResponseWriter, r *http.Request) {
+		seen(w, r)
+		_, _ = w.Write(bytes.Repeat([]byte("y"), 100<<10))
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+
+	filters := ir.Filters{
+		RequestHeaders:  &ir.HeaderModifier{Set: []ir.Header{{Name: "X-Req", Value: "r"}}},
+		ResponseHeaders: &ir.HeaderModifier{Set: []ir.Header{{Name: "X-Via", Value: "fleetgate"}}, Remove: []string{"X-Remove"}},
+	}
+	cert, _ := selfSigned(t, "a", "a.example")
+	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{
+		{Name: "fast", Match: ir.Match{Path: prefix("/fast")}, Filters: filters, Backends: []ir.Backend{irBackend("b", 1, ln.Addr())}},
+		// A request timeout keeps the route off the fast path.
+		{Name: "full", Match: ir.Match{Path: prefix("/full")}, Filters: filters, Backends: []ir.Backend{irBackend("b", 1, ln.Addr())}, Timeouts: ir.Timeouts{Request: time.Minute}},
+	}})
+	cfg.Listeners[0].Protocol, cfg.Listeners[0].Certificates = ir.ProtocolHTTPS, []ir.Certificate{cert}
+	s := newProxyOpts(t, cfg, Options{})
+	p := new(http.Protocols)
+	p.SetHTTP2(true)
+	tr := &http.Transport{Protocols: p, TLSClientConfig: &tls.Config{ServerName: "a.example", InsecureSkipVerify: true}, DisableCompression: true} //nolint:gosec // test
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	base := "https://127.0.0.1:" + strconv.Itoa(int(port))
+
+	type answer struct {
+		Code                          int
+		Proto, Body, Seen, Via, Remove string
+		Length                        int64
+	}
+	fetch := func(method, path string) answer {
+		req, err := http.NewRequest(method, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Add("Cookie", "a=1")
+		req.Header.Add("Cookie", "b=2")
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatalf("%s %s body: %v", method, path, err)
+		}
+		body := string(b)
+		if len(body) > 64 {
+			body = fmt.Sprintf("%d bytes", len(body))
+		}
+		return answer{Code: res.StatusCode, Proto: res.Proto, Body: body, Seen: res.Header.Get("X-Seen"),
+			Via: res.Header.Get("X-Via"), Remove: res.Header.Get("X-Remove"), Length: res.ContentLength}
+	}
+	for _, tt := range []struct{ method, path string }{
+		{"GET", "/x?q=1"}, {"HEAD", "/x"}, {"POST", "/x"}, {"GET", "/chunked"}, {"GET", "/status"}, {"GET", "/big"},
+	} {
+		full, fast := fetch(tt.method, "/full"+tt.path), fetch(tt.method, "/fast"+tt.path)
+		if diff := cmp.Diff(full, fast); diff != "" {
+			t.Errorf("%s %s: fast path differs from the full path (-full +fast):\n%s", tt.method, tt.path, diff)
+		}
+		if fast.Code == 0 || fast.Proto != "HTTP/2.0" || fast.Via != "fleetgate" {
+			t.Errorf("%s %s: %+v", tt.method, tt.path, fast)
+		}
+	}
+	// The fast route's exchanges went over the fast path's pool.
+	s.fastPool.mu.Lock()
+	pooled := len(s.fastPool.idle[ln.Addr().String()])
+	s.fastPool.mu.Unlock()
+	if pooled == 0 {
+		t.Error("no upstream connection in the fast path's pool: the fast route was not relayed by it")
+	}
+}

@@ -430,7 +430,11 @@ type h2Writer struct {
 	length       int64 // the Content-Length set by the handler, -1: none
 	trailers     []string
 	dl           time.Time // under cc.wmu
+	// idle bounds each wait for a window on the fast path (responseWriteIdleTimeout); the
+	// full path's statusWriter sets dl instead.
+	idle time.Duration
 	err          error     // a failed write: the stream ends in RST_STREAM
+	ended        bool      // END_STREAM sent before the handler returned (end)
 }
 
 func (w *h2Writer) Header() http.Header { return w.hdr }
@@ -523,17 +527,13 @@ func (w *h2Writer) EnableFullDuplex() error { return nil }
 // finish ends the stream when the handler returned: with END_STREAM, or RST_STREAM when the
 // handler failed (panicked, or a write failed) so that a cut answer never looks complete.
 func (w *h2Writer) finish(failed error) {
+	if w.ended && failed == nil {
+		return
+	}
 	if failed == nil {
 		failed = w.err
 	}
-	if closeConn := w.hdr["Connection"]; len(closeConn) > 0 && hasToken(closeConn[0], "close") {
-		// A handler's "Connection: close" (the rapid-reset guard) ends the connection gracefully.
-		code := http2.ErrCodeNo
-		if g := w.cc.guard; g != nil && g.isTripped() {
-			code = http2.ErrCodeEnhanceYourCalm
-		}
-		w.cc.goAway(code)
-	}
+	w.closeIfAsked()
 	if failed != nil {
 		if !errors.Is(failed, http.ErrAbortHandler) && !errors.Is(failed, errH2StreamClosed) && !errors.Is(failed, errH2ConnClosed) {
 			w.cc.s.opts.Log.V(1).Info("HTTP/2 stream failed", "remote", w.cc.remote, "err", failed.Error())
@@ -547,6 +547,31 @@ func (w *h2Writer) finish(failed error) {
 	if err := w.send(true, 0); err != nil {
 		w.cc.resetStream(w.st.id, http2.ErrCodeInternal)
 	}
+}
+
+// closeIfAsked answers a handler's "Connection: close" (the rapid-reset guard's) with a GOAWAY,
+// ending the connection gracefully.
+func (w *h2Writer) closeIfAsked() {
+	if v := w.hdr["Connection"]; len(v) > 0 && hasToken(v[0], "close") {
+		code := http2.ErrCodeNo
+		if w.cc.guard.isTripped() {
+			code = http2.ErrCodeEnhanceYourCalm
+		}
+		w.cc.goAway(code)
+	}
+}
+
+// end completes the answer before the handler returns.
+func (w *h2Writer) end() error {
+	if w.code == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.err != nil {
+		return w.err
+	}
+	err := w.send(true, 0)
+	w.ended = err == nil
+	return err
 }
 
 // send encodes what the answer has ready — HEADERS if not sent yet, the buffered body in DATA
@@ -649,9 +674,18 @@ func (w *h2Writer) awaitWindow() error {
 		if cc.sendWin > 0 && st.sendWin > 0 {
 			return nil
 		}
-		if !w.dl.IsZero() {
-			left := time.Until(w.dl)
+		dl := w.dl
+		if w.idle > 0 && t == nil {
+			// The fast path's own write idle bound: no window for idle ends the answer.
+			dl = time.Now().Add(w.idle)
+			w.dl = dl
+		}
+		if !dl.IsZero() {
+			left := time.Until(dl)
 			if left <= 0 {
+				if w.idle > 0 {
+					cc.s.metrics.hits.writeIdle.Inc()
+				}
 				return os.ErrDeadlineExceeded
 			}
 			if t == nil {
