@@ -92,6 +92,9 @@ func (s *Server) relayStream(lt *listenerTable, rt *route, r *http.Request, fc *
 		uc.c.Close()
 		var unanswered unansweredError
 		switch {
+		case r.Context().Err() != nil:
+			// Reset by the client (cutUp): nothing more to answer.
+			return 0, be, errH2StreamClosed
 		case sent:
 			// The answer broke off midway: the stream is reset.
 			bs.count(code)
@@ -120,6 +123,7 @@ func (s *Server) exchangeH2(uc *upConn, r *http.Request, fc *fastConn, clientHos
 	if err := uc.bw.Flush(); err != nil {
 		return 0, false, unansweredError{err}
 	}
+	w.st.watchUp(uc)
 	uc.awaitAnswer(fc.lim.backendResponseTimeout)
 	a := &fc.answer
 	for {
@@ -169,7 +173,7 @@ func (s *Server) exchangeH2(uc *upConn, r *http.Request, fc *fastConn, clientHos
 	if err != nil {
 		return a.code, true, err
 	}
-	if upKeep {
+	if cut := w.st.unwatchUp(); upKeep && !cut {
 		s.fastPool.put(uc.ep, uc)
 	} else {
 		uc.c.Close()

@@ -455,6 +455,7 @@ func (cc *h2Conn) noteIdleLocked() {
 func (cc *h2Conn) closeStream(st *h2Stream, err error) {
 	cc.forget(st)
 	st.cancel()
+	st.cutUp()
 	if st.body != nil {
 		st.body.fail(err)
 	}

@@ -157,11 +157,13 @@ func (cl *h2Client) awaitEnd(id uint32) string {
 type h2Backend struct {
 	held    chan struct{}
 	release chan struct{}
-	once    sync.Once
+	// cancelled gets a value for each /hold request whose client went away.
+	cancelled chan struct{}
+	once      sync.Once
 }
 
 func newH2Backend(t *testing.T) (*h2Backend, net.Addr) {
-	b := &h2Backend{held: make(chan struct{}, 1024), release: make(chan struct{})}
+	b := &h2Backend{held: make(chan struct{}, 1024), release: make(chan struct{}), cancelled: make(chan struct{}, 1024)}
 	srv := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -175,12 +177,13 @@ func newH2Backend(t *testing.T) (*h2Backend, net.Addr) {
 func (b *h2Backend) free() { b.once.Do(func() { close(b.release) }) }
 
 func (b *h2Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.URL.Path {
+	switch strings.TrimPrefix(r.URL.Path, "/full") {
 	case "/hold":
 		b.held <- struct{}{}
 		select {
 		case <-b.release:
 		case <-r.Context().Done():
+			b.cancelled <- struct{}{}
 			return
 		}
 	case "/sum":
@@ -444,6 +447,29 @@ func TestH2ServerMaxConcurrentStreams(t *testing.T) {
 	}
 }
 
+// TestH2ServerResetCutsUpstream: a stream the client resets while its backend works lets go of
+// the upstream request, on the fast path as on the full one.
+func TestH2ServerResetCutsUpstream(t *testing.T) {
+	be, addr := newH2Backend(t)
+	cfg, port := httpConfig(t, ir.VirtualHost{Hostname: "*", Routes: []ir.Route{
+		{Name: "fast", Match: ir.Match{Path: prefix("/hold")}, Backends: []ir.Backend{irBackend("b", 1, addr)}},
+		{Name: "full", Match: ir.Match{Path: prefix("/full")}, Backends: []ir.Backend{irBackend("b", 1, addr)}, Timeouts: ir.Timeouts{Request: time.Minute}},
+	}})
+	newProxyOpts(t, cfg, Options{})
+	cl := dialH2(t, "127.0.0.1:"+strconv.Itoa(int(port)), true)
+	for i, path := range []string{"/hold", "/full/hold"} {
+		id := uint32(2*i + 1)
+		cl.headers(id, true, get2(path)...)
+		<-be.held
+		_ = cl.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+		select {
+		case <-be.cancelled:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the backend still has the request 10s after the client reset it", path)
+		}
+	}
+}
+
 // TestH2ServerStreamsIndependent: over one connection, many streams are answered while one waits
 // for a slow backend; it is answered once the backend is.
 func TestH2ServerStreamsIndependent(t *testing.T) {
@@ -652,7 +678,7 @@ func FuzzH2Conn(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s)
 	}
-	be := &h2Backend{held: make(chan struct{}, 1<<20), release: make(chan struct{})}
+	be := &h2Backend{held: make(chan struct{}, 1<<20), release: make(chan struct{}), cancelled: make(chan struct{}, 1<<20)}
 	close(be.release)
 	srv := &http.Server{Handler: be, ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -38,6 +38,40 @@ type h2Stream struct {
 	sendWin int32
 	closed  bool
 	credit  int32
+	// up is the upstream connection a fast-path relay waits on (h2fast.go), under upMu; a
+	// reset of the stream cuts the wait (cut), and the connection is then not pooled.
+	upMu sync.Mutex
+	up   *upConn
+	cut  bool
+}
+
+// watchUp makes a reset of st cut the wait for uc's answer.
+func (st *h2Stream) watchUp(uc *upConn) {
+	st.upMu.Lock()
+	defer st.upMu.Unlock()
+	st.up = uc
+	if st.cut {
+		_ = uc.c.SetReadDeadline(time.Now())
+	}
+}
+
+// unwatchUp ends watchUp; it reports whether the wait was cut (uc must not be pooled).
+func (st *h2Stream) unwatchUp() bool {
+	st.upMu.Lock()
+	defer st.upMu.Unlock()
+	st.up = nil
+	return st.cut
+}
+
+// cutUp ends a fast-path relay's wait for its backend: the client reset the stream, and an
+// upstream request the client no longer waits for must not hold a connection and a worker.
+func (st *h2Stream) cutUp() {
+	st.upMu.Lock()
+	defer st.upMu.Unlock()
+	st.cut = true
+	if st.up != nil {
+		_ = st.up.c.SetReadDeadline(time.Now())
+	}
 }
 
 // processHeaders opens a stream, or takes the trailers of an open one.
@@ -815,8 +849,9 @@ func statusText(code int) string {
 // whose stack has grown to what ReverseProxy and the Transport need already, instead of a new one
 // growing its stack by copying on every request.
 type h2Workers struct {
-	mu   sync.Mutex
-	idle []chan func()
+	mu      sync.Mutex
+	idle    []chan func()
+	stopped bool
 }
 
 // h2IdleWorkers bounds the workers kept waiting.
@@ -841,11 +876,22 @@ func (p *h2Workers) work(ch chan func()) {
 	for fn := range ch {
 		fn()
 		p.mu.Lock()
-		if len(p.idle) >= h2IdleWorkers {
+		if p.stopped || len(p.idle) >= h2IdleWorkers {
 			p.mu.Unlock()
 			return
 		}
 		p.idle = append(p.idle, ch)
 		p.mu.Unlock()
 	}
+}
+
+// stop ends the idle workers (Server.Shutdown); busy ones end after their stream.
+func (p *h2Workers) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopped = true
+	for _, ch := range p.idle {
+		close(ch)
+	}
+	p.idle = nil
 }

@@ -385,6 +385,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		p.CloseIdleConnections()
 	}
 	s.fastPool.prune(true)
+	s.h2Workers.stop()
 	if err := errors.Join(all...); err != nil {
 		return fmt.Errorf("proxy shutdown: %w", err)
 	}
