@@ -286,7 +286,9 @@ func TestH2ServerProtocol(t *testing.T) {
 		want: "RST_STREAM 1 FLOW_CONTROL_ERROR",
 	}, {
 		name: "initial window size too large",
-		send: func(cl *h2Client) { _ = cl.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 31}) },
+		send: func(cl *h2Client) {
+			_ = cl.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 31})
+		},
 		want: "GOAWAY FLOW_CONTROL_ERROR",
 	}, {
 		name: "frame larger than SETTINGS_MAX_FRAME_SIZE", settings: true,
@@ -784,9 +786,9 @@ func TestH2FastPathMatchesFullPath(t *testing.T) {
 	base := "https://127.0.0.1:" + strconv.Itoa(int(port))
 
 	type answer struct {
-		Code                          int
+		Code                           int
 		Proto, Body, Seen, Via, Remove string
-		Length                        int64
+		Length                         int64
 	}
 	fetch := func(method, path string) answer {
 		req, err := http.NewRequest(method, base+path, nil)

@@ -466,9 +466,9 @@ type h2Writer struct {
 	dl           time.Time // under cc.wmu
 	// idle bounds each wait for a window on the fast path (responseWriteIdleTimeout); the
 	// full path's statusWriter sets dl instead.
-	idle time.Duration
-	err          error     // a failed write: the stream ends in RST_STREAM
-	ended        bool      // END_STREAM sent before the handler returned (end)
+	idle  time.Duration
+	err   error // a failed write: the stream ends in RST_STREAM
+	ended bool  // END_STREAM sent before the handler returned (end)
 }
 
 func (w *h2Writer) Header() http.Header { return w.hdr }
