@@ -832,3 +832,53 @@ func TestH2FastPathMatchesFullPath(t *testing.T) {
 		t.Error("no upstream connection in the fast path's pool: the fast route was not relayed by it")
 	}
 }
+
+// BenchmarkProxyH2 relays bodiless GETs over one h2c connection, one stream at a time, through
+// the proxy's own HTTP/2 server and through net/http's (DisableHTTP2Server); the raw client's own
+// allocations are in both.
+func BenchmarkProxyH2(b *testing.B) {
+	be := &h2Backend{held: make(chan struct{}, 1), release: make(chan struct{}), cancelled: make(chan struct{}, 1)}
+	srv := &http.Server{Handler: be, ReadHeaderTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { srv.Close() })
+	for _, bc := range []struct {
+		name string
+		opts Options
+	}{{"own", Options{}}, {"nethttp", Options{DisableHTTP2Server: true}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			port := freePortTB(b, false)
+			s, err := New(Options{Address: "127.0.0.1", DisableHTTP2Server: bc.opts.DisableHTTP2Server})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := &ir.Config{Gateway: "ns/gw", Version: 1, Listeners: []ir.Listener{{Name: "http", Port: port, Protocol: ir.ProtocolHTTP,
+				VirtualHosts: []ir.VirtualHost{{Hostname: "*", Routes: []ir.Route{{Name: "r", Backends: []ir.Backend{irBackend("b", 1, ln.Addr())}}}}}}}}
+			if err := s.Apply(cfg); err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = s.Shutdown(context.Background()) }()
+			cl := dialH2(b, "127.0.0.1:"+strconv.Itoa(int(port)), true)
+			block := cl.block(get2("/")...)
+			id := uint32(1)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				_ = cl.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndStream: true, EndHeaders: true})
+				for {
+					f, err := cl.fr.ReadFrame()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if f.Header().StreamID == id && f.Header().Flags.Has(http2.FlagDataEndStream) {
+						break
+					}
+				}
+				id += 2
+			}
+		})
+	}
+}
