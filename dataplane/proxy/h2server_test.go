@@ -472,6 +472,21 @@ func TestH2ServerResetCutsUpstream(t *testing.T) {
 	}
 }
 
+// TestH2ServerRapidResetCalm: past the reset limit the GOAWAY says ENHANCE_YOUR_CALM.
+func TestH2ServerRapidResetCalm(t *testing.T) {
+	_, addr := newH2Backend(t)
+	_, proxyAddr, _ := h2Proxy2(t, addr, Options{HTTP2MaxResetsPerSecond: 5})
+	cl := dialH2(t, proxyAddr, true)
+	for i := range 50 {
+		id := uint32(2*i + 1)
+		cl.headers(id, true, get2("/hold")...)
+		_ = cl.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+	}
+	if got := cl.await("none"); got != "GOAWAY ENHANCE_YOUR_CALM" {
+		t.Errorf("rapid reset: %s, want GOAWAY ENHANCE_YOUR_CALM", got)
+	}
+}
+
 // TestH2ServerStreamsIndependent: over one connection, many streams are answered while one waits
 // for a slow backend; it is answered once the backend is.
 func TestH2ServerStreamsIndependent(t *testing.T) {
