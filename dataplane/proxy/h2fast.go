@@ -5,11 +5,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 )
 
-// HTTP/2 streams on the fast path's upstream side. A stream without a request body whose route the
+// HTTP/2 streams on the fast path's upstream side. A stream without a request body, or with one of
+// declared length, whose route the
 // HTTP/1.1 fast path could serve (route.fast: no CORS, redirect, mirrors, timeouts or retries,
 // HTTP/1.1 backends) is relayed over the pooled raw upstream connections (upPool) with the fast
 // path's own framing and checks (writeUpstreamHead, readAnswer), instead of ReverseProxy and
@@ -27,7 +29,7 @@ func (s *Server) relayH2(lt *listenerTable, rt *route, w *h2Writer, r *http.Requ
 	w.idle = lt.lim.responseWriteIdleTimeout
 	fc.ip = w.cc.ip
 	// A bodiless POST, PUT or PATCH still says so upstream, as net/http's Transport does.
-	fc.hasLength = r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch
+	fc.hasLength = r.ContentLength > 0 || r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch
 	code, be, err := s.relayStream(lt, rt, r, fc, w)
 	if err == nil {
 		err = w.end()
@@ -99,6 +101,11 @@ func (s *Server) relayStream(lt *listenerTable, rt *route, r *http.Request, fc *
 			// The answer broke off midway: the stream is reset.
 			bs.count(code)
 			return code, be, err
+		case errors.Is(err, errBodyIdle):
+			// The client stalled its body: 408, as on the other paths.
+			return answerStatus(bs, w, http.StatusRequestTimeout), be, nil
+		case isClientBodyError(err):
+			return answerStatus(bs, w, http.StatusBadRequest), be, nil
 		case errors.Is(err, errBackendTimeout):
 			fc.hits.backendResponse.Inc()
 			return answerStatus(bs, w, http.StatusGatewayTimeout), be, nil
@@ -120,7 +127,20 @@ func answerStatus(bs *backendStats, w *h2Writer, code int) int {
 // head was given to the stream; on success uc is back in the pool or closed.
 func (s *Server) exchangeH2(uc *upConn, r *http.Request, fc *fastConn, clientHost string, rt *route, be *backend, w *h2Writer) (code int, sent bool, err error) {
 	writeUpstreamHead(uc.bw, r, fc, clientHost)
-	if err := uc.bw.Flush(); err != nil {
+	if r.ContentLength > 0 {
+		// A body streams from the stream to the backend; it cannot be sent again, so a failure
+		// from here on is not retried.
+		if err := copyStreamBody(uc.bw, r.Body, w.st, r.ContentLength, fc.lim.requestBodyIdleTimeout); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				fc.hits.bodyIdle.Inc()
+				return 0, false, errBodyIdle
+			}
+			return 0, false, clientBodyError{err}
+		}
+		if err := uc.bw.Flush(); err != nil {
+			return 0, false, err
+		}
+	} else if err := uc.bw.Flush(); err != nil {
 		return 0, false, unansweredError{err}
 	}
 	w.st.watchUp(uc)
@@ -258,4 +278,34 @@ func copyDechunked(w io.Writer, r *bufio.Reader) error {
 			f.Flush()
 		}
 	}
+}
+
+// copyStreamBody copies n bytes of a stream's request body to w; every wait for the client may
+// last at most idle (requestBodyIdleTimeout).
+func copyStreamBody(w *bufio.Writer, body io.Reader, st *h2Stream, n int64, idle time.Duration) error {
+	var dl time.Time
+	for n > 0 {
+		if idle > 0 && st.body != nil {
+			if d, ok := refresh(&dl, time.Now(), idle); ok {
+				st.body.setDeadline(d)
+			}
+		}
+		buf := w.AvailableBuffer()
+		if len(buf) == 0 {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			buf = w.AvailableBuffer()
+		}
+		k, err := body.Read(buf[:min(int64(cap(buf)), n)])
+		_, _ = w.Write(buf[:k])
+		n -= int64(k)
+		if err != nil && (n > 0 || err != io.EOF) {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
 }

@@ -743,6 +743,15 @@ func FuzzH2Conn(f *testing.F) {
 	})
 }
 
+// bodyOf reads r's body and names it: short ones verbatim, long ones by length and digest.
+func bodyOf(r *http.Request) string {
+	b, _ := io.ReadAll(r.Body)
+	if len(b) <= 16 {
+		return string(b)
+	}
+	return fmt.Sprintf("%d bytes %x", len(b), sha256.Sum256(b))
+}
+
 // TestH2FastPathMatchesFullPath: a stream on a fast route (relayed over the pooled HTTP/1.1
 // upstream connections) gets the answer a stream on an equivalent route served by the full path
 // (ReverseProxy) gets: status, body, filtered headers, what the backend sees.
@@ -751,7 +760,7 @@ func TestH2FastPathMatchesFullPath(t *testing.T) {
 	seen := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Seen", strings.Join([]string{r.Method, strings.TrimPrefix(strings.TrimPrefix(r.URL.RequestURI(), "/fast"), "/full"), r.Proto,
 			r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Forwarded-Proto"), r.Header.Get("X-Forwarded-Host"), r.Header.Get("X-Req"),
-			r.Header.Get("Cookie"), strconv.FormatInt(r.ContentLength, 10)}, "|"))
+			r.Header.Get("Cookie"), strconv.FormatInt(r.ContentLength, 10), bodyOf(r)}, "|"))
 		w.Header().Set("X-Remove", "1")
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -805,8 +814,12 @@ func TestH2FastPathMatchesFullPath(t *testing.T) {
 		Proto, Body, Seen, Via, Remove string
 		Length                         int64
 	}
-	fetch := func(method, path string) answer {
-		req, err := http.NewRequest(method, base+path, nil)
+	fetch := func(method, path, body string) answer {
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, err := http.NewRequest(method, base+path, rd)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -821,17 +834,18 @@ func TestH2FastPathMatchesFullPath(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s %s body: %v", method, path, err)
 		}
-		body := string(b)
-		if len(body) > 64 {
-			body = fmt.Sprintf("%d bytes", len(body))
+		got := string(b)
+		if len(got) > 64 {
+			got = fmt.Sprintf("%d bytes", len(got))
 		}
-		return answer{Code: res.StatusCode, Proto: res.Proto, Body: body, Seen: res.Header.Get("X-Seen"),
+		return answer{Code: res.StatusCode, Proto: res.Proto, Body: got, Seen: res.Header.Get("X-Seen"),
 			Via: res.Header.Get("X-Via"), Remove: res.Header.Get("X-Remove"), Length: res.ContentLength}
 	}
-	for _, tt := range []struct{ method, path string }{
-		{"GET", "/x?q=1"}, {"HEAD", "/x"}, {"POST", "/x"}, {"GET", "/chunked"}, {"GET", "/status"}, {"GET", "/big"},
+	for _, tt := range []struct{ method, path, body string }{
+		{"GET", "/x?q=1", ""}, {"HEAD", "/x", ""}, {"POST", "/x", ""}, {"POST", "/x", "a body"}, {"PUT", "/x", strings.Repeat("b", 100<<10)},
+		{"GET", "/chunked", ""}, {"GET", "/status", ""}, {"GET", "/big", ""},
 	} {
-		full, fast := fetch(tt.method, "/full"+tt.path), fetch(tt.method, "/fast"+tt.path)
+		full, fast := fetch(tt.method, "/full"+tt.path, tt.body), fetch(tt.method, "/fast"+tt.path, tt.body)
 		if diff := cmp.Diff(full, fast); diff != "" {
 			t.Errorf("%s %s: fast path differs from the full path (-full +fast):\n%s", tt.method, tt.path, diff)
 		}
