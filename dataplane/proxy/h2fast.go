@@ -143,8 +143,9 @@ func (s *Server) exchangeH2(uc *upConn, r *http.Request, fc *fastConn, clientHos
 	} else if err := uc.bw.Flush(); err != nil {
 		return 0, false, unansweredError{err}
 	}
-	w.st.watchUp(uc)
 	uc.awaitAnswer(fc.lim.backendResponseTimeout)
+	// After the deadline is set: a reset that came before it must not be overridden by it.
+	w.st.watchUp(uc)
 	a := &fc.answer
 	for {
 		if err := readAnswer(uc.br, &fc.rhead, a); err != nil {
@@ -174,6 +175,7 @@ func (s *Server) exchangeH2(uc *upConn, r *http.Request, fc *fastConn, clientHos
 	w.WriteHeader(a.code)
 	if !noBody && (a.length < 0 || a.length > int64(uc.br.Buffered())) {
 		uc.bodyUnbounded()
+		w.st.watchUp(uc) // again: the body's reads are cut by a reset too
 	}
 	switch {
 	case noBody:
