@@ -54,10 +54,14 @@ func (p *bufPools) writer(c io.Writer) *bufio.Writer {
 }
 
 func (p *bufPools) put(br *bufio.Reader, bw *bufio.Writer) {
-	br.Reset(nil)
+	p.putReader(br)
 	bw.Reset(nil)
-	p.r.Put(br)
 	p.w.Put(bw)
+}
+
+func (p *bufPools) putReader(br *bufio.Reader) {
+	br.Reset(nil)
+	p.r.Put(br)
 }
 
 // fastConn is what one fast-path connection reuses from request to request: the parsed request,
@@ -217,8 +221,13 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool, st *tls.ConnectionSt
 			}
 		}
 		if req == nil || (rt != nil && !rt.fast) {
-			// Hand the connection, with what was read of it, to net/http.
 			buffered, _ := br.Peek(br.Buffered())
+			if st == nil && !s.opts.DisableHTTP2Server && bytes.HasPrefix(buffered, []byte(h2cPreface)) {
+				// h2c with prior knowledge: the proxy's own HTTP/2 server reads the preface.
+				p.serveH2(c, br, nil, idle)
+				return
+			}
+			// Hand the connection, with what was read of it, to net/http.
 			_ = c.SetReadDeadline(time.Time{})
 			p.handOff(c, bytes.Clone(buffered))
 			handedOff = true

@@ -34,6 +34,12 @@ func (p *tcpPort) serveHTTPS(tc *tls.Conn, listener string, idle *atomic.Bool) {
 	}
 	_ = tc.SetDeadline(time.Time{})
 	st := tc.ConnectionState()
+	if st.NegotiatedProtocol == "h2" && !s.opts.DisableHTTP2Server {
+		br := s.bufs.reader(tc)
+		defer s.bufs.putReader(br)
+		p.serveH2(tc, br, &st, idle)
+		return
+	}
 	if st.NegotiatedProtocol != "" && st.NegotiatedProtocol != "http/1.1" {
 		p.hl.push(tc)
 		return

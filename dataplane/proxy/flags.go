@@ -24,6 +24,8 @@ func (o *Options) LimitFlags(fs *flag.FlagSet) {
 		"client connections each listener (port) serves at once; more are closed at once")
 	fs.IntVar(&o.HTTP2MaxResetsPerSecond, "http2-max-resets-per-second", 100,
 		"streams an HTTP/2 client may cancel per second (and in a burst) before its connection gets a GOAWAY and is closed")
+	fs.BoolVar(&o.DisableHTTP2Server, "disable-http2-server", false,
+		"serve HTTP/2 (h2 over TLS and h2c) with net/http's HTTP/2 server instead of the proxy's own")
 	fs.BoolVar(&o.AllowCBCCipherSuites, "allow-cbc-cipher-suites", false,
 		"also offer the TLS 1.2 CBC-SHA cipher suites (by default only AEAD suites)")
 	o.DeniedEndpointCIDRs = ir.DefaultDeniedEndpointCIDRs()

@@ -85,3 +85,10 @@ func (s *Server) clientReset(w http.ResponseWriter, r *http.Request) {
 		time.AfterFunc(time.Second, func() { g.c.Close() })
 	}
 }
+
+// isTripped reports whether the connection went past the reset limit.
+func (g *connGuard) isTripped() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.tripped
+}

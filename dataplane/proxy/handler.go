@@ -47,6 +47,10 @@ func (s *Server) serveHTTP(lt *listenerTable, w http.ResponseWriter, r *http.Req
 		}
 		return
 	}
+	if w2, ok := w.(*h2Writer); ok && rt.fast && (r.Body == http.NoBody || r.ContentLength > 0) {
+		s.relayH2(lt, rt, w2, r, start)
+		return
+	}
 	ex := s.exPool.Get().(*exchange)
 	ex.lt, ex.rt = lt, rt
 	ex.sw.ResponseWriter, ex.sw.code = w, 0

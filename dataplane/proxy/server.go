@@ -75,6 +75,9 @@ type Options struct {
 	// DisableFastPath serves every HTTP/1.1 request, plain or over TLS, through net/http instead of
 	// the HTTP/1.1 fast path (for comparison and as an escape hatch).
 	DisableFastPath bool
+	// DisableHTTP2Server serves HTTP/2 (h2 over TLS, h2c) through net/http's HTTP/2 server instead
+	// of the proxy's own (h2server.go), as an escape hatch; DisableFastPath implies it.
+	DisableHTTP2Server bool
 }
 
 func (o *Options) defaults() {
@@ -130,6 +133,10 @@ type Server struct {
 	bufPool  bufferPool
 	bufs     bufPools
 	fastPool upPool
+	// h2Workers serve the streams of the proxy's own HTTP/2 server.
+	h2Workers h2Workers
+	// h2fc recycles the per-exchange state of HTTP/2 streams relayed on the fast path (h2fast.go).
+	h2fc sync.Pool
 
 	cur atomic.Pointer[table]
 
@@ -378,6 +385,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		p.CloseIdleConnections()
 	}
 	s.fastPool.prune(true)
+	s.h2Workers.stop()
 	if err := errors.Join(all...); err != nil {
 		return fmt.Errorf("proxy shutdown: %w", err)
 	}
