@@ -12,7 +12,8 @@ import (
 // of the config, undecoded, every host skip returns true for. Finding a host's extent is a plain
 // byte scan, so a file of 100k hosts of which a few changed costs a scan of it, not a decode.
 // Hosts skip takes are not checked beyond their extent: the caller holds them, so it decoded the
-// same bytes before. Everything else decodes as json.Unmarshal decodes it. It does not fall back
+// same bytes before. The others decode with DecodeHost, everything else as json.Unmarshal decodes
+// it. It does not fall back
 // to json.Unmarshal: input of another shape than an object with a "listeners" array of objects is
 // an error, after which DecodeJSON can still decode it whole.
 func DecodeJSONSkipping(data []byte, tick func(), skip func(listener int, raw []byte) bool) (*Config, error) {
@@ -55,8 +56,8 @@ func DecodeJSONSkipping(data []byte, tick func(), skip func(listener int, raw []
 						return err
 					}
 					if !skip(li, raw) {
-						var vh VirtualHost
-						if err := json.Unmarshal(raw, &vh); err != nil {
+						vh, err := DecodeHost(raw)
+						if err != nil {
 							return err
 						}
 						l.VirtualHosts = append(l.VirtualHosts, vh)
