@@ -1,11 +1,15 @@
 package ir
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -114,47 +118,70 @@ func TestDecodeJSONSkipping(t *testing.T) {
 			wantSkipped: []string{`0 {"hostname":"skip-y"}`, `1 {"hostname":"skip-x"}`},
 			want:        map[string][]string{"a": {"x", "z"}, "b": {}, "c": nil, "d": {"w"}}},
 	}
+	decoders := map[string]func(tick func(), skip func(int, []byte) bool) (*Config, error){
+		"bytes": func(tick func(), skip func(int, []byte) bool) (*Config, error) {
+			return DecodeJSONSkipping([]byte(in), tick, skip)
+		},
+		"reader": func(tick func(), skip func(int, []byte) bool) (*Config, error) {
+			return DecodeJSONSkippingReader(strings.NewReader(in), tick, skip)
+		},
+		"small window, one byte a read": func(tick func(), skip func(int, []byte) bool) (*Config, error) {
+			return decodeSkipping(&skipDecoder{data: make([]byte, 0, 4), r: iotest.OneByteReader(strings.NewReader(in)), keep: -1}, tick, skip)
+		},
+	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var skipped []string
-			ticks := 0
-			got, err := DecodeJSONSkipping([]byte(in), func() { ticks++ }, func(l int, raw []byte) bool {
-				if tt.skip(string(raw)) {
-					skipped = append(skipped, strconv.Itoa(l)+" "+string(raw))
-					return true
-				}
-				return false
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want Config
-			if err := json.Unmarshal([]byte(in), &want); err != nil {
-				t.Fatal(err)
-			}
-			for i := range want.Listeners {
-				l := &want.Listeners[i]
-				var keep []VirtualHost
-				if l.VirtualHosts != nil {
-					keep = []VirtualHost{}
-				}
-				for _, vh := range l.VirtualHosts {
-					if slices.Contains(tt.want[l.Name], vh.Hostname) {
-						keep = append(keep, vh)
+		for dname, decode := range decoders {
+			t.Run(tt.name+"/"+dname, func(t *testing.T) {
+				var skipped []string
+				ticks := 0
+				got, err := decode(func() { ticks++ }, func(l int, raw []byte) bool {
+					if tt.skip(string(raw)) {
+						skipped = append(skipped, strconv.Itoa(l)+" "+string(raw))
+						return true
 					}
+					return false
+				})
+				if err != nil {
+					t.Fatal(err)
 				}
-				l.VirtualHosts = keep
-			}
-			if diff := cmp.Diff(&want, got); diff != "" {
-				t.Errorf("config (-json.Unmarshal without the skipped hosts +DecodeJSONSkipping):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantSkipped, skipped); diff != "" {
-				t.Errorf("skipped (-want +got):\n%s", diff)
-			}
-			if ticks != 5 {
-				t.Errorf("%d ticks for 5 hosts", ticks)
-			}
-		})
+				var want Config
+				if err := json.Unmarshal([]byte(in), &want); err != nil {
+					t.Fatal(err)
+				}
+				for i := range want.Listeners {
+					l := &want.Listeners[i]
+					var keep []VirtualHost
+					if l.VirtualHosts != nil {
+						keep = []VirtualHost{}
+					}
+					for _, vh := range l.VirtualHosts {
+						if slices.Contains(tt.want[l.Name], vh.Hostname) {
+							keep = append(keep, vh)
+						}
+					}
+					l.VirtualHosts = keep
+				}
+				if diff := cmp.Diff(&want, got); diff != "" {
+					t.Errorf("config (-json.Unmarshal without the skipped hosts +DecodeJSONSkipping):\n%s", diff)
+				}
+				if diff := cmp.Diff(tt.wantSkipped, skipped); diff != "" {
+					t.Errorf("skipped (-want +got):\n%s", diff)
+				}
+				if ticks != 5 {
+					t.Errorf("%d ticks for 5 hosts", ticks)
+				}
+			})
+		}
+	}
+	readErr := errors.New("disk on fire")
+	for _, r := range []io.Reader{
+		iotest.ErrReader(readErr),
+		io.MultiReader(strings.NewReader(in), iotest.ErrReader(readErr)), // all there, yet the end is not known
+		io.MultiReader(strings.NewReader(in[:len(in)/2]), iotest.ErrReader(readErr)),
+	} {
+		if _, err := DecodeJSONSkippingReader(r, nil, func(int, []byte) bool { return false }); !errors.Is(err, readErr) {
+			t.Errorf("a failing reader: error %v, want %v", err, readErr)
+		}
 	}
 	if _, err := DecodeJSONSkipping([]byte(`{"listeners":[{"virtualHosts":{}}]}`), nil, func(int, []byte) bool { return false }); err == nil {
 		t.Error("an odd shape decoded")
@@ -169,9 +196,28 @@ func FuzzDecodeJSONSkipping(f *testing.F) {
 	f.Add([]byte(`{"listeners":[{"virtualHosts":[{"hostname":"a"},{"hostname":1}]}]}`))
 	f.Add([]byte(` { "version" : 1 , "listeners" : [ ] } `))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := DecodeJSONSkipping(data, nil, func(int, []byte) bool { return false })
+		var raws []string
+		got, err := DecodeJSONSkipping(data, nil, func(l int, raw []byte) bool {
+			raws = append(raws, strconv.Itoa(l)+" "+string(raw))
+			return false
+		})
+		// Read a byte at a time through a window of 8 bytes, which slides and grows.
+		var streamedRaws []string
+		streamed, serr := decodeSkipping(&skipDecoder{data: make([]byte, 0, 8), r: iotest.OneByteReader(bytes.NewReader(data)), keep: -1}, nil, func(l int, raw []byte) bool {
+			streamedRaws = append(streamedRaws, strconv.Itoa(l)+" "+string(raw))
+			return false
+		})
+		if (err == nil) != (serr == nil) {
+			t.Fatalf("DecodeJSONSkipping(%q) error %v, read in pieces %v", data, err, serr)
+		}
+		if diff := cmp.Diff(raws, streamedRaws); diff != "" {
+			t.Fatalf("DecodeJSONSkipping(%q) hosts (-whole +read in pieces):\n%s", data, diff)
+		}
 		if err != nil {
 			return
+		}
+		if diff := cmp.Diff(got, streamed); diff != "" {
+			t.Fatalf("DecodeJSONSkipping(%q) (-whole +read in pieces):\n%s", data, diff)
 		}
 		var want Config
 		if err := json.Unmarshal(data, &want); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 )
 
@@ -13,11 +14,23 @@ import (
 // byte scan, so a file of 100k hosts of which a few changed costs a scan of it, not a decode.
 // Hosts skip takes are not checked beyond their extent: the caller holds them, so it decoded the
 // same bytes before. The others decode with DecodeHost, everything else as json.Unmarshal decodes
-// it. It does not fall back
-// to json.Unmarshal: input of another shape than an object with a "listeners" array of objects is
-// an error, after which DecodeJSON can still decode it whole.
+// it. It does not fall back to json.Unmarshal: input of another shape than an object with a
+// "listeners" array of objects is an error, after which DecodeJSON can still decode it whole.
 func DecodeJSONSkipping(data []byte, tick func(), skip func(listener int, raw []byte) bool) (*Config, error) {
-	d := &skipDecoder{data: data}
+	return decodeSkipping(&skipDecoder{data: data, keep: -1}, tick, skip)
+}
+
+// DecodeJSONSkippingReader is DecodeJSONSkipping reading r as it goes, so that a large file is
+// never in memory whole: the raw JSON skip gets is valid only until it returns.
+func DecodeJSONSkippingReader(r io.Reader, tick func(), skip func(listener int, raw []byte) bool) (*Config, error) {
+	buf := make([]byte, 0, readBuffer)
+	return decodeSkipping(&skipDecoder{data: buf, r: r, keep: -1}, tick, skip)
+}
+
+// readBuffer is what DecodeJSONSkippingReader reads at a time; it grows for a longer value.
+const readBuffer = 256 << 10
+
+func decodeSkipping(d *skipDecoder, tick func(), skip func(listener int, raw []byte) bool) (*Config, error) {
 	cfg := &Config{}
 	li := -1
 	seen := false
@@ -70,11 +83,16 @@ func DecodeJSONSkipping(data []byte, tick func(), skip func(listener int, raw []
 			})
 		})
 	})
+	if err == nil {
+		if d.space(); d.i != len(d.data) {
+			err = errShape // trailing data
+		}
+	}
+	if d.rerr != nil && d.rerr != io.EOF {
+		return nil, d.rerr // what was read was not the whole input
+	}
 	if err != nil {
 		return nil, err
-	}
-	if d.space(); d.i != len(d.data) {
-		return nil, errShape // trailing data
 	}
 	return cfg, nil
 }
@@ -82,14 +100,47 @@ func DecodeJSONSkipping(data []byte, tick func(), skip func(listener int, raw []
 // errNotMine tells skipDecoder.object to decode a field with encoding/json.
 var errNotMine = errors.New("not decoded by the field function")
 
-// skipDecoder walks JSON text by hand, as far as DecodeJSONSkipping needs.
+// skipDecoder walks JSON text by hand, as far as DecodeJSONSkipping needs. With a reader, data
+// is a window of the input that more slides and fills.
 type skipDecoder struct {
 	data []byte
 	i    int
+	r    io.Reader
+	rerr error // the reader's, io.EOF at its end
+	// keep is the start of the value being read, which more keeps in the window; -1 for none.
+	keep int
+}
+
+// more reads more input into the window, keeping what is from d.keep (or d.i) on; false when
+// there is none.
+func (d *skipDecoder) more() bool {
+	if d.r == nil || d.rerr != nil {
+		return false
+	}
+	from := min(d.i, len(d.data))
+	if d.keep >= 0 {
+		from = min(from, d.keep)
+		d.keep -= from
+	}
+	d.i -= from
+	n := copy(d.data[:cap(d.data)], d.data[from:])
+	buf := d.data[:cap(d.data)]
+	if n == len(buf) { // a value longer than the window
+		buf = make([]byte, 2*len(buf))
+		copy(buf, d.data[:n])
+	}
+	kept := n
+	for n == kept && d.rerr == nil {
+		var m int
+		m, d.rerr = d.r.Read(buf[n:])
+		n += m
+	}
+	d.data = buf[:n]
+	return n > kept
 }
 
 func (d *skipDecoder) space() {
-	for d.i < len(d.data) {
+	for d.i < len(d.data) || d.more() {
 		switch d.data[d.i] {
 		case ' ', '\t', '\n', '\r':
 			d.i++
@@ -102,6 +153,8 @@ func (d *skipDecoder) space() {
 // null consumes a null literal, if that comes next.
 func (d *skipDecoder) null() bool {
 	d.space()
+	for len(d.data)-d.i < 4 && d.more() {
+	}
 	if bytes.HasPrefix(d.data[d.i:], []byte("null")) {
 		d.i += 4
 		return true
@@ -112,7 +165,7 @@ func (d *skipDecoder) null() bool {
 // expect consumes c after optional white space.
 func (d *skipDecoder) expect(c byte) bool {
 	d.space()
-	if d.i < len(d.data) && d.data[d.i] == c {
+	if (d.i < len(d.data) || d.more()) && d.data[d.i] == c {
 		d.i++
 		return true
 	}
@@ -133,6 +186,7 @@ func (d *skipDecoder) object(v any, field func(key string) error) error {
 			if err != nil || len(k) == 0 || k[0] != '"' {
 				return errShape
 			}
+			k = bytes.Clone(k) // the window may slide before it is used
 			var key string
 			if err := json.Unmarshal(k, &key); err != nil {
 				return err
@@ -192,65 +246,75 @@ func (d *skipDecoder) array(elem func() error) error {
 }
 
 // value returns the extent of the value at d.i and moves past it. It finds where strings,
-// objects and arrays end without checking what is inside: json.Unmarshal does that for what is
-// decoded.
+// objects and arrays end without checking what is inside: json.Unmarshal or DecodeHost does that
+// for what is decoded. The extent is valid until the window next slides.
 func (d *skipDecoder) value() ([]byte, error) {
-	start, depth := d.i, 0
-	for d.i < len(d.data) {
-		switch c := d.data[d.i]; c {
+	d.keep = d.i
+	defer func() { d.keep = -1 }()
+	depth := 0
+	for d.i < len(d.data) || d.more() {
+		switch d.data[d.i] {
 		case '"':
-			end := d.stringEnd(d.i + 1)
-			if end < 0 {
+			if !d.skipString() {
 				return nil, errShape
 			}
-			d.i = end
+			if depth == 0 {
+				return d.data[d.keep:d.i], nil
+			}
 		case '{', '[':
 			depth++
 			d.i++
 		case '}', ']':
 			if depth == 0 {
-				return d.scalar(start)
+				return d.scalar()
 			}
 			depth--
 			d.i++
+			if depth == 0 {
+				return d.data[d.keep:d.i], nil
+			}
 		case ',', ':', ' ', '\t', '\n', '\r':
 			if depth == 0 {
-				return d.scalar(start)
+				return d.scalar()
 			}
 			d.i++
 		default:
 			d.i++
 		}
-		if depth == 0 && d.i > start && (d.data[d.i-1] == '"' || d.data[d.i-1] == '}' || d.data[d.i-1] == ']') {
-			return d.data[start:d.i], nil
-		}
 	}
 	if depth != 0 {
 		return nil, errShape
 	}
-	return d.scalar(start)
+	return d.scalar()
 }
 
 // scalar returns a number or literal ending at d.i.
-func (d *skipDecoder) scalar(start int) ([]byte, error) {
-	if d.i == start {
+func (d *skipDecoder) scalar() ([]byte, error) {
+	if d.i == d.keep {
 		return nil, errShape
 	}
-	return d.data[start:d.i], nil
+	return d.data[d.keep:d.i], nil
 }
 
-// stringEnd returns the index after the closing quote of a string whose content starts at i, or -1.
-func (d *skipDecoder) stringEnd(i int) int {
-	for i < len(d.data) {
-		q := bytes.IndexByte(d.data[i:], '"')
-		if q < 0 {
-			return -1
+// skipString moves past the string whose opening quote is at d.i; false if it does not end.
+func (d *skipDecoder) skipString() bool {
+	d.i++
+	for {
+		data, i := d.data, d.i
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				d.i = i + 1
+				return true
+			case '\\':
+				i += 2 // the next byte cannot end the string
+			default:
+				i++
+			}
 		}
-		e := bytes.IndexByte(d.data[i:i+q], '\\')
-		if e < 0 {
-			return i + q + 1
+		d.i = i
+		if !d.more() {
+			return false
 		}
-		i += e + 2 // an escape: the next byte cannot end the string
 	}
-	return -1
 }
