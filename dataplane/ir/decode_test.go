@@ -123,10 +123,10 @@ func TestDecodeJSONSkipping(t *testing.T) {
 			return DecodeJSONSkipping([]byte(in), tick, skip)
 		},
 		"reader": func(tick func(), skip func(int, []byte) bool) (*Config, error) {
-			return DecodeJSONSkippingReader(strings.NewReader(in), tick, skip)
+			return DecodeJSONSkippingReader(strings.NewReader(in), tick, HostFilter{Skip: skip})
 		},
 		"small window, one byte a read": func(tick func(), skip func(int, []byte) bool) (*Config, error) {
-			return decodeSkipping(&skipDecoder{data: make([]byte, 0, 4), r: iotest.OneByteReader(strings.NewReader(in)), keep: -1}, tick, skip)
+			return decodeSkipping(&skipDecoder{data: make([]byte, 0, 4), r: iotest.OneByteReader(strings.NewReader(in)), keep: -1}, tick, HostFilter{Skip: skip})
 		},
 	}
 	for _, tt := range tests {
@@ -179,7 +179,7 @@ func TestDecodeJSONSkipping(t *testing.T) {
 		io.MultiReader(strings.NewReader(in), iotest.ErrReader(readErr)), // all there, yet the end is not known
 		io.MultiReader(strings.NewReader(in[:len(in)/2]), iotest.ErrReader(readErr)),
 	} {
-		if _, err := DecodeJSONSkippingReader(r, nil, func(int, []byte) bool { return false }); !errors.Is(err, readErr) {
+		if _, err := DecodeJSONSkippingReader(r, nil, HostFilter{Skip: func(int, []byte) bool { return false }}); !errors.Is(err, readErr) {
 			t.Errorf("a failing reader: error %v, want %v", err, readErr)
 		}
 	}
@@ -203,10 +203,10 @@ func FuzzDecodeJSONSkipping(f *testing.F) {
 		})
 		// Read a byte at a time through a window of 8 bytes, which slides and grows.
 		var streamedRaws []string
-		streamed, serr := decodeSkipping(&skipDecoder{data: make([]byte, 0, 8), r: iotest.OneByteReader(bytes.NewReader(data)), keep: -1}, nil, func(l int, raw []byte) bool {
+		streamed, serr := decodeSkipping(&skipDecoder{data: make([]byte, 0, 8), r: iotest.OneByteReader(bytes.NewReader(data)), keep: -1}, nil, HostFilter{Skip: func(l int, raw []byte) bool {
 			streamedRaws = append(streamedRaws, strconv.Itoa(l)+" "+string(raw))
 			return false
-		})
+		}})
 		if (err == nil) != (serr == nil) {
 			t.Fatalf("DecodeJSONSkipping(%q) error %v, read in pieces %v", data, err, serr)
 		}
@@ -219,6 +219,37 @@ func FuzzDecodeJSONSkipping(f *testing.F) {
 		if diff := cmp.Diff(got, streamed); diff != "" {
 			t.Fatalf("DecodeJSONSkipping(%q) (-whole +read in pieces):\n%s", data, diff)
 		}
+		// Expecting every host where it is leaves each out unscanned; expecting one byte more than
+		// each has leaves the decode as it was.
+		for _, extra := range []int{0, 1} {
+			pos := 0
+			expected, err := decodeSkipping(&skipDecoder{data: make([]byte, 0, 8), r: iotest.HalfReader(bytes.NewReader(data)), keep: -1}, nil, HostFilter{
+				Skip: func(int, []byte) bool { pos++; return false },
+				Expect: func(l int) int {
+					if pos >= len(raws) || !strings.HasPrefix(raws[pos], strconv.Itoa(l)+" ") {
+						return 0
+					}
+					return len(raws[pos]) - len(strconv.Itoa(l)+" ") + extra
+				},
+				SkipExpected: func(l int, raw []byte) bool {
+					if strconv.Itoa(l)+" "+string(raw) != raws[pos] {
+						return false
+					}
+					pos++
+					return true
+				},
+			})
+			if err != nil {
+				t.Fatalf("DecodeJSONSkipping(%q) expecting its hosts (+%d bytes): %v", data, extra, err)
+			}
+			want := got
+			if extra == 0 {
+				want = withoutObjectHosts(got, raws)
+			}
+			if diff := cmp.Diff(want, expected); diff != "" {
+				t.Fatalf("DecodeJSONSkipping(%q) expecting its hosts (+%d bytes) (-want +got):\n%s", data, extra, diff)
+			}
+		}
 		var want Config
 		if err := json.Unmarshal(data, &want); err != nil {
 			t.Fatalf("DecodeJSONSkipping(%q) decoded what json.Unmarshal refuses: %v", data, err)
@@ -227,4 +258,29 @@ func FuzzDecodeJSONSkipping(f *testing.F) {
 			t.Fatalf("DecodeJSONSkipping(%q) (-json.Unmarshal +DecodeJSONSkipping):\n%s", data, diff)
 		}
 	})
+}
+
+// withoutObjectHosts is cfg without the virtual hosts whose JSON (in raws, "listener JSON" in file
+// order) is an object: those a decode expecting every host where it is leaves out.
+func withoutObjectHosts(cfg *Config, raws []string) *Config {
+	c := *cfg
+	c.Listeners = slices.Clone(cfg.Listeners)
+	for i := range c.Listeners {
+		l := &c.Listeners[i]
+		if l.VirtualHosts == nil {
+			continue
+		}
+		keep := []VirtualHost{}
+		j := 0
+		for _, r := range raws {
+			if li, raw, _ := strings.Cut(r, " "); li != strconv.Itoa(i) {
+				continue
+			} else if !strings.HasPrefix(raw, "{") {
+				keep = append(keep, cfg.Listeners[i].VirtualHosts[j])
+			}
+			j++
+		}
+		l.VirtualHosts = keep
+	}
+	return &c
 }

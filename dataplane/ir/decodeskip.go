@@ -17,20 +17,35 @@ import (
 // it. It does not fall back to json.Unmarshal: input of another shape than an object with a
 // "listeners" array of objects is an error, after which DecodeJSON can still decode it whole.
 func DecodeJSONSkipping(data []byte, tick func(), skip func(listener int, raw []byte) bool) (*Config, error) {
-	return decodeSkipping(&skipDecoder{data: data, keep: -1}, tick, skip)
+	return decodeSkipping(&skipDecoder{data: data, keep: -1}, tick, HostFilter{Skip: skip})
 }
 
 // DecodeJSONSkippingReader is DecodeJSONSkipping reading r as it goes, so that a large file is
-// never in memory whole: the raw JSON skip gets is valid only until it returns.
-func DecodeJSONSkippingReader(r io.Reader, tick func(), skip func(listener int, raw []byte) bool) (*Config, error) {
+// never in memory whole (the raw JSON the filter gets is valid only until it returns), and
+// skipping the hosts the filter expects without scanning them.
+func DecodeJSONSkippingReader(r io.Reader, tick func(), f HostFilter) (*Config, error) {
 	buf := make([]byte, 0, readBuffer)
-	return decodeSkipping(&skipDecoder{data: buf, r: r, keep: -1}, tick, skip)
+	return decodeSkipping(&skipDecoder{data: buf, r: r, keep: -1}, tick, f)
+}
+
+// HostFilter says which virtual hosts DecodeJSONSkippingReader leaves out of the config.
+type HostFilter struct {
+	// Skip is given each host's JSON, with the index of its listener; true leaves the host out.
+	Skip func(listener int, raw []byte) bool
+	// Expect, if set, returns the length of the JSON the next host of the listener is expected to
+	// have (0: none). If the next that many bytes are an object (start with '{', end with '}'),
+	// they go to SkipExpected first: true leaves them out as that host, unscanned; false must have
+	// no effect, and the host is then scanned and given to Skip. A caller that holds a host's
+	// JSON (by a hash of it) can so find it again at the cost of hashing it: bytes that are a
+	// whole JSON object, read where a host starts, are that host.
+	Expect       func(listener int) int
+	SkipExpected func(listener int, raw []byte) bool
 }
 
 // readBuffer is what DecodeJSONSkippingReader reads at a time; it grows for a longer value.
 const readBuffer = 256 << 10
 
-func decodeSkipping(d *skipDecoder, tick func(), skip func(listener int, raw []byte) bool) (*Config, error) {
+func decodeSkipping(d *skipDecoder, tick func(), f HostFilter) (*Config, error) {
 	cfg := &Config{}
 	li := -1
 	seen := false
@@ -64,11 +79,22 @@ func decodeSkipping(d *skipDecoder, tick func(), skip func(listener int, raw []b
 				}
 				l.VirtualHosts = []VirtualHost{}
 				return d.array(func() error {
+					if f.Expect != nil {
+						if n := f.Expect(li); n > 0 {
+							if raw := d.peek(n); raw != nil && raw[0] == '{' && raw[n-1] == '}' && f.SkipExpected(li, raw) {
+								d.i += n
+								if tick != nil {
+									tick()
+								}
+								return nil
+							}
+						}
+					}
 					raw, err := d.value()
 					if err != nil {
 						return err
 					}
-					if !skip(li, raw) {
+					if !f.Skip(li, raw) {
 						vh, err := DecodeHost(raw)
 						if err != nil {
 							return err
@@ -137,6 +163,16 @@ func (d *skipDecoder) more() bool {
 	}
 	d.data = buf[:n]
 	return n > kept
+}
+
+// peek returns the next n bytes, or nil if the input ends before.
+func (d *skipDecoder) peek(n int) []byte {
+	for len(d.data)-d.i < n && d.more() {
+	}
+	if len(d.data)-d.i < n {
+		return nil
+	}
+	return d.data[d.i : d.i+n]
 }
 
 func (d *skipDecoder) space() {

@@ -33,10 +33,12 @@ type loader struct {
 
 type hostSum [2]uint64
 
-// hostEntry is one host in service: the hash of its listener index and JSON, and its name.
+// hostEntry is one host in service: the hash of its listener index and JSON, the JSON's length,
+// and the host's name.
 type hostEntry struct {
 	sum      hostSum
-	listener int
+	listener int32
+	length   uint32
 	hostname string
 }
 
@@ -135,27 +137,47 @@ func (ld *loader) applyChanges(src io.ReadSeeker, tick func(), held []hostEntry)
 	var heldAt map[hostSum]int // index in held, made when a host is not at its place
 	var fresh []int            // indexes in next of the hosts decoded
 	kept := 0
-	cfg, err := ir.DecodeJSONSkippingReader(src, tick, func(l int, raw []byte) bool {
-		e := hostEntry{sum: ld.sum(l, raw), listener: l}
-		j, ok := len(next), false
-		if ok = j < len(held) && held[j].sum == e.sum; !ok && held != nil {
-			if heldAt == nil {
-				heldAt = make(map[hostSum]int, len(held))
-				for i, h := range held {
-					heldAt[h.sum] = i
+	filter := ir.HostFilter{
+		Skip: func(l int, raw []byte) bool {
+			e := hostEntry{sum: ld.sum(l, raw), listener: int32(l), length: uint32(len(raw))}
+			j, ok := len(next), false
+			if ok = j < len(held) && held[j].sum == e.sum; !ok && held != nil {
+				if heldAt == nil {
+					heldAt = make(map[hostSum]int, len(held))
+					for i, h := range held {
+						heldAt[h.sum] = i
+					}
 				}
+				j, ok = heldAt[e.sum]
 			}
-			j, ok = heldAt[e.sum]
-		}
-		if ok {
-			e.hostname = held[j].hostname
+			if ok {
+				e.hostname = held[j].hostname
+				kept++
+			} else {
+				fresh = append(fresh, len(next))
+			}
+			next = append(next, e)
+			return ok
+		},
+		// The host held at this place, if the file still has it here: checking that costs a
+		// hash of its bytes, not a scan of them.
+		Expect: func(l int) int {
+			if j := len(next); j < len(held) && held[j].listener == int32(l) {
+				return int(held[j].length)
+			}
+			return 0
+		},
+		SkipExpected: func(l int, raw []byte) bool {
+			h := held[len(next)]
+			if ld.sum(l, raw) != h.sum {
+				return false
+			}
+			next = append(next, h)
 			kept++
-		} else {
-			fresh = append(fresh, len(next))
-		}
-		next = append(next, e)
-		return ok
-	})
+			return true
+		},
+	}
+	cfg, err := ir.DecodeJSONSkippingReader(src, tick, filter)
 	if err != nil {
 		return 0, errWhole
 	}
