@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
-	"github.com/fleetgate/fleetgate/dataplane/pace"
 	"github.com/fleetgate/fleetgate/dataplane/proxy"
 )
 
@@ -74,7 +73,7 @@ func (ld *loader) load() (time.Time, int, error) {
 	// A reload is paced: decoding 100k hostnames takes seconds of the core that serves requests.
 	var tick func()
 	if ld.srv.Version() != 0 {
-		tick = pace.New().Tick
+		tick = newPacer().tick
 	}
 	decoded, err := ld.apply(f, tick)
 	if err != nil {
