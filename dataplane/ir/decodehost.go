@@ -808,8 +808,8 @@ func (d *hostDecoder) skip() error {
 	if d.i >= len(d.data) {
 		return errSyntax
 	}
-	switch c := d.data[d.i]; {
-	case c == '{':
+	switch d.data[d.i] {
+	case '{':
 		d.i++
 		if d.depth++; d.depth > maxDepth {
 			return errSyntax
@@ -838,7 +838,7 @@ func (d *hostDecoder) skip() error {
 			}
 		}
 		d.depth--
-	case c == '[':
+	case '[':
 		d.i++
 		if d.depth++; d.depth > maxDepth {
 			return errSyntax
@@ -858,18 +858,18 @@ func (d *hostDecoder) skip() error {
 			}
 		}
 		d.depth--
-	case c == '"':
+	case '"':
 		_, err := d.stringBytes()
 		return err
-	case c == 't':
+	case 't':
 		if !d.literal("true") {
 			return errSyntax
 		}
-	case c == 'f':
+	case 'f':
 		if !d.literal("false") {
 			return errSyntax
 		}
-	case c == 'n':
+	case 'n':
 		if !d.null() {
 			return errSyntax
 		}

@@ -14,10 +14,10 @@ import (
 // as long as the wall time then paused the reload more than it ran; counted in CPU time the reload
 // still leaves the proxy's requests half of what the proxy gets of the core, and no more.
 type pacer struct {
-	on        bool
-	n         int
-	wall      time.Time     // at the last pause
-	cpu       time.Duration // the process's CPU time at the last pause
+	on   bool
+	n    int
+	wall time.Time     // at the last pause
+	cpu  time.Duration // the process's CPU time at the last pause
 	// The clocks and the pause, which tests replace.
 	now       func() time.Time
 	cpuTimeOf func() time.Duration
