@@ -20,6 +20,19 @@ func decodeFast(data []byte) (VirtualHost, error) {
 	return vh, err
 }
 
+// decodeReused decodes data with a decoder for many hosts that decoded a host with every field
+// set, and a host with more routes, backends and endpoints than most, before: what those left in
+// its scratch slices must not show.
+func decodeReused(t testing.TB, data []byte) (VirtualHost, error) {
+	d := newReusedHostDecoder()
+	for _, h := range [][]byte{filledHost(t), []byte(`{"routes":[{"name":"a","backends":[{"name":"x","endpoints":[{"address":"e1"},{"address":"e2"},{"address":"e3"}]},{"name":"y"}]},{"name":"b"},{"name":"c"},{"name":"d"},{"name":"e"}]}`)} {
+		if _, err := d.decode(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d.decode(data)
+}
+
 // filledHost is a VirtualHost with every field set (see fill), as JSON.
 func filledHost(t testing.TB) []byte {
 	var vh VirtualHost
@@ -127,6 +140,13 @@ func TestDecodeHost(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-json.Unmarshal +DecodeHost):\n%s", diff)
 			}
+			reused, rerr := decodeReused(t, []byte(tt.in))
+			if (rerr == nil) != (werr == nil) {
+				t.Fatalf("reused decoder error %v, json.Unmarshal error %v", rerr, werr)
+			}
+			if diff := cmp.Diff(want, reused); diff != "" {
+				t.Errorf("(-json.Unmarshal +reused decoder):\n%s", diff)
+			}
 			fast, ferr := decodeFast([]byte(tt.in))
 			if (ferr == nil) != tt.fast {
 				t.Fatalf("hand-written decoder error %v, want it to decode: %v", ferr, tt.fast)
@@ -229,6 +249,10 @@ func FuzzDecodeHost(f *testing.F) {
 		if (err == nil) != (werr == nil) {
 			t.Fatalf("DecodeHost(%q) error %v, json.Unmarshal error %v", data, err, werr)
 		}
+		reused, rerr := decodeReused(t, data)
+		if (rerr == nil) != (werr == nil) {
+			t.Fatalf("reused decoder on %q: error %v, json.Unmarshal error %v", data, rerr, werr)
+		}
 		fast, ferr := decodeFast(data)
 		if ferr == nil && werr != nil {
 			t.Fatalf("the hand-written decoder took %q, which json.Unmarshal refuses: %v", data, werr)
@@ -238,6 +262,9 @@ func FuzzDecodeHost(f *testing.F) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("DecodeHost(%q) (-json.Unmarshal +DecodeHost):\n%s", data, diff)
+		}
+		if diff := cmp.Diff(want, reused); diff != "" {
+			t.Fatalf("reused decoder on %q (-json.Unmarshal +it):\n%s", data, diff)
 		}
 		if ferr == nil {
 			if diff := cmp.Diff(want, fast); diff != "" {
@@ -263,6 +290,16 @@ func BenchmarkDecodeHost(b *testing.B) {
 			for b.Loop() {
 				var vh VirtualHost
 				if err := json.Unmarshal(tt.raw, &vh); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tt.name+"/reused", func(b *testing.B) {
+			d := newReusedHostDecoder()
+			b.ReportAllocs()
+			b.SetBytes(int64(len(tt.raw)))
+			for b.Loop() {
+				if _, err := d.decode(tt.raw); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -47,6 +47,7 @@ const readBuffer = 256 << 10
 
 func decodeSkipping(d *skipDecoder, tick func(), f HostFilter) (*Config, error) {
 	cfg := &Config{}
+	hd := newReusedHostDecoder()
 	li := -1
 	seen := false
 	err := d.object(cfg, func(key string) error {
@@ -95,7 +96,7 @@ func decodeSkipping(d *skipDecoder, tick func(), f HostFilter) (*Config, error) 
 						return err
 					}
 					if !f.Skip(li, raw) {
-						vh, err := DecodeHost(raw)
+						vh, err := hd.decode(raw)
 						if err != nil {
 							return err
 						}
