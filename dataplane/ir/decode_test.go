@@ -1,11 +1,15 @@
 package ir
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -114,47 +118,70 @@ func TestDecodeJSONSkipping(t *testing.T) {
 			wantSkipped: []string{`0 {"hostname":"skip-y"}`, `1 {"hostname":"skip-x"}`},
 			want:        map[string][]string{"a": {"x", "z"}, "b": {}, "c": nil, "d": {"w"}}},
 	}
+	decoders := map[string]func(tick func(), skip func(int, []byte) bool) (*Config, error){
+		"bytes": func(tick func(), skip func(int, []byte) bool) (*Config, error) {
+			return DecodeJSONSkipping([]byte(in), tick, skip)
+		},
+		"reader": func(tick func(), skip func(int, []byte) bool) (*Config, error) {
+			return DecodeJSONSkippingReader(strings.NewReader(in), tick, HostFilter{Skip: skip})
+		},
+		"small window, one byte a read": func(tick func(), skip func(int, []byte) bool) (*Config, error) {
+			return decodeSkipping(&skipDecoder{data: make([]byte, 0, 4), r: iotest.OneByteReader(strings.NewReader(in)), keep: -1}, tick, HostFilter{Skip: skip})
+		},
+	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var skipped []string
-			ticks := 0
-			got, err := DecodeJSONSkipping([]byte(in), func() { ticks++ }, func(l int, raw []byte) bool {
-				if tt.skip(string(raw)) {
-					skipped = append(skipped, strconv.Itoa(l)+" "+string(raw))
-					return true
-				}
-				return false
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want Config
-			if err := json.Unmarshal([]byte(in), &want); err != nil {
-				t.Fatal(err)
-			}
-			for i := range want.Listeners {
-				l := &want.Listeners[i]
-				var keep []VirtualHost
-				if l.VirtualHosts != nil {
-					keep = []VirtualHost{}
-				}
-				for _, vh := range l.VirtualHosts {
-					if slices.Contains(tt.want[l.Name], vh.Hostname) {
-						keep = append(keep, vh)
+		for dname, decode := range decoders {
+			t.Run(tt.name+"/"+dname, func(t *testing.T) {
+				var skipped []string
+				ticks := 0
+				got, err := decode(func() { ticks++ }, func(l int, raw []byte) bool {
+					if tt.skip(string(raw)) {
+						skipped = append(skipped, strconv.Itoa(l)+" "+string(raw))
+						return true
 					}
+					return false
+				})
+				if err != nil {
+					t.Fatal(err)
 				}
-				l.VirtualHosts = keep
-			}
-			if diff := cmp.Diff(&want, got); diff != "" {
-				t.Errorf("config (-json.Unmarshal without the skipped hosts +DecodeJSONSkipping):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantSkipped, skipped); diff != "" {
-				t.Errorf("skipped (-want +got):\n%s", diff)
-			}
-			if ticks != 5 {
-				t.Errorf("%d ticks for 5 hosts", ticks)
-			}
-		})
+				var want Config
+				if err := json.Unmarshal([]byte(in), &want); err != nil {
+					t.Fatal(err)
+				}
+				for i := range want.Listeners {
+					l := &want.Listeners[i]
+					var keep []VirtualHost
+					if l.VirtualHosts != nil {
+						keep = []VirtualHost{}
+					}
+					for _, vh := range l.VirtualHosts {
+						if slices.Contains(tt.want[l.Name], vh.Hostname) {
+							keep = append(keep, vh)
+						}
+					}
+					l.VirtualHosts = keep
+				}
+				if diff := cmp.Diff(&want, got); diff != "" {
+					t.Errorf("config (-json.Unmarshal without the skipped hosts +DecodeJSONSkipping):\n%s", diff)
+				}
+				if diff := cmp.Diff(tt.wantSkipped, skipped); diff != "" {
+					t.Errorf("skipped (-want +got):\n%s", diff)
+				}
+				if ticks != 5 {
+					t.Errorf("%d ticks for 5 hosts", ticks)
+				}
+			})
+		}
+	}
+	readErr := errors.New("disk on fire")
+	for _, r := range []io.Reader{
+		iotest.ErrReader(readErr),
+		io.MultiReader(strings.NewReader(in), iotest.ErrReader(readErr)), // all there, yet the end is not known
+		io.MultiReader(strings.NewReader(in[:len(in)/2]), iotest.ErrReader(readErr)),
+	} {
+		if _, err := DecodeJSONSkippingReader(r, nil, HostFilter{Skip: func(int, []byte) bool { return false }}); !errors.Is(err, readErr) {
+			t.Errorf("a failing reader: error %v, want %v", err, readErr)
+		}
 	}
 	if _, err := DecodeJSONSkipping([]byte(`{"listeners":[{"virtualHosts":{}}]}`), nil, func(int, []byte) bool { return false }); err == nil {
 		t.Error("an odd shape decoded")
@@ -169,9 +196,59 @@ func FuzzDecodeJSONSkipping(f *testing.F) {
 	f.Add([]byte(`{"listeners":[{"virtualHosts":[{"hostname":"a"},{"hostname":1}]}]}`))
 	f.Add([]byte(` { "version" : 1 , "listeners" : [ ] } `))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := DecodeJSONSkipping(data, nil, func(int, []byte) bool { return false })
+		var raws []string
+		got, err := DecodeJSONSkipping(data, nil, func(l int, raw []byte) bool {
+			raws = append(raws, strconv.Itoa(l)+" "+string(raw))
+			return false
+		})
+		// Read a byte at a time through a window of 8 bytes, which slides and grows.
+		var streamedRaws []string
+		streamed, serr := decodeSkipping(&skipDecoder{data: make([]byte, 0, 8), r: iotest.OneByteReader(bytes.NewReader(data)), keep: -1}, nil, HostFilter{Skip: func(l int, raw []byte) bool {
+			streamedRaws = append(streamedRaws, strconv.Itoa(l)+" "+string(raw))
+			return false
+		}})
+		if (err == nil) != (serr == nil) {
+			t.Fatalf("DecodeJSONSkipping(%q) error %v, read in pieces %v", data, err, serr)
+		}
+		if diff := cmp.Diff(raws, streamedRaws); diff != "" {
+			t.Fatalf("DecodeJSONSkipping(%q) hosts (-whole +read in pieces):\n%s", data, diff)
+		}
 		if err != nil {
 			return
+		}
+		if diff := cmp.Diff(got, streamed); diff != "" {
+			t.Fatalf("DecodeJSONSkipping(%q) (-whole +read in pieces):\n%s", data, diff)
+		}
+		// Expecting every host where it is leaves each out unscanned; expecting one byte more than
+		// each has leaves the decode as it was.
+		for _, extra := range []int{0, 1} {
+			pos := 0
+			expected, err := decodeSkipping(&skipDecoder{data: make([]byte, 0, 8), r: iotest.HalfReader(bytes.NewReader(data)), keep: -1}, nil, HostFilter{
+				Skip: func(int, []byte) bool { pos++; return false },
+				Expect: func(l int) int {
+					if pos >= len(raws) || !strings.HasPrefix(raws[pos], strconv.Itoa(l)+" ") {
+						return 0
+					}
+					return len(raws[pos]) - len(strconv.Itoa(l)+" ") + extra
+				},
+				SkipExpected: func(l int, raw []byte) bool {
+					if strconv.Itoa(l)+" "+string(raw) != raws[pos] {
+						return false
+					}
+					pos++
+					return true
+				},
+			})
+			if err != nil {
+				t.Fatalf("DecodeJSONSkipping(%q) expecting its hosts (+%d bytes): %v", data, extra, err)
+			}
+			want := got
+			if extra == 0 {
+				want = withoutObjectHosts(got, raws)
+			}
+			if diff := cmp.Diff(want, expected); diff != "" {
+				t.Fatalf("DecodeJSONSkipping(%q) expecting its hosts (+%d bytes) (-want +got):\n%s", data, extra, diff)
+			}
 		}
 		var want Config
 		if err := json.Unmarshal(data, &want); err != nil {
@@ -181,4 +258,29 @@ func FuzzDecodeJSONSkipping(f *testing.F) {
 			t.Fatalf("DecodeJSONSkipping(%q) (-json.Unmarshal +DecodeJSONSkipping):\n%s", data, diff)
 		}
 	})
+}
+
+// withoutObjectHosts is cfg without the virtual hosts whose JSON (in raws, "listener JSON" in file
+// order) is an object: those a decode expecting every host where it is leaves out.
+func withoutObjectHosts(cfg *Config, raws []string) *Config {
+	c := *cfg
+	c.Listeners = slices.Clone(cfg.Listeners)
+	for i := range c.Listeners {
+		l := &c.Listeners[i]
+		if l.VirtualHosts == nil {
+			continue
+		}
+		keep := []VirtualHost{}
+		j := 0
+		for _, r := range raws {
+			if li, raw, _ := strings.Cut(r, " "); li != strconv.Itoa(i) {
+				continue
+			} else if !strings.HasPrefix(raw, "{") {
+				keep = append(keep, cfg.Listeners[i].VirtualHosts[j])
+			}
+			j++
+		}
+		l.VirtualHosts = keep
+	}
+	return &c
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 )
 
@@ -12,12 +13,41 @@ import (
 // of the config, undecoded, every host skip returns true for. Finding a host's extent is a plain
 // byte scan, so a file of 100k hosts of which a few changed costs a scan of it, not a decode.
 // Hosts skip takes are not checked beyond their extent: the caller holds them, so it decoded the
-// same bytes before. Everything else decodes as json.Unmarshal decodes it. It does not fall back
-// to json.Unmarshal: input of another shape than an object with a "listeners" array of objects is
-// an error, after which DecodeJSON can still decode it whole.
+// same bytes before. The others decode with DecodeHost, everything else as json.Unmarshal decodes
+// it. It does not fall back to json.Unmarshal: input of another shape than an object with a
+// "listeners" array of objects is an error, after which DecodeJSON can still decode it whole.
 func DecodeJSONSkipping(data []byte, tick func(), skip func(listener int, raw []byte) bool) (*Config, error) {
-	d := &skipDecoder{data: data}
+	return decodeSkipping(&skipDecoder{data: data, keep: -1}, tick, HostFilter{Skip: skip})
+}
+
+// DecodeJSONSkippingReader is DecodeJSONSkipping reading r as it goes, so that a large file is
+// never in memory whole (the raw JSON the filter gets is valid only until it returns), and
+// skipping the hosts the filter expects without scanning them.
+func DecodeJSONSkippingReader(r io.Reader, tick func(), f HostFilter) (*Config, error) {
+	buf := make([]byte, 0, readBuffer)
+	return decodeSkipping(&skipDecoder{data: buf, r: r, keep: -1}, tick, f)
+}
+
+// HostFilter says which virtual hosts DecodeJSONSkippingReader leaves out of the config.
+type HostFilter struct {
+	// Skip is given each host's JSON, with the index of its listener; true leaves the host out.
+	Skip func(listener int, raw []byte) bool
+	// Expect, if set, returns the length of the JSON the next host of the listener is expected to
+	// have (0: none). If the next that many bytes are an object (start with '{', end with '}'),
+	// they go to SkipExpected first: true leaves them out as that host, unscanned; false must have
+	// no effect, and the host is then scanned and given to Skip. A caller that holds a host's
+	// JSON (by a hash of it) can so find it again at the cost of hashing it: bytes that are a
+	// whole JSON object, read where a host starts, are that host.
+	Expect       func(listener int) int
+	SkipExpected func(listener int, raw []byte) bool
+}
+
+// readBuffer is what DecodeJSONSkippingReader reads at a time; it grows for a longer value.
+const readBuffer = 256 << 10
+
+func decodeSkipping(d *skipDecoder, tick func(), f HostFilter) (*Config, error) {
 	cfg := &Config{}
+	hd := newReusedHostDecoder()
 	li := -1
 	seen := false
 	err := d.object(cfg, func(key string) error {
@@ -50,13 +80,24 @@ func DecodeJSONSkipping(data []byte, tick func(), skip func(listener int, raw []
 				}
 				l.VirtualHosts = []VirtualHost{}
 				return d.array(func() error {
+					if f.Expect != nil {
+						if n := f.Expect(li); n > 0 {
+							if raw := d.peek(n); raw != nil && raw[0] == '{' && raw[n-1] == '}' && f.SkipExpected(li, raw) {
+								d.i += n
+								if tick != nil {
+									tick()
+								}
+								return nil
+							}
+						}
+					}
 					raw, err := d.value()
 					if err != nil {
 						return err
 					}
-					if !skip(li, raw) {
-						var vh VirtualHost
-						if err := json.Unmarshal(raw, &vh); err != nil {
+					if !f.Skip(li, raw) {
+						vh, err := hd.decode(raw)
+						if err != nil {
 							return err
 						}
 						l.VirtualHosts = append(l.VirtualHosts, vh)
@@ -69,11 +110,16 @@ func DecodeJSONSkipping(data []byte, tick func(), skip func(listener int, raw []
 			})
 		})
 	})
+	if err == nil {
+		if d.space(); d.i != len(d.data) {
+			err = errShape // trailing data
+		}
+	}
+	if d.rerr != nil && d.rerr != io.EOF {
+		return nil, d.rerr // what was read was not the whole input
+	}
 	if err != nil {
 		return nil, err
-	}
-	if d.space(); d.i != len(d.data) {
-		return nil, errShape // trailing data
 	}
 	return cfg, nil
 }
@@ -81,14 +127,57 @@ func DecodeJSONSkipping(data []byte, tick func(), skip func(listener int, raw []
 // errNotMine tells skipDecoder.object to decode a field with encoding/json.
 var errNotMine = errors.New("not decoded by the field function")
 
-// skipDecoder walks JSON text by hand, as far as DecodeJSONSkipping needs.
+// skipDecoder walks JSON text by hand, as far as DecodeJSONSkipping needs. With a reader, data
+// is a window of the input that more slides and fills.
 type skipDecoder struct {
 	data []byte
 	i    int
+	r    io.Reader
+	rerr error // the reader's, io.EOF at its end
+	// keep is the start of the value being read, which more keeps in the window; -1 for none.
+	keep int
+}
+
+// more reads more input into the window, keeping what is from d.keep (or d.i) on; false when
+// there is none.
+func (d *skipDecoder) more() bool {
+	if d.r == nil || d.rerr != nil {
+		return false
+	}
+	from := min(d.i, len(d.data))
+	if d.keep >= 0 {
+		from = min(from, d.keep)
+		d.keep -= from
+	}
+	d.i -= from
+	n := copy(d.data[:cap(d.data)], d.data[from:])
+	buf := d.data[:cap(d.data)]
+	if n == len(buf) { // a value longer than the window
+		buf = make([]byte, 2*len(buf))
+		copy(buf, d.data[:n])
+	}
+	kept := n
+	for n == kept && d.rerr == nil {
+		var m int
+		m, d.rerr = d.r.Read(buf[n:])
+		n += m
+	}
+	d.data = buf[:n]
+	return n > kept
+}
+
+// peek returns the next n bytes, or nil if the input ends before.
+func (d *skipDecoder) peek(n int) []byte {
+	for len(d.data)-d.i < n && d.more() {
+	}
+	if len(d.data)-d.i < n {
+		return nil
+	}
+	return d.data[d.i : d.i+n]
 }
 
 func (d *skipDecoder) space() {
-	for d.i < len(d.data) {
+	for d.i < len(d.data) || d.more() {
 		switch d.data[d.i] {
 		case ' ', '\t', '\n', '\r':
 			d.i++
@@ -101,6 +190,8 @@ func (d *skipDecoder) space() {
 // null consumes a null literal, if that comes next.
 func (d *skipDecoder) null() bool {
 	d.space()
+	for len(d.data)-d.i < 4 && d.more() {
+	}
 	if bytes.HasPrefix(d.data[d.i:], []byte("null")) {
 		d.i += 4
 		return true
@@ -111,7 +202,7 @@ func (d *skipDecoder) null() bool {
 // expect consumes c after optional white space.
 func (d *skipDecoder) expect(c byte) bool {
 	d.space()
-	if d.i < len(d.data) && d.data[d.i] == c {
+	if (d.i < len(d.data) || d.more()) && d.data[d.i] == c {
 		d.i++
 		return true
 	}
@@ -132,6 +223,7 @@ func (d *skipDecoder) object(v any, field func(key string) error) error {
 			if err != nil || len(k) == 0 || k[0] != '"' {
 				return errShape
 			}
+			k = bytes.Clone(k) // the window may slide before it is used
 			var key string
 			if err := json.Unmarshal(k, &key); err != nil {
 				return err
@@ -191,65 +283,75 @@ func (d *skipDecoder) array(elem func() error) error {
 }
 
 // value returns the extent of the value at d.i and moves past it. It finds where strings,
-// objects and arrays end without checking what is inside: json.Unmarshal does that for what is
-// decoded.
+// objects and arrays end without checking what is inside: json.Unmarshal or DecodeHost does that
+// for what is decoded. The extent is valid until the window next slides.
 func (d *skipDecoder) value() ([]byte, error) {
-	start, depth := d.i, 0
-	for d.i < len(d.data) {
-		switch c := d.data[d.i]; c {
+	d.keep = d.i
+	defer func() { d.keep = -1 }()
+	depth := 0
+	for d.i < len(d.data) || d.more() {
+		switch d.data[d.i] {
 		case '"':
-			end := d.stringEnd(d.i + 1)
-			if end < 0 {
+			if !d.skipString() {
 				return nil, errShape
 			}
-			d.i = end
+			if depth == 0 {
+				return d.data[d.keep:d.i], nil
+			}
 		case '{', '[':
 			depth++
 			d.i++
 		case '}', ']':
 			if depth == 0 {
-				return d.scalar(start)
+				return d.scalar()
 			}
 			depth--
 			d.i++
+			if depth == 0 {
+				return d.data[d.keep:d.i], nil
+			}
 		case ',', ':', ' ', '\t', '\n', '\r':
 			if depth == 0 {
-				return d.scalar(start)
+				return d.scalar()
 			}
 			d.i++
 		default:
 			d.i++
 		}
-		if depth == 0 && d.i > start && (d.data[d.i-1] == '"' || d.data[d.i-1] == '}' || d.data[d.i-1] == ']') {
-			return d.data[start:d.i], nil
-		}
 	}
 	if depth != 0 {
 		return nil, errShape
 	}
-	return d.scalar(start)
+	return d.scalar()
 }
 
 // scalar returns a number or literal ending at d.i.
-func (d *skipDecoder) scalar(start int) ([]byte, error) {
-	if d.i == start {
+func (d *skipDecoder) scalar() ([]byte, error) {
+	if d.i == d.keep {
 		return nil, errShape
 	}
-	return d.data[start:d.i], nil
+	return d.data[d.keep:d.i], nil
 }
 
-// stringEnd returns the index after the closing quote of a string whose content starts at i, or -1.
-func (d *skipDecoder) stringEnd(i int) int {
-	for i < len(d.data) {
-		q := bytes.IndexByte(d.data[i:], '"')
-		if q < 0 {
-			return -1
+// skipString moves past the string whose opening quote is at d.i; false if it does not end.
+func (d *skipDecoder) skipString() bool {
+	d.i++
+	for {
+		data, i := d.data, d.i
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				d.i = i + 1
+				return true
+			case '\\':
+				i += 2 // the next byte cannot end the string
+			default:
+				i++
+			}
 		}
-		e := bytes.IndexByte(d.data[i:i+q], '\\')
-		if e < 0 {
-			return i + q + 1
+		d.i = i
+		if !d.more() {
+			return false
 		}
-		i += e + 2 // an escape: the next byte cannot end the string
 	}
-	return -1
 }

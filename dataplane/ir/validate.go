@@ -255,8 +255,13 @@ func validatePathModifier(at string, p *PathModifier, prefixMatch bool) []error 
 func validateBackends(at string, backends []Backend) []error {
 	var errs []error
 	for _, b := range backends {
-		errs = append(errs, validateHeaderModifier(fmt.Sprintf("%s backend %q request headers", at, b.Name), b.Filters.RequestHeaders)...)
-		errs = append(errs, validateHeaderModifier(fmt.Sprintf("%s backend %q response headers", at, b.Name), b.Filters.ResponseHeaders)...)
+		// The place is formatted only for a backend with filters: 300k backends cost no Sprintf.
+		if m := b.Filters.RequestHeaders; m != nil {
+			errs = append(errs, validateHeaderModifier(fmt.Sprintf("%s backend %q request headers", at, b.Name), m)...)
+		}
+		if m := b.Filters.ResponseHeaders; m != nil {
+			errs = append(errs, validateHeaderModifier(fmt.Sprintf("%s backend %q response headers", at, b.Name), m)...)
+		}
 		if b.Invalid {
 			continue
 		}

@@ -316,10 +316,11 @@ func decodeResponse(resp *discoveryv3.DeltaDiscoveryResponse, gateway string, sp
 		if !ok {
 			return nil, 0, fmt.Errorf("unknown resource %q", r.GetName())
 		}
-		h := ir.ListenerHost{Listener: k.Listener}
-		if err := json.Unmarshal(raw, &h.Host); err != nil {
+		host, err := ir.DecodeHost(raw)
+		if err != nil {
 			return nil, 0, fmt.Errorf("resource %q: %w", r.GetName(), err)
 		}
+		h := ir.ListenerHost{Listener: k.Listener, Host: host}
 		if h.Host.Hostname != k.Hostname {
 			return nil, 0, fmt.Errorf("resource %q holds host %q", r.GetName(), h.Host.Hostname)
 		}

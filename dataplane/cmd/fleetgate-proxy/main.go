@@ -133,6 +133,8 @@ func reload(log logr.Logger, ld *loader, last time.Time, force bool) time.Time {
 		return last
 	}
 	log.Info("config reloaded", "version", ld.srv.Version(), "took", time.Since(start).String(), "decodedHosts", decoded)
-	release()
+	if decoded >= releaseAfter {
+		release()
+	}
 	return mtime
 }

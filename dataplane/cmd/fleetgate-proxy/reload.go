@@ -4,34 +4,40 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"os"
 	"runtime/debug"
 	"time"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
-	"github.com/fleetgate/fleetgate/dataplane/pace"
 	"github.com/fleetgate/fleetgate/dataplane/proxy"
 )
 
 // loader feeds a config file to the proxy. It remembers the JSON of every virtual host in service
 // by a 128-bit hash, so that a reload decodes and compiles only the hosts whose JSON changed and
 // hands the proxy an ir.Update, as the config stream's delta updates do in a cluster: swapping a
-// file of 100k hosts that differ in a few costs a scan of the file, not a decode of it.
+// file of 100k hosts that differ in a few costs a scan of the file, not a decode of it. The file
+// is read as it is scanned, never whole.
 type loader struct {
 	srv   *proxy.Server
 	path  string
 	seeds [2]maphash.Seed
 	// listeners are the names of the listeners in service, by index in the file.
 	listeners []string
-	// hosts are the hosts in service by the hash of their listener index and JSON; nil when the
-	// next load must apply a whole config.
-	hosts map[hostSum]hostRef
+	// hosts are the hosts in service in file order; nil when the next load must apply a whole
+	// config. A slice, not a map: a reload meets the hosts where they were, and compares each
+	// with the one held at its place before it looks further.
+	hosts []hostEntry
 }
 
 type hostSum [2]uint64
 
-type hostRef struct {
-	listener int
+// hostEntry is one host in service: the hash of its listener index and JSON, the JSON's length,
+// and the host's name.
+type hostEntry struct {
+	sum      hostSum
+	listener int32
+	length   uint32
 	hostname string
 }
 
@@ -55,20 +61,21 @@ func (ld *loader) sum(listener int, raw []byte) hostSum {
 // load reads the file and applies it, returning its modification time and how many virtual
 // hosts it had to decode.
 func (ld *loader) load() (time.Time, int, error) {
-	fi, err := os.Stat(ld.path)
+	f, err := os.Open(ld.path)
 	if err != nil {
 		return time.Time{}, 0, err
 	}
-	b, err := os.ReadFile(ld.path)
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return time.Time{}, 0, err
 	}
 	// A reload is paced: decoding 100k hostnames takes seconds of the core that serves requests.
 	var tick func()
 	if ld.srv.Version() != 0 {
-		tick = pace.New().Tick
+		tick = newPacer().tick
 	}
-	decoded, err := ld.apply(b, tick)
+	decoded, err := ld.apply(f, tick)
 	if err != nil {
 		return time.Time{}, 0, err
 	}
@@ -82,18 +89,30 @@ func release() {
 	debug.FreeOSMemory()
 }
 
+// releaseAfter is how many hosts a reload decodes before its garbage is worth a release: that is
+// a full collection, unpaced (tens of ms of the one core at 100k hosts), and a reload that
+// decoded a few hosts left little garbage.
+const releaseAfter = 1000
+
 // errWhole says a file cannot be applied as an update of the config in service.
 var errWhole = errors.New("apply the whole config")
 
-// apply applies b as an update of the hosts in service, else whole. On error the state stays that
-// of the config in service.
-func (ld *loader) apply(b []byte, tick func()) (decoded int, err error) {
-	decoded, err = ld.applyChanges(b, tick, ld.hosts)
+// apply applies the config src holds as an update of the hosts in service, else whole. On error
+// the state stays that of the config in service.
+func (ld *loader) apply(src io.ReadSeeker, tick func()) (decoded int, err error) {
+	decoded, err = ld.applyChanges(src, tick, ld.hosts)
 	if errors.Is(err, errWhole) && ld.hosts != nil {
-		decoded, err = ld.applyChanges(b, tick, nil)
+		decoded, err = ld.applyChanges(src, tick, nil)
 	}
 	if !errors.Is(err, errWhole) {
 		return decoded, err
+	}
+	if _, err := src.Seek(0, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("reading %s: %w", ld.path, err)
+	}
+	b, err := io.ReadAll(src)
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", ld.path, err)
 	}
 	cfg, err := ir.DecodeJSON(b, tick)
 	if err != nil {
@@ -109,44 +128,84 @@ func (ld *loader) apply(b []byte, tick func()) (decoded int, err error) {
 	return decoded, nil
 }
 
-// applyChanges decodes the hosts of b that are not among held (the hosts in service) and applies
-// them: as a whole config when it decoded every host (always when held is nil), else as an
-// ir.Update. It returns errWhole when b has
-// to be applied whole: a host in service moved to another listener, or, with held nil, when b's
-// shape is not the one the streamed decoder takes or a host is there twice (which the whole
-// config's validation reports).
-func (ld *loader) applyChanges(b []byte, tick func(), held map[hostSum]hostRef) (decoded int, err error) {
-	next := make(map[hostSum]hostRef, len(held))
-	var sums [][]hostSum // of the hosts decoded, by listener, in order
-	dup, kept := false, 0
-	cfg, err := ir.DecodeJSONSkipping(b, tick, func(l int, raw []byte) bool {
-		k := ld.sum(l, raw)
-		if _, ok := next[k]; ok {
-			dup = true
-		}
-		if r, ok := held[k]; ok {
-			next[k] = r
+// applyChanges decodes the hosts of src that are not among held (the hosts in service) and
+// applies them: as a whole config when it decoded every host (always when held is nil), else as
+// an ir.Update. It returns errWhole when src has to be applied whole: a host in service moved to
+// another listener, or, with held nil, when src's shape is not the one the streamed decoder takes
+// or a host is there twice (which the whole config's validation reports).
+func (ld *loader) applyChanges(src io.ReadSeeker, tick func(), held []hostEntry) (decoded int, err error) {
+	if _, err := src.Seek(0, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("reading %s: %w", ld.path, err)
+	}
+	next := make([]hostEntry, 0, len(held))
+	var heldAt map[hostSum]int // index in held, made when a host is not at its place
+	var fresh []int            // indexes in next of the hosts decoded
+	kept := 0
+	filter := ir.HostFilter{
+		Skip: func(l int, raw []byte) bool {
+			e := hostEntry{sum: ld.sum(l, raw), listener: int32(l), length: uint32(len(raw))}
+			j, ok := len(next), false
+			if ok = j < len(held) && held[j].sum == e.sum; !ok && held != nil {
+				if heldAt == nil {
+					heldAt = make(map[hostSum]int, len(held))
+					for i, h := range held {
+						heldAt[h.sum] = i
+					}
+				}
+				j, ok = heldAt[e.sum]
+			}
+			if ok {
+				e.hostname = held[j].hostname
+				kept++
+			} else {
+				fresh = append(fresh, len(next))
+			}
+			next = append(next, e)
+			return ok
+		},
+		// The host held at this place, if the file still has it here: checking that costs a
+		// hash of its bytes, not a scan of them.
+		Expect: func(l int) int {
+			if j := len(next); j < len(held) && held[j].listener == int32(l) {
+				return int(held[j].length)
+			}
+			return 0
+		},
+		SkipExpected: func(l int, raw []byte) bool {
+			h := held[len(next)]
+			if ld.sum(l, raw) != h.sum {
+				return false
+			}
+			next = append(next, h)
 			kept++
 			return true
-		}
-		next[k] = hostRef{listener: l}
-		for len(sums) <= l {
-			sums = append(sums, nil)
-		}
-		sums[l] = append(sums[l], k)
-		return false
-	})
-	if err != nil || dup {
+		},
+	}
+	cfg, err := ir.DecodeJSONSkippingReader(src, tick, filter)
+	if err != nil {
 		return 0, errWhole
 	}
 	names := make([]string, len(cfg.Listeners))
 	for i := range cfg.Listeners {
 		names[i] = cfg.Listeners[i].Name
 	}
-	for i, l := range cfg.Listeners {
-		for j := range l.VirtualHosts {
-			next[sums[i][j]] = hostRef{listener: i, hostname: l.VirtualHosts[j].Hostname}
-			decoded++
+	// The hosts decoded are in the config in file order, by listener.
+	at := make([]int, len(cfg.Listeners))
+	for _, i := range fresh {
+		e := &next[i]
+		e.hostname = cfg.Listeners[e.listener].VirtualHosts[at[e.listener]].Hostname
+		at[e.listener]++
+		decoded++
+	}
+	unmoved := kept == len(held) && len(next) == len(held) && heldAt == nil // every host at its place
+	var inNext map[hostSum]bool
+	if !unmoved {
+		inNext = make(map[hostSum]bool, len(next))
+		for _, e := range next {
+			if inNext[e.sum] {
+				return 0, errWhole // a host twice
+			}
+			inNext[e.sum] = true
 		}
 	}
 	if kept == 0 {
@@ -175,10 +234,10 @@ func (ld *loader) applyChanges(b []byte, tick func(), held map[hostSum]hostRef) 
 		}
 		cfg.Listeners[i].VirtualHosts = nil
 	}
-	if kept < len(held) { // else none was removed
-		for k, r := range held {
-			if _, ok := next[k]; !ok {
-				u.Removed = append(u.Removed, ir.HostKey{Listener: ld.listeners[r.listener], Hostname: r.hostname})
+	if !unmoved {
+		for _, h := range held {
+			if !inNext[h.sum] {
+				u.Removed = append(u.Removed, ir.HostKey{Listener: ld.listeners[h.listener], Hostname: h.hostname})
 			}
 		}
 	}
@@ -191,10 +250,10 @@ func (ld *loader) applyChanges(b []byte, tick func(), held map[hostSum]hostRef) 
 
 // checkNames returns errWhole when two hosts of next share a listener and hostname: a host decoded
 // duplicates one in service, which the whole config's validation reports.
-func checkNames(next map[hostSum]hostRef, names []string) error {
+func checkNames(next []hostEntry, names []string) error {
 	taken := make(map[ir.HostKey]bool, len(next))
-	for _, r := range next {
-		k := ir.HostKey{Listener: names[r.listener], Hostname: ir.HostnameKey(r.hostname)}
+	for _, e := range next {
+		k := ir.HostKey{Listener: names[e.listener], Hostname: ir.HostnameKey(e.hostname)}
 		if taken[k] {
 			return errWhole
 		}

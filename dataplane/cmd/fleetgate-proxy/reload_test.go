@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -40,7 +41,12 @@ func TestLoaderReloads(t *testing.T) {
 	}{
 		{name: "first load", cfg: config("http", host("a.example.com", "/"), host("b.example.com", "/b"), host("c.example.com", "/c")), wantDecoded: 3},
 		{name: "version only", cfg: config("http", host("a.example.com", "/"), host("b.example.com", "/b"), host("c.example.com", "/c"))},
-		{name: "one host changes", cfg: config("http", host("a.example.com", "/"), host("b.example.com", "/x"), host("c.example.com", "/c")), wantDecoded: 1},
+		{name: "reordered", cfg: config("http", host("c.example.com", "/c"), host("a.example.com", "/"), host("b.example.com", "/b"))},
+		{name: "one inserted first", cfg: config("http", host("f.example.com", "/f"), host("c.example.com", "/c"), host("a.example.com", "/"), host("b.example.com", "/b")), wantDecoded: 1},
+		{name: "one removed at the end", cfg: config("http", host("f.example.com", "/f"), host("c.example.com", "/c"), host("a.example.com", "/"))},
+		{name: "one back, one changed", cfg: config("http", host("a.example.com", "/"), host("b.example.com", "/b"), host("c.example.com", "/c/")), wantDecoded: 2},
+		{name: "version only again", cfg: config("http", host("a.example.com", "/"), host("b.example.com", "/b"), host("c.example.com", "/c/"))},
+		{name: "one host changes", cfg: config("http", host("a.example.com", "/"), host("b.example.com", "/x"), host("c.example.com", "/c")), wantDecoded: 2},
 		{name: "one goes, one comes", cfg: config("http", host("a.example.com", "/"), host("b.example.com", "/x"), host("d.example.com", "/")), wantDecoded: 1},
 		{name: "a host changes case", cfg: config("http", host("A.example.com", "/"), host("b.example.com", "/x"), host("d.example.com", "/")), wantDecoded: 1},
 		{name: "listener renamed: whole", cfg: config("web", host("A.example.com", "/"), host("b.example.com", "/x"), host("d.example.com", "/")), wantDecoded: 3},
@@ -59,8 +65,8 @@ func TestLoaderReloads(t *testing.T) {
 	}
 	probe := func(s *proxy.Server) []string {
 		var out []string
-		for _, h := range []string{"a.example.com", "b.example.com", "c.example.com", "d.example.com", "e.example.com"} {
-			for _, p := range []string{"/", "/b", "/x", "/c"} {
+		for _, h := range []string{"a.example.com", "b.example.com", "c.example.com", "d.example.com", "e.example.com", "f.example.com"} {
+			for _, p := range []string{"/", "/b", "/x", "/c", "/f"} {
 				req, _ := http.NewRequest(http.MethodGet, "http://"+s.Addr(80, false).String()+p, nil)
 				req.Host = h
 				resp, err := http.DefaultClient.Do(req)
@@ -159,7 +165,7 @@ func BenchmarkReload100k(b *testing.B) {
 			}
 			defer s.Shutdown(b.Context()) //nolint:errcheck // bench
 			ld := newLoader(s, "bench.json")
-			if _, err := ld.apply(files[0], nil); err != nil {
+			if _, err := ld.apply(bytes.NewReader(files[0]), nil); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
@@ -167,7 +173,7 @@ func BenchmarkReload100k(b *testing.B) {
 			for i := range b.N {
 				f := files[(i+1)%2]
 				if !tt.whole {
-					if _, err := ld.apply(f, nil); err != nil {
+					if _, err := ld.apply(bytes.NewReader(f), nil); err != nil {
 						b.Fatal(err)
 					}
 					continue
