@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fleetgate/fleetgate/dataplane/ir"
+	"github.com/fleetgate/fleetgate/dataplane/pace"
 	"github.com/fleetgate/fleetgate/dataplane/proxy"
 )
 
@@ -73,7 +74,7 @@ func (ld *loader) load() (time.Time, int, error) {
 	// A reload is paced: decoding 100k hostnames takes seconds of the core that serves requests.
 	var tick func()
 	if ld.srv.Version() != 0 {
-		tick = newPacer().tick
+		tick = pace.New().Tick
 	}
 	decoded, err := ld.apply(f, tick)
 	if err != nil {
