@@ -63,12 +63,17 @@ type FleetOptions struct {
 }
 
 // CacheOptions keep the informers small: of all Deployments, only the proxies fleetgate made; of
-// all Leases, only the replicas' delivery reports in the operator's namespace.
+// all Leases, only the replicas' delivery reports in the operator's namespace; and no object's
+// managedFields, which nothing reads from the cache (the in-cluster provider reads its own back
+// uncached) and which are a large part of every cached route.
 func CacheOptions(namespace string) cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&appsv1.Deployment{}:    {Label: labels.SelectorFromSet(labels.Set{providers.LabelManagedBy: providers.ManagedBy})},
-		&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{LabelDeliveryReport: "true"}), Namespaces: map[string]cache.Config{namespace: {}}},
-	}}
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&appsv1.Deployment{}:    {Label: labels.SelectorFromSet(labels.Set{providers.LabelManagedBy: providers.ManagedBy})},
+			&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{LabelDeliveryReport: "true"}), Namespaces: map[string]cache.Config{namespace: {}}},
+		},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
 }
 
 // Setup registers every fleetgate controller and the status writer with the manager. main.go and
