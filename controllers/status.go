@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fleetgate/fleetgate/controllers/translate"
@@ -58,7 +59,10 @@ type StatusWriter struct {
 	notified map[translate.Notice]bool
 	// leader tells whether this replica leads; nil means it does.
 	leader func() bool
-	queue  workqueue.TypedRateLimitingInterface[translate.ObjectRef]
+	// queue hands out objects by priority: routes and policies that were there when the writer
+	// started (the backlog: every status of a cold start, one API write each) after everything
+	// that changed since, so that a change made meanwhile does not wait minutes behind them.
+	queue priorityqueue.PriorityQueue[translate.ObjectRef]
 	// countsDelay is how long the write of a Gateway or ListenerSet waits when only its listeners'
 	// attachedRoutes changed (attachedRoutesDelay; shorter in tests).
 	countsDelay time.Duration
@@ -90,9 +94,9 @@ func NewStatusWriter(log logr.Logger, features []gwv1.SupportedFeature, m *Metri
 		desired:     map[translate.ObjectRef]*desiredEntry{},
 		written:     map[translate.ObjectRef]string{},
 		countsDelay: attachedRoutesDelay,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			statusRateLimiter(),
-			workqueue.TypedRateLimitingQueueConfig[translate.ObjectRef]{Name: "status"}),
+		queue: priorityqueue.New("status", func(o *priorityqueue.Opts[translate.ObjectRef]) {
+			o.RateLimiter = statusRateLimiter()
+		}),
 	}
 }
 
@@ -133,6 +137,10 @@ func (w *StatusWriter) Start(ctx context.Context) error {
 
 const statusWorkers = 8
 
+// backlogPriority is the queue priority of the statuses the writer found to do when it started
+// (below the default 0 of every later change).
+var backlogPriority = -1
+
 // statusRetryMax caps the backoff of a status write that keeps failing.
 const statusRetryMax = 2 * time.Second
 
@@ -146,7 +154,7 @@ func statusRateLimiter() workqueue.TypedRateLimiter[translate.ObjectRef] {
 
 func (w *StatusWriter) work(ctx context.Context) {
 	for {
-		ref, shutdown := w.queue.Get()
+		ref, priority, shutdown := w.queue.GetWithPriority()
 		if shutdown {
 			return
 		}
@@ -159,7 +167,7 @@ func (w *StatusWriter) work(ctx context.Context) {
 			} else {
 				w.log.Error(err, "writing status", "cluster", ref.Cluster, "kind", ref.Kind, "namespace", ref.Namespace, "name", ref.Name)
 			}
-			w.queue.AddRateLimited(ref)
+			w.queue.AddWithOpts(priorityqueue.AddOpts{RateLimited: true, Priority: &priority}, ref)
 			continue
 		}
 		w.queue.Forget(ref)

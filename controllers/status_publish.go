@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"github.com/fleetgate/fleetgate/controllers/translate"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 )
 
 // statusPart is a subset of a translation's statuses that Publish records.
@@ -43,7 +44,7 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 			d = &desiredEntry{ref: ref, want: want}
 			w.desired[ref] = d
 			w.count[part]++
-			w.queue.Add(ref)
+			w.queue.AddWithOpts(priorityqueue.AddOpts{Priority: w.priority(part, pass)}, ref)
 		} else {
 			switch {
 			case d.want.Same(want):
@@ -112,11 +113,21 @@ func (w *StatusWriter) countsOnly(kind string, a, b desiredStatus) bool {
 	return k.status != nil && k.status.countsOnly != nil && k.status.countsOnly(a, b)
 }
 
-// Requeue asks the writer to look at every object again, e.g. after the leader changed.
+// priority is the queue priority of an object of part first named in pass: the routes and
+// policies of the first pass are the backlog; Gateways and classes, a few, never wait behind it.
+func (w *StatusWriter) priority(part statusPart, pass uint64) *int {
+	if part == translated && pass == 1 {
+		return &backlogPriority
+	}
+	return nil
+}
+
+// Requeue asks the writer to look at every object again, e.g. after the leader changed; routes and
+// policies as backlog.
 func (w *StatusWriter) Requeue() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for ref := range w.desired {
-		w.queue.Add(ref)
+		w.queue.AddWithOpts(priorityqueue.AddOpts{Priority: w.priority(w.partOf(ref.Kind), 1)}, ref)
 	}
 }

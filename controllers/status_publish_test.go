@@ -97,3 +97,35 @@ func TestPublishFollowsOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestBacklogYieldsToChanges: the routes of the first pass (a cold start's backlog, one write
+// each) are handed out after what changed since and after Gateways; a changed backlog route rises
+// with its change.
+func TestBacklogYieldsToChanges(t *testing.T) {
+	route := func(name string, parent string) translate.RouteStatus {
+		return translate.RouteStatus{Ref: translate.ObjectRef{Cluster: "c", Kind: "HTTPRoute", Namespace: "ns", Name: name},
+			Parents: []gwv1.RouteParentStatus{{ControllerName: "fleetgate.dev/gateway-controller", ParentRef: gwv1.ParentReference{Name: gwv1.ObjectName(parent)}}}}
+	}
+	w := NewStatusWriter(logr.Discard(), nil, nil)
+	w.Publish(&translate.Result{Routes: []translate.RouteStatus{route("a", "gw"), route("b", "gw"), route("c", "gw"), route("d", "gw")}}, translated)
+	w.Publish(&translate.Result{Gateways: []translate.GatewayStatus{{Ref: translate.ObjectRef{Cluster: "c", Kind: "Gateway", Namespace: "ns", Name: "gw"}}}}, applied)
+	w.Publish(&translate.Result{Routes: []translate.RouteStatus{route("a", "gw"), route("b", "gw"), route("c", "other"), route("d", "gw"), route("x", "gw")}}, translated)
+	if n := w.queue.Len(); n != 6 {
+		t.Fatalf("%d queued, want 6", n)
+	}
+	type got struct {
+		Name     string
+		Priority int
+	}
+	var order []got
+	for w.queue.Len() > 0 {
+		r, p, _ := w.queue.GetWithPriority()
+		w.queue.Done(r)
+		order = append(order, got{r.Name, p})
+	}
+	// Within a priority the queue is FIFO.
+	want := []got{{"gw", 0}, {"c", 0}, {"x", 0}, {"a", -1}, {"b", -1}, {"d", -1}}
+	if diff := cmp.Diff(want, order); diff != "" {
+		t.Errorf("hand-out order (-want +got):\n%s", diff)
+	}
+}
