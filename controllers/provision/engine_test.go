@@ -531,7 +531,12 @@ func TestFollowerQueuesNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	}()
 	eventually(t, "a and b settled", func() bool { return e.Settled("a") && e.Settled("b") })
 	want := map[string]int{"a": 1, "b": 1}
 	for gw, n := range want {
