@@ -144,25 +144,11 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, fc *fastCo
 		return http.StatusNotFound, nil, discardBody(cr, r) && writeSimple(cw, fc.lim.server.line, http.StatusNotFound, "no route matched\n", r)
 	}
 	clientHost := r.Host
-	rt.reqHdr.applyRequest(r)
-	if rt.rewrite != nil {
-		rt.rewrite.apply(rt, r)
+	be, bs, ep, code := pickUpstream(rt, r)
+	if code != 0 {
+		bs.count(code)
+		return code, be, discardBody(cr, r) && writeSimple(cw, fc.lim.server.line, code, "", r)
 	}
-	be, bs := rt.backends.pick()
-	if be == nil || be.invalid {
-		// Gateway API: requests for a rule without valid backends get a 500.
-		if bs == nil {
-			bs = rt.stats.local
-		}
-		bs.count(http.StatusInternalServerError)
-		return http.StatusInternalServerError, be, discardBody(cr, r) && writeSimple(cw, fc.lim.server.line, http.StatusInternalServerError, "", r)
-	}
-	ep, ok := be.endpoint()
-	if !ok {
-		bs.count(http.StatusServiceUnavailable)
-		return http.StatusServiceUnavailable, be, discardBody(cr, r) && writeSimple(cw, fc.lim.server.line, http.StatusServiceUnavailable, "", r)
-	}
-	be.reqHdr.applyRequest(r)
 	// A pooled connection may have been closed by the backend meanwhile; a request is retried once
 	// on a fresh connection when the reused one fails before answering and its body, if any, is
 	// still in the client buffer (exchangeFast), POST included.
@@ -213,6 +199,30 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, fc *fastCo
 		writeSimple(cw, fc.lim.server.line, http.StatusBadGateway, "", r)
 		return http.StatusBadGateway, be, false
 	}
+}
+
+// pickUpstream applies rt's request filters to r and picks its backend and endpoint, for the fast
+// paths of both protocols. code is the answer when there is none to send r to (500 for a rule
+// without valid backends, as the Gateway API says; 503 for a backend without endpoints), counted in
+// bs by the caller.
+func pickUpstream(rt *route, r *http.Request) (be *backend, bs *backendStats, ep string, code int) {
+	rt.reqHdr.applyRequest(r)
+	if rt.rewrite != nil {
+		rt.rewrite.apply(rt, r)
+	}
+	be, bs = rt.backends.pick()
+	if be == nil || be.invalid {
+		if bs == nil {
+			bs = rt.stats.local
+		}
+		return be, bs, "", http.StatusInternalServerError
+	}
+	ep, ok := be.endpoint()
+	if !ok {
+		return be, bs, "", http.StatusServiceUnavailable
+	}
+	be.reqHdr.applyRequest(r)
+	return be, bs, ep, 0
 }
 
 // unansweredError is a failure before the backend answered anything while the request can be sent

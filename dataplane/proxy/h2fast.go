@@ -57,23 +57,10 @@ func (s *Server) relayH2(lt *listenerTable, rt *route, w *h2Writer, r *http.Requ
 // answered, the backend chosen and an error when the answer could not be completed.
 func (s *Server) relayStream(lt *listenerTable, rt *route, r *http.Request, fc *fastConn, w *h2Writer) (int, *backend, error) {
 	clientHost := r.Host
-	rt.reqHdr.applyRequest(r)
-	if rt.rewrite != nil {
-		rt.rewrite.apply(rt, r)
+	be, bs, ep, code := pickUpstream(rt, r)
+	if code != 0 {
+		return answerStatus(bs, w, code), be, nil
 	}
-	be, bs := rt.backends.pick()
-	if be == nil || be.invalid {
-		// Gateway API: requests for a rule without valid backends get a 500.
-		if bs == nil {
-			bs = rt.stats.local
-		}
-		return answerStatus(bs, w, http.StatusInternalServerError), be, nil
-	}
-	ep, ok := be.endpoint()
-	if !ok {
-		return answerStatus(bs, w, http.StatusServiceUnavailable), be, nil
-	}
-	be.reqHdr.applyRequest(r)
 	for try := 0; ; try++ {
 		var uc *upConn
 		if try == 0 {
