@@ -222,39 +222,22 @@ func (d *hostDecoder) uint32(p *uint32) error {
 	return nil
 }
 
-func (d *hostDecoder) int64(p *int64) error {
-	if d.null() {
-		return nil
-	}
-	v, err := d.signed(math.MinInt64, math.MaxInt64)
-	if err != nil {
-		return err
-	}
-	*p = v
-	return nil
-}
+func (d *hostDecoder) int64(p *int64) error { return signedInto(d, p, math.MinInt64, math.MaxInt64) }
 
-func (d *hostDecoder) int(p *int) error {
-	if d.null() {
-		return nil
-	}
-	v, err := d.signed(math.MinInt, math.MaxInt)
-	if err != nil {
-		return err
-	}
-	*p = int(v)
-	return nil
-}
+func (d *hostDecoder) int(p *int) error { return signedInto(d, p, math.MinInt, math.MaxInt) }
 
-func (d *hostDecoder) int32(p *int32) error {
+func (d *hostDecoder) int32(p *int32) error { return signedInto(d, p, math.MinInt32, math.MaxInt32) }
+
+// signedInto decodes a signed integer within [lo, hi] into *p; null leaves it alone.
+func signedInto[T int | int32 | int64](d *hostDecoder, p *T, lo, hi int64) error {
 	if d.null() {
 		return nil
 	}
-	v, err := d.signed(math.MinInt32, math.MaxInt32)
+	v, err := d.signed(lo, hi)
 	if err != nil {
 		return err
 	}
-	*p = int32(v)
+	*p = T(v)
 	return nil
 }
 

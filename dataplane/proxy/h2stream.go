@@ -185,14 +185,19 @@ func connHeader(k string) bool {
 
 // canonical returns the canonical form of a lower-case header name, cached per connection.
 func (cc *h2Conn) canonical(k string) string {
-	if c, ok := cc.canon[k]; ok {
-		return c
+	return cachedName(cc.canon, k, textproto.CanonicalMIMEHeaderKey)
+}
+
+// cachedName returns f(k), remembered in m while it holds fewer than h2CanonMax names.
+func cachedName(m map[string]string, k string, f func(string) string) string {
+	if v, ok := m[k]; ok {
+		return v
 	}
-	c := textproto.CanonicalMIMEHeaderKey(k)
-	if len(cc.canon) < h2CanonMax {
-		cc.canon[k] = c
+	v := f(k)
+	if len(m) < h2CanonMax {
+		m[k] = v
 	}
-	return c
+	return v
 }
 
 // newRequest builds the request of a HEADERS frame, refusing a malformed one (RFC 9113 §8.1.1,

@@ -384,16 +384,7 @@ func (cc *h2Conn) writeBlock(id uint32, end bool) {
 }
 
 // lowerName returns a header name in lower case, cached per connection (under wmu).
-func (cc *h2Conn) lowerName(k string) string {
-	if l, ok := cc.lower[k]; ok {
-		return l
-	}
-	l := strings.ToLower(k)
-	if len(cc.lower) < h2CanonMax {
-		cc.lower[k] = l
-	}
-	return l
-}
+func (cc *h2Conn) lowerName(k string) string { return cachedName(cc.lower, k, strings.ToLower) }
 
 // httpDate is the Date header's value, formatted once a second (under wmu).
 func (cc *h2Conn) httpDate() string {
