@@ -566,6 +566,16 @@ type GCPOptions struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Network string `json:"network,omitempty"`
 
+	// TargetTags are GCE network tags of the VMs the endpoints run on: the firewall rules fleetgate
+	// makes to let the load balancer reach the endpoints target them (a member's
+	// spec.provider.networkTags override them for its endpoints). Unset, a rule applies to every VM
+	// of the network, and the Gateway's Programmed message says so.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`
+	TargetTags []string `json:"targetTags,omitempty"`
+
 	// Endpoint overrides the Compute Engine API endpoint (Private Service Connect, or a test
 	// server): scheme and host, no path.
 	// +optional

@@ -69,6 +69,17 @@ type ProviderHints struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Network string `json:"network,omitempty"`
 
+	// NetworkTags are GCE network tags that the cluster's nodes carry (on GKE, the node pools'
+	// gke-CLUSTER-ID-node tag). The GCP firewall rules fleetgate makes for this member's endpoints
+	// target them, overriding the class's spec.gcp.targetTags. With neither, a rule admits the load
+	// balancer's sources on the endpoints' ports to every VM of the network, and the Gateway's
+	// Programmed message says so.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`
+	NetworkTags []string `json:"networkTags,omitempty"`
+
 	// AWS names the security groups of the cluster's pods or nodes that must admit the AWS load
 	// balancers sending them traffic, and the account they live in when it is not the load
 	// balancer's.

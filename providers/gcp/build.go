@@ -35,7 +35,9 @@ const apiBase = "https://www.googleapis.com/compute/v1/"
 // endpoints and its zones (an endpoint without a zone of its own is in the member's only zone).
 type Member struct {
 	Network string
-	Zones   []string
+	// NetworkTags are the tags of the member's nodes, which its endpoints' firewall rules target.
+	NetworkTags []string
+	Zones       []string
 }
 
 // errUnsupported marks a model the load balancer type cannot serve at all.

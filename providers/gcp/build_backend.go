@@ -47,8 +47,7 @@ func (b *builder) backendService(s *providers.ClusterShare) string {
 		ports = append(ports, int(e.Port))
 	}
 	// The proxies and health checkers reach the endpoints from Google's ranges.
-	network := b.network(s.Cluster)
-	b.allowTo("fw/"+shortHash(idHashLen, network)+"/proxies", network, "tcp", proxyRanges, ports...)
+	b.allowTo("proxies", s.Cluster, "tcp", proxyRanges, ports...)
 	for _, neg := range b.negs(id, s.Cluster, s.Backend.Name, s.Endpoints, "GCE_VM_IP_PORT") {
 		bs.Backends = append(bs.Backends, &computepb.Backend{Group: proto.String(neg),
 			BalancingMode: proto.String("RATE"), MaxRatePerEndpoint: proto.Float32(maxRatePerEndpoint)})

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/protobuf/proto"
@@ -20,18 +21,30 @@ var (
 // allowRule is one ingress firewall rule the endpoints of a network need.
 type allowRule struct {
 	network string
-	sources map[string]bool
-	ports   map[string]map[int]bool // protocol ("tcp", "udp") → ports
+	// tags are the target tags of the endpoints' VMs; none targets every VM of the network.
+	tags []string
+	// clusters are the members whose endpoints the rule admits to.
+	clusters map[string]bool
+	sources  map[string]bool
+	ports    map[string]map[int]bool // protocol ("tcp", "udp") → ports
 }
 
-// allowTo lets sources reach the endpoints' ports over protocol in network. id groups what one
-// rule carries.
-func (b *builder) allowTo(id, network, protocol string, sources []string, ports ...int) {
+// allowTo lets sources reach the ports of cluster's endpoints over protocol. id groups what one
+// rule carries within the cluster's network and target tags.
+func (b *builder) allowTo(id, cluster, protocol string, sources []string, ports ...int) {
+	network, tags := b.network(cluster), b.targetTags(cluster)
+	id = "fw/" + shortHash(idHashLen, network) + "/" + id
+	if len(tags) > 0 {
+		// Rules of members with other tags stay apart. Without tags the ID is what it always was,
+		// so that existing rules keep their names.
+		id += "/" + shortHash(idHashLen, tags...)
+	}
 	r, ok := b.allow[id]
 	if !ok {
-		r = &allowRule{network: network, sources: map[string]bool{}, ports: map[string]map[int]bool{}}
+		r = &allowRule{network: network, tags: tags, clusters: map[string]bool{}, sources: map[string]bool{}, ports: map[string]map[int]bool{}}
 		b.allow[id] = r
 	}
+	r.clusters[cluster] = true
 	for _, s := range sources {
 		r.sources[s] = true
 	}
@@ -43,14 +56,24 @@ func (b *builder) allowTo(id, network, protocol string, sources []string, ports 
 	}
 }
 
-// firewalls are the rules allowTo collected, one resource each: ingress to every VM of the network
-// (no target tags: the endpoints' VMs are not known by tag) on exactly the endpoints' ports, from
-// exactly the load balancer's ranges (and, for a passthrough listener, its clients).
+// targetTags are the network tags of cluster's nodes: the member's, else the class's.
+func (b *builder) targetTags(cluster string) []string {
+	tags := b.o.TargetTags
+	if m, ok := b.members[cluster]; ok && len(m.NetworkTags) > 0 {
+		tags = m.NetworkTags
+	}
+	return slices.Sorted(slices.Values(tags))
+}
+
+// firewalls are the rules allowTo collected, one resource each: ingress to the endpoints' VMs (by
+// their target tags; every VM of the network when none are known) on exactly the endpoints' ports,
+// from exactly the load balancer's ranges (and, for a passthrough listener, its clients).
 func (b *builder) firewalls() {
+	untargeted := map[string]*untargetedRules{}
 	for _, id := range slices.Sorted(maps.Keys(b.allow)) {
 		r := b.allow[id]
 		fw := &computepb.Firewall{Network: proto.String(r.network), Direction: proto.String("INGRESS"),
-			SourceRanges: slices.Sorted(maps.Keys(r.sources))}
+			SourceRanges: slices.Sorted(maps.Keys(r.sources)), TargetTags: r.tags}
 		for _, protocol := range slices.Sorted(maps.Keys(r.ports)) {
 			var ports []string
 			for _, p := range slices.Sorted(maps.Keys(r.ports[protocol])) {
@@ -58,6 +81,35 @@ func (b *builder) firewalls() {
 			}
 			fw.Allowed = append(fw.Allowed, &computepb.Allowed{IPProtocol: proto.String(protocol), Ports: ports})
 		}
+		if len(r.tags) == 0 {
+			u := untargeted[r.network]
+			if u == nil {
+				u = &untargetedRules{clusters: map[string]bool{}}
+				untargeted[r.network] = u
+			}
+			maps.Copy(u.clusters, r.clusters)
+			for _, a := range fw.Allowed {
+				u.ports = append(u.ports, a.GetIPProtocol()+":"+strings.Join(a.Ports, ","))
+			}
+			u.anywhere = u.anywhere || r.sources["0.0.0.0/0"]
+		}
 		b.add(KindFirewall, Scope{}, id, nil, fw)
 	}
+	// Not an error: GCE's own default, and all there was before tags could be given.
+	for _, network := range slices.Sorted(maps.Keys(untargeted)) {
+		u := untargeted[network]
+		from := "the load balancer's ranges"
+		if u.anywhere {
+			from = "any address"
+		}
+		b.note("firewall rules admit %s on %s to every VM of network %s: set spec.provider.networkTags of member(s) %s (or the class's spec.gcp.targetTags) to confine them to the endpoints' nodes",
+			from, strings.Join(slices.Compact(slices.Sorted(slices.Values(u.ports))), " "), lastSegment(network), strings.Join(slices.Sorted(maps.Keys(u.clusters)), ","))
+	}
+}
+
+// untargetedRules sum up a network's firewall rules without target tags, for one note.
+type untargetedRules struct {
+	clusters map[string]bool
+	ports    []string
+	anywhere bool
 }

@@ -53,16 +53,15 @@ func (b *builder) passthrough() error {
 				// Clients reach the VMs themselves (a passthrough load balancer keeps their
 				// addresses), and so do the health checkers.
 				if len(eps) > 0 {
-					network := b.network(s.Cluster)
 					clients := l.SourceRanges
 					if len(clients) == 0 {
 						clients = []string{"0.0.0.0/0"}
 					}
-					id := "fw/" + shortHash(idHashLen, network) + "/" + protocol + "/" + port
-					b.allowTo(id, network, strings.ToLower(protocol), append(slices.Clone(clients), passthroughChecks...), int(l.Port))
+					id := protocol + "/" + port
+					b.allowTo(id, s.Cluster, strings.ToLower(protocol), append(slices.Clone(clients), passthroughChecks...), int(l.Port))
 					if l.Protocol == ir.ProtocolUDP {
 						// Its health check is TCP on the same port (GCE has no UDP check).
-						b.allowTo(id+"/check", network, "tcp", passthroughChecks, int(l.Port))
+						b.allowTo(id+"/check", s.Cluster, "tcp", passthroughChecks, int(l.Port))
 					}
 				}
 				for _, neg := range b.negs(id+"/"+s.Cluster, s.Cluster, s.Backend.Name, eps, "GCE_VM_IP") {

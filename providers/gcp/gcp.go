@@ -145,7 +145,7 @@ func (p *Provider) env(ctx context.Context, lb *providers.LoadBalancer) (Env, er
 			return Env{}, fmt.Errorf("reading the member clusters: %w", err)
 		}
 		for name, m := range specs {
-			members[name] = Member{Network: m.Provider.Network, Zones: m.Zones}
+			members[name] = Member{Network: m.Provider.Network, NetworkTags: m.Provider.NetworkTags, Zones: m.Zones}
 		}
 	}
 	probes := providers.BackendProbes(ctx, p.o.Probes, lb.Routing, maxHealthCheckPathLen, p.o.Log)

@@ -2,12 +2,15 @@ package gcp
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 
+	"cloud.google.com/go/compute/apiv1/computepb"
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/gcp/gcpfake"
 )
 
@@ -132,5 +135,72 @@ func TestListWithoutAnchors(t *testing.T) {
 	}
 	if diff := gocmp.Diff(map[string]int{"addresses": 1}, counts(fake)); diff != "" {
 		t.Errorf("left after Delete (-want: the reserved address +got):\n%s", diff)
+	}
+}
+
+// TestFirewallTargetTags: without network tags a passthrough gateway's firewall rules admit their
+// clients to every VM of the network and its status says so; once the member names its nodes'
+// tags, the rules are replaced by rules targeting them (nothing untargeted is left, nothing
+// leaks) and the warning goes; the class's tags serve members that name none.
+func TestFirewallTargetTags(t *testing.T) {
+	lb, members := goldenModel(t, "network")
+	p, fake := testProvider(t, members)
+	rules := func() map[string][]string {
+		out := map[string][]string{}
+		for _, k := range fake.Keys("firewalls") {
+			fw, ok := gcpfake.Get[*computepb.Firewall](fake, k)
+			if !ok {
+				t.Fatalf("firewall %s unreadable", k)
+			}
+			var allowed []string
+			for _, a := range fw.GetAllowed() {
+				allowed = append(allowed, a.GetIPProtocol()+":"+strings.Join(a.GetPorts(), ","))
+			}
+			out[strings.Join(allowed, " ")] = fw.GetTargetTags()
+		}
+		return out
+	}
+	warned := func(st providers.Status) bool { return strings.Contains(st.Message, "to every VM of network default") }
+
+	st := ensure(t, p, lb)
+	if diff := gocmp.Diff(map[string][]string{"tcp:53": nil, "udp:53": nil}, rules()); diff != "" {
+		t.Errorf("untagged rules (-want +got):\n%s", diff)
+	}
+	if !warned(st) {
+		t.Errorf("status message %q does not say the rules reach every VM", st.Message)
+	}
+
+	for _, step := range []struct {
+		name          string
+		class, member []string
+		want          []string
+	}{
+		{name: "member tags", member: []string{"gke-east-b", "gke-east-a"}, want: []string{"gke-east-a", "gke-east-b"}},
+		{name: "class tags", class: []string{"dns-nodes"}, want: []string{"dns-nodes"}},
+		{name: "member tags override the class's", class: []string{"dns-nodes"}, member: []string{"gke-east-a"}, want: []string{"gke-east-a"}},
+	} {
+		m := members["east"]
+		m.NetworkTags = step.member
+		members["east"] = m // the provider reads the members on every Ensure
+		o := mustDecode(t, lb.Parameters)
+		o.TargetTags = step.class
+		params, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb.Parameters = params
+		st := ensure(t, p, lb)
+		if diff := gocmp.Diff(map[string][]string{"tcp:53": step.want, "udp:53": step.want}, rules()); diff != "" {
+			t.Errorf("%s: rules (-want +got):\n%s", step.name, diff)
+		}
+		if warned(st) {
+			t.Errorf("%s: status message %q still warns", step.name, st.Message)
+		}
+	}
+	if err := p.Delete(context.Background(), lb); err != nil {
+		t.Fatal(err)
+	}
+	if c := counts(fake); len(c) != 0 {
+		t.Errorf("after Delete: %v", c)
 	}
 }

@@ -50,7 +50,7 @@ func testProvider(t *testing.T, members map[string]Member) (*Provider, *gcpfake.
 		Members: func(context.Context) (map[string]v1alpha1.MemberClusterSpec, error) {
 			out := map[string]v1alpha1.MemberClusterSpec{}
 			for name, m := range members {
-				out[name] = v1alpha1.MemberClusterSpec{Zones: m.Zones, Provider: v1alpha1.ProviderHints{Network: m.Network}}
+				out[name] = v1alpha1.MemberClusterSpec{Zones: m.Zones, Provider: v1alpha1.ProviderHints{Network: m.Network, NetworkTags: m.NetworkTags}}
 			}
 			return out, nil
 		},
