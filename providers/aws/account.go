@@ -49,7 +49,10 @@ type accountOptions struct {
 	// HTTPClient makes the SDK's HTTP requests (and then takes no $AWS_CA_BUNDLE); nil is the
 	// SDK's own.
 	HTTPClient awssdk.HTTPClient
-	// Now is the clock of the discovery cache; nil is time.Now.
+	// IdleTTL is how long the clients of an account and region nobody asked for are kept (a class
+	// deleted, a region no longer used). Default 1 hour.
+	IdleTTL time.Duration
+	// Now is the clock of the discovery cache and of IdleTTL; nil is time.Now.
 	Now func() time.Time
 	Log logr.Logger
 }
@@ -62,13 +65,16 @@ type accounts struct {
 
 	mu    sync.Mutex
 	byKey map[string]*account
+	// pruned is when idle accounts were last looked for.
+	pruned time.Time
 }
 
 // account is the clients of one accountKey, made from credentials of version (a hash of the
-// Secret's keys; "" for other sources).
+// Secret's keys; "" for other sources), last asked for at used.
 type account struct {
 	version string
 	clients *clients
+	used    time.Time
 }
 
 // clients are the SDK clients of one account and region.
@@ -97,6 +103,9 @@ func newAccounts(o accountOptions) *accounts {
 	}
 	if o.DiscoveryTTL <= 0 {
 		o.DiscoveryTTL = 5 * time.Minute
+	}
+	if o.IdleTTL <= 0 {
+		o.IdleTTL = time.Hour
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -127,8 +136,11 @@ func (a *accounts) clients(ctx context.Context, o v1alpha1.AWSOptions) (*clients
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	now := a.opts.Now()
+	a.prune(now)
 	old := a.byKey[key]
 	if old != nil && old.version == version {
+		old.used = now
 		return old.clients, nil
 	}
 	// Rotated keys are still the same account: keep its token bucket.
@@ -140,8 +152,33 @@ func (a *accounts) clients(ctx context.Context, o v1alpha1.AWSOptions) (*clients
 	if err != nil {
 		return nil, err
 	}
-	a.byKey[key] = &account{version: version, clients: c}
+	a.byKey[key] = &account{version: version, clients: c, used: now}
 	return c, nil
+}
+
+// prune forgets the accounts not asked for within IdleTTL, looking at most every IdleTTL/8: their
+// clients hold credential caches, connections and discovery caches. A returning account gets new
+// clients (and a full token bucket). Called with a.mu held.
+func (a *accounts) prune(now time.Time) {
+	if now.Sub(a.pruned) < a.opts.IdleTTL/8 {
+		return
+	}
+	a.pruned = now
+	for key, acc := range a.byKey {
+		if now.Sub(acc.used) > a.opts.IdleTTL {
+			delete(a.byKey, key)
+			a.opts.Log.V(1).Info("AWS account clients dropped after idling", "account", key, "idle", now.Sub(acc.used).Round(time.Second).String())
+		}
+	}
+}
+
+// current reports whether c are still the clients of their account: not pruned, not replaced by
+// rotated credentials.
+func (a *accounts) current(c *clients) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	acc, ok := a.byKey[c.Account]
+	return ok && acc.clients == c
 }
 
 // accountKey names an account and region by where its credentials come from: the Secret's name

@@ -7,9 +7,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/google/go-cmp/cmp"
@@ -262,5 +264,63 @@ func TestAccountsRoleDenied(t *testing.T) {
 	}
 	if n := counterValue(t, a.metrics.calls.WithLabelValues("STS", "AssumeRole", "AccessDenied")); n != 1 {
 		t.Errorf("fleetgate_aws_api_calls_total{STS,AssumeRole,AccessDenied} = %v, want 1", n)
+	}
+}
+
+// TestAccountsIdlePruned: the clients of an account and region nobody asked for within IdleTTL are
+// dropped (with the provider's deployer of them) the next time any account is asked for; one in
+// use is kept, and a dropped one comes back as new clients.
+func TestAccountsIdlePruned(t *testing.T) {
+	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	a := testAccounts(accountOptions{IdleTTL: time.Hour, Now: func() time.Time { return now }})
+	p := &Provider{accounts: a, deployers: map[string]accountDeployer{}}
+	ctx := context.Background()
+	const endpoint = "http://127.0.0.1:1" // making clients calls nothing
+	in := func(region string) v1alpha1.AWSOptions {
+		return motoOptions(t, endpoint, `,"region":"`+region+`"`+testKeys)
+	}
+	deployed := func() []string { return slices.Sorted(maps.Keys(p.deployers)) }
+	east, err := a.clients(ctx, in("us-east-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	west, err := a.clients(ctx, in("us-west-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, region := range []string{"us-east-1", "us-west-2"} {
+		if _, _, err := p.deployer(ctx, in(region)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := deployed(); len(got) != 2 {
+		t.Fatalf("deployers %v, want two", got)
+	}
+
+	now = now.Add(40 * time.Minute)
+	if again, _ := a.clients(ctx, in("us-east-1")); again != east {
+		t.Fatal("clients in use within IdleTTL were replaced")
+	}
+	now = now.Add(30 * time.Minute) // west idle 70 min, east 30
+	if again, _ := a.clients(ctx, in("us-east-1")); again != east {
+		t.Fatal("clients in use within IdleTTL were replaced")
+	}
+	if a.current(west) || !a.current(east) {
+		t.Errorf("current: west %v (idle past IdleTTL), east %v; want false, true", a.current(west), a.current(east))
+	}
+	if _, _, err := p.deployer(ctx, in("eu-west-1")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{east.Account, accountKey(in("eu-west-1"))}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, deployed()); diff != "" {
+		t.Errorf("deployers (-want +got):\n%s", diff)
+	}
+	back, err := a.clients(ctx, in("us-west-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back == west || back.limiter == west.limiter {
+		t.Error("a pruned account came back with its old clients")
 	}
 }

@@ -368,6 +368,13 @@ func (p *Provider) deployer(ctx context.Context, o v1alpha1.AWSOptions) (*deploy
 	if ad, ok := p.deployers[cl.Account]; ok && ad.clients == cl {
 		return ad.deployer, cl, nil
 	}
+	// A new deployer is rare (an account's first use, rotated keys): the time to drop the ones
+	// of accounts that idled out, with their caches.
+	for key, ad := range p.deployers {
+		if !p.accounts.current(ad.clients) {
+			delete(p.deployers, key)
+		}
+	}
 	d := newDeployer(cl.ELB, cl.EC2, cl.ACM, p.o.Fleet, p.o.Log)
 	p.deployers[cl.Account] = accountDeployer{clients: cl, deployer: d}
 	return d, cl, nil
