@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"cloud.google.com/go/auth"
 	compute "cloud.google.com/go/compute/apiv1"
@@ -47,12 +48,25 @@ type accounts struct {
 	retries Retries
 	metrics *apiMetrics
 
+	// idleTTL is how long clients nobody asked for are kept (a class deleted, a project no longer
+	// used); now is its clock.
+	idleTTL time.Duration
+	now     func() time.Time
+
 	mu    sync.Mutex
 	byKey map[string]*clients
+	// used is when each key's clients were last asked for, pruned when idle accounts were last
+	// looked for.
+	used   map[string]time.Time
+	pruned time.Time
 }
 
+// accountIdleTTL is how long unused clients are kept.
+const accountIdleTTL = time.Hour
+
 func newAccounts(secrets func(context.Context, string, string) (map[string][]byte, error), extra []option.ClientOption, retries Retries, reg prometheus.Registerer) *accounts {
-	return &accounts{secrets: secrets, extra: extra, retries: retries, metrics: newAPIMetrics(reg), byKey: map[string]*clients{}}
+	return &accounts{secrets: secrets, extra: extra, retries: retries, metrics: newAPIMetrics(reg),
+		idleTTL: accountIdleTTL, now: time.Now, byKey: map[string]*clients{}, used: map[string]time.Time{}}
 }
 
 // accountKey names a class's project and identity for messages: never the credentials.
@@ -86,7 +100,10 @@ func (a *accounts) clients(ctx context.Context, o v1alpha1.GCPOptions) (*clients
 	key := account + "|" + version
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	now := a.now()
+	a.prune(now)
 	if c, ok := a.byKey[key]; ok {
+		a.used[key] = now
 		return c, account, nil
 	}
 	// The identity's auth on top of a transport that counts the calls: one HTTP client for every
@@ -109,10 +126,29 @@ func (a *accounts) clients(ctx context.Context, o v1alpha1.GCPOptions) (*clients
 		if strings.HasPrefix(k, account+"|") {
 			old.Close()
 			delete(a.byKey, k)
+			delete(a.used, k)
 		}
 	}
 	a.byKey[key] = c
+	a.used[key] = now
 	return c, account, nil
+}
+
+// prune closes and forgets the clients not asked for within idleTTL, looking at most every
+// idleTTL/8: each holds an HTTP transport and its connections. No Ensure holds clients that long
+// (operations are waited on for at most 5 minutes). Called with a.mu held.
+func (a *accounts) prune(now time.Time) {
+	if now.Sub(a.pruned) < a.idleTTL/8 {
+		return
+	}
+	a.pruned = now
+	for k, c := range a.byKey {
+		if now.Sub(a.used[k]) > a.idleTTL {
+			c.Close()
+			delete(a.byKey, k)
+			delete(a.used, k)
+		}
+	}
 }
 
 func (a *accounts) close() {
@@ -121,6 +157,7 @@ func (a *accounts) close() {
 	for k, c := range a.byKey {
 		c.Close()
 		delete(a.byKey, k)
+		delete(a.used, k)
 	}
 }
 

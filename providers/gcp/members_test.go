@@ -3,13 +3,16 @@ package gcp
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	gocmp "github.com/google/go-cmp/cmp"
 
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/providers"
 	"github.com/fleetgate/fleetgate/providers/gcp/gcpfake"
 )
@@ -202,5 +205,47 @@ func TestFirewallTargetTags(t *testing.T) {
 	}
 	if c := counts(fake); len(c) != 0 {
 		t.Errorf("after Delete: %v", c)
+	}
+}
+
+// TestAccountsIdlePruned: the clients of a project nobody asked for within the idle TTL are closed
+// and dropped the next time any project is asked for; clients in use are kept, and a dropped
+// project comes back with new clients.
+func TestAccountsIdlePruned(t *testing.T) {
+	p, _ := testProvider(t, nil)
+	a := p.accounts
+	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	a.now = func() time.Time { return now }
+	ctx := context.Background()
+	in := func(project string) v1alpha1.GCPOptions {
+		return v1alpha1.GCPOptions{Project: project, Endpoint: "http://127.0.0.1:1"}
+	}
+	get := func(project string) *clients {
+		t.Helper()
+		c, _, err := a.clients(ctx, in(project))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	held := func() []string {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return slices.Sorted(maps.Keys(a.byKey))
+	}
+	mine, other := get("my-project"), get("other-project")
+	now = now.Add(40 * time.Minute)
+	if get("my-project") != mine {
+		t.Fatal("clients in use were replaced")
+	}
+	now = now.Add(30 * time.Minute) // other-project idle 70 minutes, my-project 30
+	if get("my-project") != mine {
+		t.Fatal("clients in use were replaced")
+	}
+	if got := held(); len(got) != 1 || !strings.Contains(got[0], "project my-project,") {
+		t.Errorf("clients held %v, want my-project's only", got)
+	}
+	if get("other-project") == other {
+		t.Error("a dropped project came back with its old clients")
 	}
 }
