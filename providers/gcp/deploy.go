@@ -11,15 +11,19 @@ import (
 	"strings"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
+	"github.com/go-logr/logr"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/protobuf/proto"
 )
 
 // deployer reconciles the GCE resources of gateways with their Stacks, in one project and for
-// one fleet. It keeps nothing between runs: each run lists what the gateway owns.
+// one fleet. Each run lists what the gateway owns; only normal (shared by every run) is kept.
 type deployer struct {
-	c     *clients
-	fleet string
+	c       *clients
+	fleet   string
+	normal  *normalForms
+	metrics *apiMetrics
+	log     logr.Logger
 }
 
 // Deployed is the load balancer as it stands after a Deploy.
@@ -100,6 +104,8 @@ type resKey struct {
 	name  string
 }
 
+func (r *Resource) key() resKey { return resKey{r.Kind, r.Scope, r.Name} }
+
 // named is what every compute resource message has.
 type named interface {
 	proto.Message
@@ -171,7 +177,7 @@ func (d *deployer) run(ctx context.Context, s *Stack, x *executor) (Deployed, er
 	keep := map[resKey]bool{}
 	for i := range s.Resources {
 		r := &s.Resources[i]
-		k := resKey{r.Kind, r.Scope, r.Name}
+		k := r.key()
 		keep[k] = true
 		if err := d.sync(ctx, s, r, owned[k], x); err != nil {
 			return Deployed{}, err
@@ -204,7 +210,17 @@ func (d *deployer) sync(ctx context.Context, s *Stack, r *Resource, l *live, x *
 		}
 		return d.syncEndpoints(ctx, r, nil, x)
 	}
-	if l.owner.Spec != specHash(r.Kind, r.Msg) {
+	spec := specHash(r.Kind, r.Msg)
+	drifted := ""
+	if l.owner.Spec == spec && r.Kind.updatable() {
+		if drifted = drift(r.Kind, r.Msg, l.msg); drifted != "" && d.normal.is(d.c.project, r.key(), spec, l.msg) {
+			drifted = ""
+		}
+		if drifted != "" {
+			d.log.Info("GCP resource changed outside fleetgate; restoring it", "kind", r.Kind.String(), "name", r.Name, "field", drifted)
+		}
+	}
+	if l.owner.Spec != spec || drifted != "" {
 		switch r.Kind {
 		case KindFirewall, KindHealthCheck, KindBackendService, KindURLMap:
 			setFingerprint(want, l.msg)
@@ -213,6 +229,10 @@ func (d *deployer) sync(ctx context.Context, s *Stack, r *Resource, l *live, x *
 			}
 			if err := x.do(call("update"), func() error { return d.c.put(ctx, r.Scope, r.Name, want) }); err != nil {
 				return err
+			}
+			if drifted != "" && !x.dry {
+				d.metrics.restored.WithLabelValues(r.Kind.String()).Inc()
+				return d.settle(ctx, r, spec)
 			}
 		default:
 			// Immutable: replaced under the same name (what references it by name keeps working once
@@ -230,6 +250,26 @@ func (d *deployer) sync(ctx context.Context, s *Stack, r *Resource, l *live, x *
 		return err
 	}
 	return d.syncEndpoints(ctx, r, l, x)
+}
+
+// settle reads r back after restoring it from drift: where GCE keeps a field of it other than as
+// written (its normal form of the value), that state is remembered as r's, so that the next run
+// does not restore it again and again.
+func (d *deployer) settle(ctx context.Context, r *Resource, spec string) error {
+	got, err := d.c.list(ctx, r.Kind, r.Scope, `name eq "`+r.Name+`"`)
+	if err != nil {
+		return fmt.Errorf("reading %s %s back: %w", r.Kind, r.Name, err)
+	}
+	if len(got) != 1 {
+		return nil // gone meanwhile: the next run creates it
+	}
+	if field := drift(r.Kind, r.Msg, got[0]); field != "" {
+		d.log.Info("GCE keeps a field of a restored resource other than as written; taking that as its form", "kind", r.Kind.String(), "name", r.Name, "field", field)
+		d.normal.set(d.c.project, r.key(), spec, got[0])
+		return nil
+	}
+	d.normal.forget(d.c.project, r.key())
+	return nil
 }
 
 // syncSetters applies what a kind changes with calls of its own: a proxy's URL map and
@@ -336,7 +376,10 @@ func (d *deployer) cleanup(ctx context.Context, owned map[resKey]*live, keep map
 		if err := x.do(Call{Verb: "delete", Kind: k.kind, Scope: k.scope, Name: k.name}, func() error {
 			err := d.c.remove(ctx, k.kind, k.scope, k.name)
 			if isNotFound(err) {
-				return nil // gone already: what delete wants
+				err = nil // gone already: what delete wants
+			}
+			if err == nil {
+				d.normal.forget(d.c.project, k)
 			}
 			return err
 		}); err != nil {

@@ -49,6 +49,7 @@ type Options struct {
 type Provider struct {
 	o        Options
 	accounts *accounts
+	normal   *normalForms
 }
 
 // New returns the provider.
@@ -62,7 +63,7 @@ func New(o Options) (*Provider, error) {
 	if o.Registerer == nil {
 		o.Registerer = prometheus.NewRegistry()
 	}
-	return &Provider{o: o, accounts: newAccounts(o.Secrets, o.ClientOptions, o.Retries, o.Registerer)}, nil
+	return &Provider{o: o, accounts: newAccounts(o.Secrets, o.ClientOptions, o.Retries, o.Registerer), normal: newNormalForms()}, nil
 }
 
 // Close closes the clients of every account.
@@ -260,5 +261,5 @@ func (p *Provider) deployer(ctx context.Context, o v1alpha1.GCPOptions) (*deploy
 	if err != nil {
 		return nil, account, err
 	}
-	return &deployer{c: c, fleet: p.o.Fleet}, account, nil
+	return &deployer{c: c, fleet: p.o.Fleet, normal: p.normal, metrics: p.accounts.metrics, log: p.o.Log}, account, nil
 }

@@ -14,6 +14,8 @@ import (
 type apiMetrics struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// restored counts the resources restored after a change outside fleetgate, by kind.
+	restored *prometheus.CounterVec
 }
 
 func newAPIMetrics(reg prometheus.Registerer) *apiMetrics {
@@ -22,8 +24,10 @@ func newAPIMetrics(reg prometheus.Registerer) *apiMetrics {
 			Help: "Compute Engine API requests by method and HTTP status (retries count one each; 0 for no answer)."}, []string{"method", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fleetgate_gcp_api_call_duration_seconds",
 			Help: "Compute Engine API request latency by method.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}, []string{"method"}),
+		restored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_gcp_drift_restored_total",
+			Help: "Resources fleetgate restored after finding them changed outside fleetgate, by kind."}, []string{"kind"}),
 	}
-	reg.MustRegister(m.calls, m.duration)
+	reg.MustRegister(m.calls, m.duration, m.restored)
 	return m
 }
 

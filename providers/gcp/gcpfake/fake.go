@@ -49,6 +49,8 @@ type Server struct {
 	rate    *faultRate
 	running bool
 	auth    authState
+	// normalize rewrites what a write stores (SetNormalizer).
+	normalize func(collection string, m proto.Message)
 }
 
 // New starts a fake; Close stops it.
@@ -107,6 +109,16 @@ func (s *Server) SetRunningOperations(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.running = on
+}
+
+// SetNormalizer makes every insert and update of the fake store what f makes of the written
+// resource (f gets the collection, "urlMaps", …, and the message to change in place): GCE keeps
+// some values in a form of its own (case, defaults, order), which a client reading back must not
+// take for someone else's change. nil stores what is written.
+func (s *Server) SetNormalizer(f func(collection string, m proto.Message)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.normalize = f
 }
 
 // Link returns the selfLink for a relative link such as "projects/p/global/urlMaps/um".

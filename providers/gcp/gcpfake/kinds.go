@@ -290,6 +290,9 @@ func (s *Server) commit(req *request, key string, prev, next proto.Message) {
 			copyField(next, prev, f)
 		}
 	}
+	if s.normalize != nil {
+		s.normalize(req.coll, next)
+	}
 	if hasField(next, "fingerprint") {
 		setString(next, "fingerprint", fingerprint(key, seq))
 	}
