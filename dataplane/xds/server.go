@@ -40,12 +40,14 @@ type ServerOptions struct {
 	// WireVersions are the wire versions served; nil means every version this build speaks
 	// (WireVersions). Tests set it to play an operator of another release.
 	WireVersions []WireVersion
+	// RefusalTTL overrides the package's RefusalTTL (tests).
+	RefusalTTL time.Duration
 }
 
 // RefusalTTL is how long a replica refused for want of a common wire version keeps counting in
 // Status after its last attempt: proxies retry within 30s (ClientOptions.MaxBackoff) plus jitter,
 // so a live one is refused again well before, and one that was replaced (rolled back) stops
-// holding the gateway back.
+// holding the gateway back. OnChange is called when one expires.
 const RefusalTTL = 2 * time.Minute
 
 // Server serves configs to proxies and tracks what each replica acknowledged. It runs in the
@@ -77,8 +79,10 @@ type gatewayState struct {
 	hosts map[string]map[string]*hostResource
 	count int
 	subs  map[*subscription]struct{}
-	// refused are the replicas refused for want of a common wire version, by node.
+	// refused are the replicas refused for want of a common wire version, by node; expiry fires
+	// when the oldest of them expires.
 	refused map[string]refusal
+	expiry  *time.Timer
 	// stamp numbers SetConfig calls, to find the hosts a config no longer has.
 	stamp uint64
 }
@@ -135,6 +139,9 @@ type pendingResponse struct {
 
 // NewServer returns a Server with no configs. Serve it with Serve.
 func NewServer(opts ServerOptions) *Server {
+	if opts.RefusalTTL <= 0 {
+		opts.RefusalTTL = RefusalTTL
+	}
 	return &Server{opts: opts, log: opts.Logger, gateways: make(map[string]*gatewayState), metrics: newMetrics(), now: time.Now}
 }
 
@@ -165,6 +172,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	select {
 	case <-ctx.Done():
 		gs.Stop()
+		s.stopExpiries()
 		return <-errc // nil once stopped
 	case err := <-errc:
 		return fmt.Errorf("serve xds: %w", err)
@@ -389,6 +397,7 @@ func (s *Server) RemoveGateway(gateway string) {
 		}
 	}
 	g.refused = nil
+	s.scheduleExpiryLocked(gateway, g) // stops the timer
 	if len(g.subs) == 0 && s.gateways[gateway] == g {
 		delete(s.gateways, gateway)
 	}
@@ -407,11 +416,8 @@ func (s *Server) Status(gateway string) GatewayStatus {
 	for sub := range g.subs {
 		st.Replicas = append(st.Replicas, ReplicaStatus{Node: sub.node, Wire: sub.wire, Acked: sub.acked, Nacked: sub.nacked, NackReason: sub.reason})
 	}
+	s.expireRefusalsLocked(g)
 	for node, r := range g.refused {
-		if s.now().Sub(r.at) >= RefusalTTL {
-			delete(g.refused, node)
-			continue
-		}
 		st.Replicas = append(st.Replicas, ReplicaStatus{Node: node, Refused: r.reason})
 	}
 	s.dropIfUnusedLocked(gateway, g)
@@ -505,9 +511,68 @@ func (s *Server) refuse(gateway, node, reason string) {
 		g.refused = map[string]refusal{}
 	}
 	g.refused[node] = refusal{reason: reason, at: s.now()}
+	s.scheduleExpiryLocked(gateway, g)
 	s.mu.Unlock()
 	s.metrics.refusals.Inc()
 	s.changed(gateway)
+}
+
+// expireRefusalsLocked forgets g's refusals older than the TTL and reports whether there were any.
+// It needs Server.mu held.
+func (s *Server) expireRefusalsLocked(g *gatewayState) bool {
+	expired := false
+	for node, r := range g.refused {
+		if s.now().Sub(r.at) >= s.opts.RefusalTTL {
+			delete(g.refused, node)
+			expired = true
+		}
+	}
+	return expired
+}
+
+// stopExpiries stops every refusal timer: the server no longer serves, nothing is to be told.
+func (s *Server) stopExpiries() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.gateways {
+		if g.expiry != nil {
+			g.expiry.Stop()
+			g.expiry = nil
+		}
+	}
+}
+
+// scheduleExpiryLocked sets g's timer to the expiry of its oldest refusal, so that a refusal that
+// runs out tells OnChange, as its arrival did: the gateway may be programmed without it. It needs
+// Server.mu held.
+func (s *Server) scheduleExpiryLocked(gateway string, g *gatewayState) {
+	if g.expiry != nil {
+		g.expiry.Stop()
+		g.expiry = nil
+	}
+	var first time.Time
+	for _, r := range g.refused {
+		if first.IsZero() || r.at.Before(first) {
+			first = r.at
+		}
+	}
+	if first.IsZero() {
+		return
+	}
+	g.expiry = time.AfterFunc(max(0, first.Add(s.opts.RefusalTTL).Sub(s.now())), func() {
+		s.mu.Lock()
+		cur, ok := s.gateways[gateway]
+		expired := false
+		if ok && cur == g {
+			expired = s.expireRefusalsLocked(g)
+			s.scheduleExpiryLocked(gateway, g)
+			s.dropIfUnusedLocked(gateway, g)
+		}
+		s.mu.Unlock()
+		if expired {
+			s.changed(gateway)
+		}
+	})
 }
 
 func (s *Server) unsubscribe(sub *subscription) {

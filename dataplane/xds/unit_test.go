@@ -233,3 +233,47 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestRefusalExpiryCallsOnChange: a refusal that runs out calls OnChange as its arrival did (the
+// gateway may be programmed without it, and nothing else would say so), once per expiry; a
+// gateway removed meanwhile is not reported.
+func TestRefusalExpiryCallsOnChange(t *testing.T) {
+	changes := make(chan string, 10)
+	const ttl = 50 * time.Millisecond
+	srv := NewServer(ServerOptions{RefusalTTL: ttl, OnChange: func(gw string) { changes <- gw }})
+	// next is the next OnChange within the given time; 0: one made already.
+	next := func(within time.Duration) string {
+		if within == 0 {
+			select {
+			case gw := <-changes:
+				return gw
+			default:
+				return ""
+			}
+		}
+		select {
+		case gw := <-changes:
+			return gw
+		case <-time.After(within):
+			return ""
+		}
+	}
+	srv.refuse("hub/ns/a", "pod-1", "no common wire version")
+	if gw := next(0); gw != "hub/ns/a" {
+		t.Fatalf("OnChange after the refusal: %q", gw)
+	}
+	srv.refuse("hub/ns/b", "pod-1", "no common wire version")
+	srv.RemoveGateway("hub/ns/b")
+	if gw := next(0); gw != "hub/ns/b" {
+		t.Fatalf("OnChange after the refusal: %q", gw)
+	}
+	if gw := next(10 * time.Second); gw != "hub/ns/a" {
+		t.Fatalf("OnChange after the refusal's TTL: %q, want hub/ns/a", gw)
+	}
+	if st := srv.Status("hub/ns/a"); len(st.Replicas) != 0 {
+		t.Errorf("replicas after the refusal expired: %+v", st.Replicas)
+	}
+	if gw := next(4 * ttl); gw != "" {
+		t.Errorf("OnChange(%q) after the only expiry, or for a removed gateway", gw)
+	}
+}
