@@ -1,6 +1,7 @@
 package gcp
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -81,6 +82,10 @@ func (b *builder) firewalls() {
 			}
 			fw.Allowed = append(fw.Allowed, &computepb.Allowed{IPProtocol: proto.String(protocol), Ports: ports})
 		}
+		if project := networkProject(r.network); project != "" && project != b.s.Project {
+			b.sharedVPCRule(id, project, fw)
+			continue
+		}
 		if len(r.tags) == 0 {
 			u := untargeted[r.network]
 			if u == nil {
@@ -112,4 +117,30 @@ type untargetedRules struct {
 	clusters map[string]bool
 	ports    []string
 	anywhere bool
+}
+
+// networkProject is the project a network link names ("" when it names none).
+func networkProject(link string) string {
+	rest, ok := strings.CutPrefix(relLink(link), "projects/")
+	if !ok {
+		return ""
+	}
+	project, _, _ := strings.Cut(rest, "/")
+	return project
+}
+
+// sharedVPCRule notes the rule fw that a network of another project (a Shared VPC host) needs:
+// firewall rules live in the network's project, which is its administrators' (and the class's
+// identity usually may not write there), so fleetgate leaves it to them and says what to create.
+func (b *builder) sharedVPCRule(id, project string, fw *computepb.Firewall) {
+	var allow []string
+	for _, a := range fw.Allowed {
+		allow = append(allow, a.GetIPProtocol()+":"+strings.Join(a.Ports, ","))
+	}
+	cmd := fmt.Sprintf("gcloud compute firewall-rules create %s%s-%s --project %s --network %s --direction INGRESS --allow %s --source-ranges %s",
+		b.s.Prefix, kindAbbrev[KindFirewall], shortHash(idHashLen, id), project, lastSegment(fw.GetNetwork()), strings.Join(allow, ","), strings.Join(fw.SourceRanges, ","))
+	if len(fw.TargetTags) > 0 {
+		cmd += " --target-tags " + strings.Join(fw.TargetTags, ",")
+	}
+	b.note("network %s is in project %s (Shared VPC), whose firewall rules are its administrators': the endpoints need `%s`", lastSegment(fw.GetNetwork()), project, cmd)
 }
