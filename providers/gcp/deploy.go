@@ -221,8 +221,8 @@ func (d *deployer) sync(ctx context.Context, s *Stack, r *Resource, l *live, x *
 		}
 	}
 	if l.owner.Spec != spec || drifted != "" {
-		switch r.Kind {
-		case KindFirewall, KindHealthCheck, KindBackendService, KindURLMap:
+		switch {
+		case r.Kind.updatable():
 			setFingerprint(want, l.msg)
 			if um, ok := want.(*computepb.UrlMap); ok {
 				stablePriorities(um, l.msg.(*computepb.UrlMap))
