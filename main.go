@@ -81,12 +81,17 @@ func main() {
 		os.Exit(2)
 	}
 	ctrl.SetLogger(logger)
-	switch limit, ok, err := softMemoryLimit(os.Getenv); {
+	var fileRSS int64
+	if f, err := os.Open("/proc/self/status"); err == nil {
+		fileRSS = rssFile(f)
+		f.Close()
+	}
+	switch limit, ok, err := softMemoryLimit(os.Getenv, fileRSS); {
 	case err != nil:
 		logger.Error(err, "no soft memory limit set")
 	case ok:
 		debug.SetMemoryLimit(limit)
-		logger.Info("soft memory limit set below the container's", "bytes", limit)
+		logger.Info("soft memory limit set below the container's", "bytes", limit, "binaryResidentBytes", fileRSS)
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if err := run(ctx, o, logger); err != nil {
