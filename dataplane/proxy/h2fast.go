@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"time"
 )
 
@@ -166,6 +167,11 @@ func (s *Server) exchangeH2(uc *upConn, r *http.Request, fc *fastConn, clientHos
 	uc.awaitAnswer(fc.lim.backendResponseTimeout)
 	// After the deadline is set: a reset that came before it must not be overridden by it.
 	w.st.watchUp(uc)
+	if w.cc.inFlight() > 1 {
+		// Other streams of the connection are ready to run: they go first, and the answer,
+		// read after them, is usually there by then (no read that finds nothing and parks).
+		runtime.Gosched()
+	}
 	a := &fc.answer
 	for {
 		if err := readAnswerKept(uc.br, a); err != nil {
