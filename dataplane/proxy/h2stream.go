@@ -468,7 +468,10 @@ type h2Body struct {
 	closed  bool // the handler closed it: what comes is dropped
 	dl      time.Time
 	timer   *time.Timer
-	trailer http.Header // the request's Trailer, filled when the trailers come
+	trailer http.Header // the request's Trailer, filled when the body's reader reaches its end
+	// pending are the trailer fields received, under mu: they go into trailer on the reading
+	// goroutine, as the request's owner may copy trailer meanwhile (ReverseProxy's Clone).
+	pending []hpack.HeaderField
 }
 
 // push adds data; it reports false when the body is closed and the data was dropped.
@@ -492,7 +495,7 @@ func (b *h2Body) pushTrailers(fields []hpack.HeaderField, canon func(string) str
 	for _, hf := range fields {
 		k := canon(hf.Name)
 		if _, declared := b.trailer[k]; declared {
-			b.trailer[k] = append(b.trailer[k], hf.Value)
+			b.pending = append(b.pending, hpack.HeaderField{Name: k, Value: hf.Value})
 		}
 	}
 	b.eof = true
@@ -527,6 +530,10 @@ func (b *h2Body) Read(p []byte) (int, error) {
 			b.mu.Unlock()
 			return 0, err
 		case b.eof:
+			for _, hf := range b.pending {
+				b.trailer[hf.Name] = append(b.trailer[hf.Name], hf.Value)
+			}
+			b.pending = nil
 			b.mu.Unlock()
 			return 0, io.EOF
 		case b.closed:
