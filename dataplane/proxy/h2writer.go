@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -191,6 +192,9 @@ func (w *h2Writer) end() error {
 // info, it sends that informational status alone.
 func (w *h2Writer) send(end bool, info int) error {
 	cc, st := w.cc, w.st
+	// A complete answer while other streams run waits for them once (lastFlush): their answers
+	// then go out in the same write, one TLS record and one syscall for several streams.
+	batch := end && cc.inFlight() > 1
 	cc.wmu.Lock()
 	defer cc.wmu.Unlock()
 	if err := w.writable(); err != nil {
@@ -207,7 +211,7 @@ func (w *h2Writer) send(end bool, info int) error {
 		w.encodeHeader(w.code, end && !trailers)
 		cc.writeBlock(st.id, end && len(w.buf) == 0 && !trailers)
 		if end && len(w.buf) == 0 && !trailers {
-			return w.flushed(cc.flushLocked())
+			return w.flushed(cc.lastFlush(batch))
 		}
 	}
 	data := w.buf
@@ -244,7 +248,18 @@ func (w *h2Writer) send(end bool, info int) error {
 		w.encodeTrailers()
 		cc.writeBlock(st.id, true)
 	}
-	return w.flushed(cc.flushLocked())
+	return w.flushed(cc.lastFlush(batch))
+}
+
+// lastFlush is flushLocked for the end of an answer; with batch, the other goroutines ready to
+// run (streams finishing their answers) run first, adding their frames to the same write.
+func (cc *h2Conn) lastFlush(batch bool) error {
+	if batch && !cc.flushing {
+		cc.wmu.Unlock()
+		runtime.Gosched()
+		cc.wmu.Lock()
+	}
+	return cc.flushLocked()
 }
 
 // flushed records a failed write of the answer.
