@@ -350,7 +350,8 @@ func (w *h2Writer) encodeHeader(code int, complete bool) {
 		server, date = w.encodeLines()
 	}
 	for k, vs := range w.hdr {
-		if !w.encodable(k) || server && k == "Server" {
+		// The fast relay's length is the framing it read, whatever a filter set.
+		if !w.encodable(k) || server && k == "Server" || w.ownLength && k == "Content-Length" {
 			continue
 		}
 		lk := cc.lowerName(k)
