@@ -6,7 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
+	"runtime"
 	"time"
 )
 
@@ -18,13 +18,49 @@ import (
 // net/http's Transport: no request copy, no Transport goroutines and channel hand-offs. Every other
 // stream goes through serveHTTP's full path.
 
+// h2Exchange is what a stream reuses from an earlier one: its request (in fc, with the URL,
+// header map and value array that newRequest fills), the request's context, the writer and its
+// header map, and the fast relay's state. Streams relayed on the fast path give it back when
+// they end; nothing keeps any of it past the relay (see fastConn).
+type h2Exchange struct {
+	fc   fastConn
+	ctx  h2Ctx
+	w    h2Writer
+	whdr http.Header
+	// blank is an empty request bound to ctx: each stream's request starts as a copy of it.
+	blank http.Request
+}
+
+func (s *Server) getExchange() *h2Exchange {
+	if ex, ok := s.h2ex.Get().(*h2Exchange); ok {
+		return ex
+	}
+	ex := &h2Exchange{fc: fastConn{hits: &s.metrics.hits}}
+	ex.blank = *new(http.Request).WithContext(&ex.ctx)
+	return ex
+}
+
+// putExchange recycles ex once its stream's handler returned, without what would pin a stream,
+// a connection or a large answer.
+func (s *Server) putExchange(ex *h2Exchange) {
+	fc := &ex.fc
+	fc.req, fc.answer, fc.tls, fc.lim = ex.blank, answer{conn: fc.answer.conn[:0]}, nil, nil
+	clear(fc.resp)
+	buf := ex.w.buf[:0]
+	if cap(buf) > h2DataChunk {
+		buf = nil // a large answer's buffer is not pinned to the pool
+	}
+	ex.ctx.st, ex.w = nil, h2Writer{buf: buf}
+	if cap(fc.vals) > fastMapMax {
+		fc.vals = nil
+	}
+	s.h2ex.Put(ex)
+}
+
 // relayH2 relays r, already screened and routed to rt, and ends its stream; start is when the
 // request's handling began.
 func (s *Server) relayH2(lt *listenerTable, rt *route, w *h2Writer, r *http.Request, start time.Time) {
-	fc, _ := s.h2fc.Get().(*fastConn)
-	if fc == nil {
-		fc = &fastConn{hits: &s.metrics.hits}
-	}
+	fc := &w.ex.fc
 	fc.lim, fc.tls = lt.lim, r.TLS
 	w.idle = lt.lim.responseWriteIdleTimeout
 	fc.ip = w.cc.ip
@@ -43,14 +79,12 @@ func (s *Server) relayH2(lt *listenerTable, rt *route, w *h2Writer, r *http.Requ
 	}
 	w.closeIfAsked()
 	// The header map is fc's, reused by its next exchange.
-	w.hdr = nil
+	w.hdr, w.answer = nil, nil
 	rt.stats.observe(time.Since(start))
 	if s.accessOn {
 		s.logAccess(lt, rt, be, r, code, start)
 	}
-	clear(fc.resp)
-	fc.answer = answer{}
-	s.h2fc.Put(fc)
+	w.relayed = true
 }
 
 // relayStream does the work of relayH2 (as relay does for HTTP/1.1): it returns the status
@@ -133,9 +167,14 @@ func (s *Server) exchangeH2(uc *upConn, r *http.Request, fc *fastConn, clientHos
 	uc.awaitAnswer(fc.lim.backendResponseTimeout)
 	// After the deadline is set: a reset that came before it must not be overridden by it.
 	w.st.watchUp(uc)
+	if w.cc.inFlight() > 1 {
+		// Other streams of the connection are ready to run: they go first, and the answer,
+		// read after them, is usually there by then (no read that finds nothing and parks).
+		runtime.Gosched()
+	}
 	a := &fc.answer
 	for {
-		if err := readAnswer(uc.br, &fc.rhead, a); err != nil {
+		if err := readAnswerKept(uc.br, a); err != nil {
 			err = answerErr(err)
 			if uc.br.Buffered() == 0 && !errors.Is(err, errBackendTimeout) {
 				return 0, false, unansweredError{err}
@@ -157,7 +196,7 @@ func (s *Server) exchangeH2(uc *upConn, r *http.Request, fc *fastConn, clientHos
 	s.answerHeader(fc, rt, be, w)
 	if a.length >= 0 && !a.chunked && a.code != http.StatusNoContent {
 		// The proxy's own, from the framing it read; on HEAD and 304 the length a GET would have had.
-		w.hdr["Content-Length"] = []string{strconv.FormatInt(a.length, 10)}
+		w.length, w.ownLength = a.length, true
 	}
 	w.WriteHeader(a.code)
 	if !noBody && (a.length < 0 || a.length > int64(uc.br.Buffered())) {
@@ -190,10 +229,28 @@ func (s *Server) exchangeH2(uc *upConn, r *http.Request, fc *fastConn, clientHos
 	return a.code, true, nil
 }
 
+// readAnswerKept is readAnswer for an answer relayed over HTTP/2: the head is a string of its
+// own, not a view of a reused buffer (headText), because the connection's HPACK encoder keeps the
+// fields it indexes, and its name caches the names, past the exchange.
+func readAnswerKept(br *bufio.Reader, a *answer) error {
+	b, err := peekHead(br)
+	if err != nil {
+		return err
+	}
+	head := string(b)
+	_, _ = br.Discard(len(b))
+	return a.parse(head)
+}
+
 // answerHeader puts the backend answer's header fields, less hop-by-hop and framing ones, with
 // the route's and backend's response modifiers and the Server header policy applied, as the
 // stream's header.
 func (s *Server) answerHeader(fc *fastConn, rt *route, be *backend, w *h2Writer) {
+	if rt.respHdr == nil && be.respHdr == nil {
+		// Nothing to modify: the answer's lines are encoded as they are (encodeLines), no map.
+		w.answer, w.dropServer = &fc.answer, fc.lim.server.drop
+		return
+	}
 	if fc.resp == nil || len(fc.resp) > fastMapMax {
 		fc.resp = make(http.Header, 8)
 	}

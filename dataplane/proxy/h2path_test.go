@@ -203,3 +203,84 @@ func TestHandedOffH2CReadsFramesBuffered(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestH2CtxFollowsItsStream: a stream's own context (h2Ctx) behaves as a context.WithCancel
+// child of the connection's would: values pass through, Done and Err follow the stream's
+// cancellation, and contexts derived from it (WithCancel, AfterFunc) are cancelled with it,
+// registered through AfterFunc (no goroutine waiting on Done) and released by their stop.
+func TestH2CtxFollowsItsStream(t *testing.T) {
+	type key struct{}
+	tests := []struct {
+		name string
+		// run derives from ctx, cancels the stream with cancel where it means to, and reports.
+		run func(ctx context.Context, cancel func()) string
+		want string
+	}{
+		{"value of the connection", func(ctx context.Context, _ func()) string {
+			return fmt.Sprint(ctx.Value(key{}))
+		}, "conn"},
+		{"err before and after", func(ctx context.Context, cancel func()) string {
+			before := ctx.Err()
+			cancel()
+			return fmt.Sprint(before, " ", ctx.Err())
+		}, "<nil> context canceled"},
+		{"done closes", func(ctx context.Context, cancel func()) string {
+			d := ctx.Done()
+			cancel()
+			<-d
+			return "closed"
+		}, "closed"},
+		{"done asked after the cancel", func(ctx context.Context, cancel func()) string {
+			cancel()
+			<-ctx.Done()
+			return "closed"
+		}, "closed"},
+		{"derived WithCancel", func(ctx context.Context, cancel func()) string {
+			child, stop := context.WithCancel(ctx)
+			defer stop()
+			cancel()
+			<-child.Done()
+			return fmt.Sprint(child.Err(), " ", child.Value(key{}))
+		}, "context canceled conn"},
+		{"derived WithTimeout stopped first", func(ctx context.Context, cancel func()) string {
+			child, stop := context.WithTimeout(ctx, time.Hour)
+			stop()
+			cancel()
+			return fmt.Sprint(child.Err())
+		}, "context canceled"},
+		{"AfterFunc runs", func(ctx context.Context, cancel func()) string {
+			ran := make(chan string, 1)
+			context.AfterFunc(ctx, func() { ran <- "ran" })
+			cancel()
+			return <-ran
+		}, "ran"},
+		{"AfterFunc stopped", func(ctx context.Context, cancel func()) string {
+			ran := make(chan string, 1)
+			stop := context.AfterFunc(ctx, func() { ran <- "ran" })
+			stopped := stop()
+			cancel()
+			// A second registration shows the cancellation ran the functions still registered.
+			context.AfterFunc(ctx, func() { ran <- "late" })
+			return fmt.Sprint(stopped, " ", <-ran)
+		}, "true late"},
+		{"cancel twice", func(ctx context.Context, cancel func()) string {
+			cancel()
+			cancel()
+			return fmt.Sprint(ctx.Err())
+		}, "context canceled"},
+	}
+	var got, want []string
+	for _, tt := range tests {
+		cc := &h2Conn{base: context.WithValue(context.Background(), key{}, "conn")}
+		st := &h2Stream{cc: cc}
+		ctx := &h2Ctx{st: st}
+		got = append(got, tt.name+": "+tt.run(ctx, st.cancel))
+		want = append(want, tt.name+": "+tt.want)
+		if n := len(st.afters); n != 0 {
+			got = append(got, fmt.Sprintf("%s: %d AfterFuncs left registered", tt.name, n))
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -243,6 +243,13 @@ func (cc *h2Conn) idleFor(now time.Time) time.Duration {
 	return now.Sub(cc.idleSince)
 }
 
+// inFlight reports how many streams' handlers are running.
+func (cc *h2Conn) inFlight() int {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.running
+}
+
 // doneGoingAway reports whether the connection sent its GOAWAY and has nothing left in flight.
 func (cc *h2Conn) doneGoingAway() bool {
 	cc.mu.Lock()

@@ -21,11 +21,9 @@ import (
 
 // h2Stream is one request stream of an h2Conn.
 type h2Stream struct {
-	cc     *h2Conn
-	id     uint32
-	ctx    context.Context
-	cancel context.CancelFunc
-	body   *h2Body // nil when the request ended with its headers
+	cc   *h2Conn
+	id   uint32
+	body *h2Body // nil when the request ended with its headers
 	// declared is the request's content-length (-1: none), received what DATA brought (reader only).
 	declared, received int64
 	recvWin            atomic.Int32
@@ -42,6 +40,86 @@ type h2Stream struct {
 	upMu sync.Mutex
 	up   *upConn
 	cut  bool
+	// The stream's context (h2Ctx), under upMu: cancelled once the stream is reset or its
+	// handler returned; done is made only when someone waits on it, afters are AfterFunc's.
+	cancelled atomic.Bool
+	done      chan struct{}
+	afters    []*func()
+}
+
+// h2Ctx is the context of a stream's request. A context.WithCancel per stream cost six
+// allocations and a registration with the connection's context; this one is reused with its
+// exchange (h2Exchange) and allocates only what a waiter asks for (Done, AfterFunc). Values
+// are the connection's (its connGuard, the server); the connection's end cancels every
+// stream still running (close), so the stream's cancellation is all it needs to follow.
+type h2Ctx struct{ st *h2Stream }
+
+func (c *h2Ctx) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+func (c *h2Ctx) Done() <-chan struct{} {
+	st := c.st
+	st.upMu.Lock()
+	defer st.upMu.Unlock()
+	if st.done == nil {
+		st.done = make(chan struct{})
+		if st.cancelled.Load() {
+			close(st.done)
+		}
+	}
+	return st.done
+}
+
+func (c *h2Ctx) Err() error {
+	if c.st.cancelled.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+func (c *h2Ctx) Value(k any) any { return c.st.cc.base.Value(k) }
+
+// AfterFunc runs f in its own goroutine once the stream is cancelled: context.WithCancel and
+// context.AfterFunc on a stream's context use it instead of a goroutine waiting on Done.
+func (c *h2Ctx) AfterFunc(f func()) (stop func() bool) {
+	st := c.st
+	st.upMu.Lock()
+	defer st.upMu.Unlock()
+	if st.cancelled.Load() {
+		go f()
+		return func() bool { return false }
+	}
+	e := &f
+	st.afters = append(st.afters, e)
+	return func() bool {
+		st.upMu.Lock()
+		defer st.upMu.Unlock()
+		for i, x := range st.afters {
+			if x == e {
+				st.afters = append(st.afters[:i], st.afters[i+1:]...)
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// cancel cancels the stream's context (once).
+func (st *h2Stream) cancel() {
+	st.upMu.Lock()
+	if st.cancelled.Load() {
+		st.upMu.Unlock()
+		return
+	}
+	st.cancelled.Store(true)
+	if st.done != nil {
+		close(st.done)
+	}
+	fs := st.afters
+	st.afters = nil
+	st.upMu.Unlock()
+	for _, f := range fs {
+		go (*f)()
+	}
 }
 
 // watchUp makes a reset of st cut the wait for uc's answer.
@@ -109,13 +187,15 @@ func (cc *h2Conn) processHeaders(f *http2.MetaHeadersFrame) error {
 		cc.answerAlone(id, http.StatusRequestHeaderFieldsTooLarge, !f.StreamEnded())
 		return nil
 	}
-	req, declared, err := cc.newRequest(f)
+	ex := cc.s.getExchange()
+	req, declared, err := cc.newRequest(f, ex)
 	if err != nil {
+		cc.s.h2ex.Put(ex)
 		cc.resetStream(id, http2.ErrCodeProtocol)
 		return nil
 	}
 	st = &h2Stream{cc: cc, id: id, declared: declared}
-	st.ctx, st.cancel = context.WithCancel(cc.base)
+	ex.ctx.st = st
 	st.recvWin.Store(h2StreamWindow)
 	if !f.StreamEnded() {
 		st.body = &h2Body{st: st, trailer: req.Trailer}
@@ -124,7 +204,6 @@ func (cc *h2Conn) processHeaders(f *http2.MetaHeadersFrame) error {
 	} else {
 		st.remoteDone.Store(true)
 	}
-	req = req.WithContext(st.ctx)
 	cc.mu.Lock()
 	cc.wmu.Lock()
 	st.sendWin = cc.peerWin
@@ -133,7 +212,7 @@ func (cc *h2Conn) processHeaders(f *http2.MetaHeadersFrame) error {
 	cc.running++
 	cc.mu.Unlock()
 	cc.workers.Add(1)
-	cc.s.h2Workers.run(func() { cc.serveStream(st, req) })
+	cc.s.h2Workers.run(func() { cc.serveStream(st, ex) })
 	return nil
 }
 
@@ -204,7 +283,10 @@ func cachedName(m map[string]string, k string, f func(string) string) string {
 // §8.2, §8.3): unknown or missing pseudo-headers, connection-specific fields, a TE other than
 // "trailers", a content-length that is not one number or disagrees with an ended stream, a Host
 // that differs from :authority. It returns the declared content-length (-1: none).
-func (cc *h2Conn) newRequest(f *http2.MetaHeadersFrame) (*http.Request, int64, error) {
+//
+// The request, its URL and header map are ex's, reused from stream to stream (as the HTTP/1.1
+// fast path reuses its connection's): a stream relayed on the fast path allocates none of them.
+func (cc *h2Conn) newRequest(f *http2.MetaHeadersFrame, ex *h2Exchange) (*http.Request, int64, error) {
 	var method, scheme, path, authority string
 	for _, hf := range f.PseudoFields() {
 		switch hf.Name {
@@ -230,7 +312,17 @@ func (cc *h2Conn) newRequest(f *http2.MetaHeadersFrame) (*http.Request, int64, e
 		return nil, 0, errors.New("missing :scheme or :path")
 	}
 	regular := f.RegularFields()
-	h := make(http.Header, len(regular))
+	fc := &ex.fc
+	h := fc.hdr
+	if h == nil || len(h) > fastMapMax {
+		h = make(http.Header, 8)
+		fc.hdr = h
+	} else {
+		clear(h)
+	}
+	// One backing array for all values; capacity-limited slices of it copy on a repeated name.
+	vals := fc.vals[:0]
+	defer func() { fc.vals = vals }()
 	declared := int64(-1)
 	var cookies []string
 	for _, hf := range regular {
@@ -258,34 +350,46 @@ func (cc *h2Conn) newRequest(f *http2.MetaHeadersFrame) (*http.Request, int64, e
 			cookies = append(cookies, hf.Value)
 			continue
 		}
-		h[k] = append(h[k], hf.Value)
+		if prev, ok := h[k]; ok {
+			h[k] = append(prev, hf.Value)
+			continue
+		}
+		vals = append(vals, hf.Value)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	if len(cookies) > 0 {
-		h["Cookie"] = []string{strings.Join(cookies, "; ")}
+		vals = append(vals, strings.Join(cookies, "; "))
+		h["Cookie"] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	if f.StreamEnded() && declared > 0 {
 		return nil, 0, errors.New("content-length with an empty body")
 	}
-	var u *url.URL
+	u := &fc.url
 	switch {
 	case connect:
-		u = &url.URL{Host: authority}
+		*u = url.URL{Host: authority}
 		path = authority
 	case path == "*" && method == http.MethodOptions:
-		u = &url.URL{Path: "*"}
+		*u = url.URL{Path: "*"}
 	default:
 		if path[0] != '/' {
 			return nil, 0, errors.New("bad :path")
 		}
-		var err error
-		if u, err = url.ParseRequestURI(path); err != nil {
-			return nil, 0, err
+		// The HTTP/1.1 fast path's parser, where it applies, fills u as url.ParseRequestURI does.
+		if !parseTarget(path, u) {
+			pu, err := url.ParseRequestURI(path)
+			if err != nil {
+				return nil, 0, err
+			}
+			*u = *pu
 		}
 	}
-	req := &http.Request{
-		Method: method, URL: u, Proto: "HTTP/2.0", ProtoMajor: 2, Header: h, Host: authority,
-		RequestURI: path, RemoteAddr: cc.remote, TLS: cc.tls, ContentLength: declared, Body: http.NoBody,
-	}
+	// ex.blank carries the stream's context (ex.ctx): copying it sets that without the copy of
+	// the request that WithContext makes.
+	fc.req = ex.blank
+	req := &fc.req
+	req.Method, req.URL, req.Proto, req.ProtoMajor, req.Header, req.Host = method, u, "HTTP/2.0", 2, h, authority
+	req.RequestURI, req.RemoteAddr, req.TLS, req.ContentLength, req.Body = path, cc.remote, cc.tls, declared, http.NoBody
 	if f.StreamEnded() {
 		req.ContentLength = 0
 	}
@@ -306,8 +410,17 @@ func (cc *h2Conn) newRequest(f *http2.MetaHeadersFrame) (*http.Request, int64, e
 }
 
 // serveStream runs on a worker: the request goes through the same handler as on net/http's path.
-func (cc *h2Conn) serveStream(st *h2Stream, req *http.Request) {
-	w := &h2Writer{cc: cc, st: st, hdr: http.Header{}, head: req.Method == http.MethodHead}
+func (cc *h2Conn) serveStream(st *h2Stream, ex *h2Exchange) {
+	req := &ex.fc.req
+	hdr := ex.whdr
+	if hdr == nil || len(hdr) > fastMapMax {
+		hdr = make(http.Header, 4)
+		ex.whdr = hdr
+	} else {
+		clear(hdr)
+	}
+	w := &ex.w
+	*w = h2Writer{cc: cc, st: st, hdr: hdr, head: req.Method == http.MethodHead, ex: ex, buf: w.buf[:0]}
 	defer cc.workers.Done()
 	defer func() {
 		var err error
@@ -333,6 +446,11 @@ func (cc *h2Conn) serveStream(st *h2Stream, req *http.Request) {
 		cc.mu.Lock()
 		cc.noteIdleLocked()
 		cc.mu.Unlock()
+		if w.relayed {
+			// Nothing holds the request or the writer past a fast relay; the full path's (ReverseProxy,
+			// mirrors) might, and its exchange is left to the collector.
+			cc.s.putExchange(ex)
+		}
 	}()
 	cc.p.ServeHTTP(w, req)
 }
@@ -350,7 +468,10 @@ type h2Body struct {
 	closed  bool // the handler closed it: what comes is dropped
 	dl      time.Time
 	timer   *time.Timer
-	trailer http.Header // the request's Trailer, filled when the trailers come
+	trailer http.Header // the request's Trailer, filled when the body's reader reaches its end
+	// pending are the trailer fields received, under mu: they go into trailer on the reading
+	// goroutine, as the request's owner may copy trailer meanwhile (ReverseProxy's Clone).
+	pending []hpack.HeaderField
 }
 
 // push adds data; it reports false when the body is closed and the data was dropped.
@@ -374,7 +495,7 @@ func (b *h2Body) pushTrailers(fields []hpack.HeaderField, canon func(string) str
 	for _, hf := range fields {
 		k := canon(hf.Name)
 		if _, declared := b.trailer[k]; declared {
-			b.trailer[k] = append(b.trailer[k], hf.Value)
+			b.pending = append(b.pending, hpack.HeaderField{Name: k, Value: hf.Value})
 		}
 	}
 	b.eof = true
@@ -409,6 +530,10 @@ func (b *h2Body) Read(p []byte) (int, error) {
 			b.mu.Unlock()
 			return 0, err
 		case b.eof:
+			for _, hf := range b.pending {
+				b.trailer[hf.Name] = append(b.trailer[hf.Name], hf.Value)
+			}
+			b.pending = nil
 			b.mu.Unlock()
 			return 0, io.EOF
 		case b.closed:

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,15 @@ type h2Writer struct {
 	idle  time.Duration
 	err   error // a failed write: the stream ends in RST_STREAM
 	ended bool  // END_STREAM sent before the handler returned (end)
+	// ex is the stream's exchange; relayed says the fast path served it (ex can be reused).
+	ex      *h2Exchange
+	relayed bool
+	// answer, on the fast path, is the backend's head whose lines are encoded as the answer's
+	// fields before hdr's (no map built from them); dropServer drops its Server lines.
+	answer     *answer
+	dropServer bool
+	// ownLength: length is the answer's Content-Length, set by the fast relay (not in hdr).
+	ownLength bool
 }
 
 func (w *h2Writer) Header() http.Header { return w.hdr }
@@ -54,10 +64,12 @@ func (w *h2Writer) WriteHeader(code int) {
 	}
 	w.code = code
 	w.noBody = w.head || code == http.StatusNoContent || code == http.StatusNotModified
-	w.length = -1
-	if v := w.hdr.Get("Content-Length"); v != "" {
-		if n, ok := parseLength(v); ok {
-			w.length = n
+	if !w.ownLength {
+		w.length = -1
+		if v := w.hdr.Get("Content-Length"); v != "" {
+			if n, ok := parseLength(v); ok {
+				w.length = n
+			}
 		}
 	}
 	for _, v := range w.hdr["Trailer"] {
@@ -180,6 +192,9 @@ func (w *h2Writer) end() error {
 // info, it sends that informational status alone.
 func (w *h2Writer) send(end bool, info int) error {
 	cc, st := w.cc, w.st
+	// A complete answer while other streams run waits for them once (lastFlush): their answers
+	// then go out in the same write, one TLS record and one syscall for several streams.
+	batch := end && cc.inFlight() > 1
 	cc.wmu.Lock()
 	defer cc.wmu.Unlock()
 	if err := w.writable(); err != nil {
@@ -196,7 +211,7 @@ func (w *h2Writer) send(end bool, info int) error {
 		w.encodeHeader(w.code, end && !trailers)
 		cc.writeBlock(st.id, end && len(w.buf) == 0 && !trailers)
 		if end && len(w.buf) == 0 && !trailers {
-			return w.flushed(cc.flushLocked())
+			return w.flushed(cc.lastFlush(batch))
 		}
 	}
 	data := w.buf
@@ -233,7 +248,18 @@ func (w *h2Writer) send(end bool, info int) error {
 		w.encodeTrailers()
 		cc.writeBlock(st.id, true)
 	}
-	return w.flushed(cc.flushLocked())
+	return w.flushed(cc.lastFlush(batch))
+}
+
+// lastFlush is flushLocked for the end of an answer; with batch, the other goroutines ready to
+// run (streams finishing their answers) run first, adding their frames to the same write.
+func (cc *h2Conn) lastFlush(batch bool) error {
+	if batch && !cc.flushing {
+		cc.wmu.Unlock()
+		runtime.Gosched()
+		cc.wmu.Lock()
+	}
+	return cc.flushLocked()
 }
 
 // flushed records a failed write of the answer.
@@ -319,8 +345,13 @@ func (w *h2Writer) encodeHeader(code int, complete bool) {
 	cc := w.cc
 	cc.hbuf.b = cc.hbuf.b[:0]
 	_ = cc.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(code)})
+	server, date := false, false
+	if w.answer != nil {
+		server, date = w.encodeLines()
+	}
 	for k, vs := range w.hdr {
-		if !w.encodable(k) {
+		// The fast relay's length is the framing it read, whatever a filter set.
+		if !w.encodable(k) || server && k == "Server" || w.ownLength && k == "Content-Length" {
 			continue
 		}
 		lk := cc.lowerName(k)
@@ -331,12 +362,44 @@ func (w *h2Writer) encodeHeader(code int, complete bool) {
 			_ = cc.henc.WriteField(hpack.HeaderField{Name: lk, Value: v})
 		}
 	}
-	if code >= 200 && complete && !w.noBody && w.hdr["Content-Length"] == nil {
+	switch {
+	case code < 200:
+	case w.ownLength:
+		_ = cc.henc.WriteField(hpack.HeaderField{Name: "content-length", Value: strconv.FormatInt(w.length, 10)})
+	case complete && !w.noBody && w.hdr["Content-Length"] == nil:
 		_ = cc.henc.WriteField(hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(w.buf))})
 	}
-	if w.hdr["Date"] == nil {
+	if w.hdr["Date"] == nil && !date {
 		_ = cc.henc.WriteField(hpack.HeaderField{Name: "date", Value: cc.httpDate()})
 	}
+}
+
+// encodeLines encodes the backend answer's header lines that go on to the client: those
+// answer.relayed lets through, less Trailer (no HTTP/2 field) and, with dropServer, Server; names
+// in lower case, values checked as encodeHeader checks hdr's. It reports whether a Server and a
+// Date field came with the answer (the proxy's own then stay out).
+func (w *h2Writer) encodeLines() (server, date bool) {
+	a, cc := w.answer, w.cc
+	for ls := a.lines; ls != ""; {
+		l, rest, _ := nextLine(ls) // parse saw every line end in CRLF
+		ls = rest
+		k, v, _ := strings.Cut(l, ":")
+		hk := hopKind(k)
+		if hk == hopTrailer || !a.relayed(k, hk) {
+			continue
+		}
+		if foldEqual(k, "Server") {
+			if w.dropServer {
+				continue
+			}
+			server = true
+		}
+		date = date || foldEqual(k, "Date")
+		if v = trimOWS(v); httpguts.ValidHeaderFieldValue(v) {
+			_ = cc.henc.WriteField(hpack.HeaderField{Name: cc.lowerName(k), Value: v})
+		}
+	}
+	return server, date
 }
 
 func (w *h2Writer) encodable(k string) bool {

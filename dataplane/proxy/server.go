@@ -135,8 +135,8 @@ type Server struct {
 	fastPool upPool
 	// h2Workers serve the streams of the proxy's own HTTP/2 server.
 	h2Workers h2Workers
-	// h2fc recycles the per-exchange state of HTTP/2 streams relayed on the fast path (h2fast.go).
-	h2fc sync.Pool
+	// h2ex recycles the per-stream state of HTTP/2 streams relayed on the fast path (h2fast.go).
+	h2ex sync.Pool
 
 	cur atomic.Pointer[table]
 
