@@ -137,6 +137,17 @@ func lingerClose(c net.Conn, d time.Duration) {
 // should not pin a large map for the life of a keepalive connection.
 const fastMapMax = 32
 
+// reuseHeader returns *h emptied for the next request, or a new map of size n in *h when there is
+// none or the last request left it larger than fastMapMax.
+func reuseHeader(h *http.Header, n int) http.Header {
+	if *h == nil || len(*h) > fastMapMax {
+		*h = make(http.Header, n)
+	} else {
+		clear(*h)
+	}
+	return *h
+}
+
 // setReadDeadline sets the client's read deadline to now+d unless the one already set lies within
 // 1/64 of d of it: at high request rates most requests then touch no timer at all, and a timeout
 // still fires between 98.5% and 100% of its nominal length.
@@ -312,13 +323,7 @@ func (fc *fastConn) parseHead(head string) *http.Request {
 		}
 		*u = *pu
 	}
-	h := fc.hdr
-	if h == nil || len(h) > fastMapMax {
-		h = make(http.Header, 8)
-		fc.hdr = h
-	} else {
-		clear(h)
-	}
+	h := reuseHeader(&fc.hdr, 8)
 	// One backing array for all values; capacity-limited slices of it copy on a repeated name.
 	vals := fc.vals[:0]
 	defer func() { fc.vals = vals }()

@@ -313,13 +313,7 @@ func (cc *h2Conn) newRequest(f *http2.MetaHeadersFrame, ex *h2Exchange) (*http.R
 	}
 	regular := f.RegularFields()
 	fc := &ex.fc
-	h := fc.hdr
-	if h == nil || len(h) > fastMapMax {
-		h = make(http.Header, 8)
-		fc.hdr = h
-	} else {
-		clear(h)
-	}
+	h := reuseHeader(&fc.hdr, 8)
 	// One backing array for all values; capacity-limited slices of it copy on a repeated name.
 	vals := fc.vals[:0]
 	defer func() { fc.vals = vals }()
@@ -412,13 +406,7 @@ func (cc *h2Conn) newRequest(f *http2.MetaHeadersFrame, ex *h2Exchange) (*http.R
 // serveStream runs on a worker: the request goes through the same handler as on net/http's path.
 func (cc *h2Conn) serveStream(st *h2Stream, ex *h2Exchange) {
 	req := &ex.fc.req
-	hdr := ex.whdr
-	if hdr == nil || len(hdr) > fastMapMax {
-		hdr = make(http.Header, 4)
-		ex.whdr = hdr
-	} else {
-		clear(hdr)
-	}
+	hdr := reuseHeader(&ex.whdr, 4)
 	w := &ex.w
 	*w = h2Writer{cc: cc, st: st, hdr: hdr, head: req.Method == http.MethodHead, ex: ex, buf: w.buf[:0]}
 	defer cc.workers.Done()
