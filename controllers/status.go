@@ -140,10 +140,12 @@ func (w *StatusWriter) Start(ctx context.Context) error {
 }
 
 // DefaultStatusWorkers is how many status writes are in flight by default. A write is one API
-// round trip whose cost is the API server's CPU (~3 ms for an HTTPRoute on the test box: decoding,
-// CEL validation, etcd): on two cores the rate grew from 8 to 32-64 writers in flight, and an API
-// server with more cores takes more (tests/bench/results/convergence.md, "status write ceiling").
-const DefaultStatusWorkers = 32
+// round trip whose cost is the API server's CPU (~3-4 ms for an HTTPRoute on the 2-core test box:
+// decoding, CEL validation, etcd). There eight already saturate the API server: 32 wrote a cold
+// start no faster and tripled each write's wait (25-50 → 80-360 ms), and with it the wait of a
+// change queued behind the backlog. An API server with more cores takes more writers
+// (--status-workers; tests/bench/results/convergence.md, "Status write ceiling").
+const DefaultStatusWorkers = 8
 
 // MaxStatusWorkers bounds Options.StatusWorkers: past it, more writers only queue in the API
 // server's priority-and-fairness seats.
