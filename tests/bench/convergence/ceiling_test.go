@@ -65,12 +65,18 @@ func BenchmarkStatusCeiling(b *testing.B) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
 				r := route(i)
-				must(b, c.Client.Create(ctx, r))
+				if err := c.Client.Create(ctx, r); err != nil {
+					b.Error(err) // not Fatal: not the benchmark's goroutine
+					return
+				}
 				routes[i] = r
 			}
 		})
 	}
 	wg.Wait()
+	if b.Failed() {
+		return
+	}
 	round := 0
 	for _, conns := range []int{1, envInt("CEILING_CONNS", 8)} {
 		cls := clients(conns)
@@ -89,7 +95,9 @@ func BenchmarkStatusCeiling(b *testing.B) {
 								profiled = make(chan struct{})
 								go func() {
 									defer close(profiled)
-									must(b, apiServerProfile(ctx, c.Config, file, envInt("CEILING_PROFILE_S", 5)))
+									if err := apiServerProfile(ctx, c.Config, file, envInt("CEILING_PROFILE_S", 5)); err != nil {
+										b.Error(err)
+									}
 								}()
 							}
 							writeAll(ctx, b, cls, routes, k, round, patch, events, procs)
@@ -135,7 +143,7 @@ func writeAll(ctx context.Context, b *testing.B, cls []client.Client, routes []*
 					continue
 				}
 				if events {
-					must(b, cl.Create(ctx, &eventsv1.Event{
+					if err := cl.Create(ctx, &eventsv1.Event{
 						ObjectMeta:          metav1.ObjectMeta{Namespace: r.Namespace, Name: fmt.Sprintf("%s.%x", r.Name, time.Now().UnixNano())},
 						EventTime:           metav1.NowMicro(),
 						ReportingController: v1alpha1.ControllerName,
@@ -145,7 +153,10 @@ func writeAll(ctx context.Context, b *testing.B, cls []client.Client, routes []*
 						Regarding:           corev1.ObjectReference{Kind: "HTTPRoute", APIVersion: gwv1.GroupVersion.String(), Namespace: r.Namespace, Name: r.Name, UID: r.UID},
 						Note:                "Accepted=True: Accepted",
 						Type:                corev1.EventTypeNormal,
-					}))
+					}); err != nil {
+						failed.Add(1)
+						b.Errorf("creating an Event for %s: %v", r.Name, err)
+					}
 				}
 			}
 		})
