@@ -6,7 +6,9 @@
 // FLEETGATE_PPROF) saves a CPU profile of the operator's first COLD_PROFILE_S (20) seconds,
 // THEN_PROFILE=file one of THEN_PROFILE_S (30) seconds of those additions, and THEN_HEAP=file its
 // heap profile at their end. STATUS_WORKERS sets the operator's --status-workers; DURING_ROUTES
-// routes added while the cold start's statuses are written measure a change behind that backlog.
+// routes added while the cold start's statuses are written measure a change behind that backlog;
+// RESTART=1 (with FLEETGATE_METRICS) restarts the operator once more at the end and counts the
+// status writes it makes over routes whose statuses are already written.
 package convergence
 
 import (
@@ -19,6 +21,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -360,6 +363,59 @@ func BenchmarkConvergence(b *testing.B) {
 			save(b, file, "heap")
 		}
 	}
+	if envInt("RESTART", 0) > 0 {
+		// Restarted over routes whose statuses are all written, as in an upgrade or a failover: the
+		// writer should look at every route and write none.
+		must(b, op.Stop())
+		t0 := time.Now()
+		op, err = testbed.StartOperator(binary, clusters[0], stateDir, args...)
+		must(b, err)
+		routes := acc.count()
+		for {
+			written, unchanged, err := routeWrites()
+			must(b, err)
+			if written+unchanged >= routes {
+				b.ReportMetric(time.Since(t0).Seconds(), "restart-statuses-checked-s")
+				b.ReportMetric(float64(written), "restart-status-writes")
+				b.Logf("restart over %d routes with their statuses written: every status checked %s after the start, %d written", routes, time.Since(t0).Round(time.Millisecond), written)
+				break
+			}
+			if time.Since(t0) > 5*time.Minute {
+				b.Fatalf("restart: %d of %d route statuses checked after 5 min", written+unchanged, routes)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// routeWrites reads the operator's HTTPRoute status writes, written and found unchanged, from its
+// metrics (FLEETGATE_METRICS); zero while they cannot be read yet.
+func routeWrites() (written, unchanged int, err error) {
+	addr := os.Getenv("FLEETGATE_METRICS")
+	if addr == "" {
+		return 0, 0, errors.New("RESTART needs FLEETGATE_METRICS")
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, 0, nil // not listening yet
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.Lines(string(body)) {
+		for result, n := range map[string]*int{"written": &written, "unchanged": &unchanged} {
+			if v, ok := strings.CutPrefix(line, `fleetgate_status_writes_total{kind="HTTPRoute",result="`+result+`"} `); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					return 0, 0, err
+				}
+				*n = int(f)
+			}
+		}
+	}
+	return written, unchanged, nil
 }
 
 // profile saves a CPU profile of the operator (FLEETGATE_PPROF) over the next seconds.
