@@ -43,6 +43,7 @@ type options struct {
 	awsQPS                                   float64
 	awsBurst                                 int
 	gcpProject, gcpRegion, gcpEndpoint       string
+	statusWorkers                            int
 }
 
 func main() {
@@ -70,6 +71,7 @@ func main() {
 	flag.StringVar(&o.stateDir, "state-dir", filepath.Join(os.TempDir(), "fleetgate"), "local mode: where proxy credentials and logs go")
 	flag.BoolVar(&o.hubIsMember, "hub-is-member", true, "serve the Gateway API objects of the operator's own cluster as the member \"hub\"")
 	flag.BoolVar(&o.dnsEndpoints, "dns-endpoints", true, "publish every programmed hostname as an external-dns DNSEndpoint in the hub (once its CRD is installed)")
+	flag.IntVar(&o.statusWorkers, "status-workers", controllers.DefaultStatusWorkers, fmt.Sprintf("status writes in flight at most (1-%d); each is one API round trip, so more writers write a cold start's statuses sooner while the API servers have CPU to spare", controllers.MaxStatusWorkers))
 	flag.BoolVar(&o.mcsController, "mcs-controller", true, "maintain ServiceImports in every member from ServiceExports (disable when another MCS implementation runs)")
 	addAWSFlags(flag.CommandLine, &o)
 	addGCPFlags(flag.CommandLine, &o)
@@ -152,6 +154,7 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 	if o.leaderElect {
 		setup.Replica = replicaOptions(o)
 	}
+	setup.StatusWorkers = o.statusWorkers
 	setup.Fleet = &controllers.FleetOptions{Namespace: o.namespace, HubIsMember: o.hubIsMember, MCSController: o.mcsController}
 	if o.dnsEndpoints {
 		embedded, err := newEmbeddedDNS(ctx, o, mgr.GetAPIReader(), logger)

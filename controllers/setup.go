@@ -46,6 +46,9 @@ type Options struct {
 	// Replica, when set, makes this operator one of several replicas: it serves proxies while a
 	// follower, publishes what its proxies acknowledged, and as the leader counts the others'.
 	Replica *ReplicaOptions
+	// StatusWorkers is how many status writes are in flight at most, 1 to MaxStatusWorkers; 0
+	// means DefaultStatusWorkers.
+	StatusWorkers int
 	// SkipNameValidation lets tests run several managers in one process; controller-runtime
 	// otherwise refuses a second controller of the same name (their metrics would collide).
 	SkipNameValidation bool
@@ -87,6 +90,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	writer := NewStatusWriter(mgr.GetLogger().WithName("status"), SupportedFeatures(), m)
+	if writer.workers, err = statusWorkers(o.StatusWorkers); err != nil {
+		return err
+	}
 	writer.leader = leads(mgr)
 	writer.SetTarget(v1alpha1.HubCluster, statusTarget{
 		Reader:   mgr.GetClient(),

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -66,6 +67,8 @@ type StatusWriter struct {
 	// countsDelay is how long the write of a Gateway or ListenerSet waits when only its listeners'
 	// attachedRoutes changed (attachedRoutesDelay; shorter in tests).
 	countsDelay time.Duration
+	// workers is how many writes are in flight at most (Options.StatusWorkers).
+	workers int
 }
 
 // attachedRoutesDelay coalesces the writes of Gateways and ListenerSets whose only change is a
@@ -94,6 +97,7 @@ func NewStatusWriter(log logr.Logger, features []gwv1.SupportedFeature, m *Metri
 		desired:     map[translate.ObjectRef]*desiredEntry{},
 		written:     map[translate.ObjectRef]string{},
 		countsDelay: attachedRoutesDelay,
+		workers:     DefaultStatusWorkers,
 		queue: priorityqueue.New("status", func(o *priorityqueue.Opts[translate.ObjectRef]) {
 			o.RateLimiter = statusRateLimiter()
 		}),
@@ -125,17 +129,38 @@ func (w *StatusWriter) Start(ctx context.Context) error {
 		w.queue.ShutDown()
 	}()
 	w.Requeue()
-	// Writes are API round trips; a few in flight keep a burst (a Gateway in every member, its routes)
-	// from queueing behind one another. The queue never hands out one object twice at once.
+	// Writes are API round trips: several in flight keep a burst (a Gateway in every member, its
+	// routes) from queueing behind one another. The queue never hands out one object twice at once.
 	var wg sync.WaitGroup
-	for range statusWorkers {
+	for range w.workers {
 		wg.Go(func() { w.work(ctx) })
 	}
 	wg.Wait()
 	return nil
 }
 
-const statusWorkers = 8
+// DefaultStatusWorkers is how many status writes are in flight by default. A write is one API
+// round trip whose cost is the API server's CPU (~3-4 ms for an HTTPRoute on the 2-core test box:
+// decoding, CEL validation, etcd). There eight already saturate the API server: 32 wrote a cold
+// start no faster and tripled each write's wait (25-50 → 80-360 ms), and with it the wait of a
+// change queued behind the backlog. An API server with more cores takes more writers
+// (--status-workers; tests/bench/results/convergence.md, "Status write ceiling").
+const DefaultStatusWorkers = 8
+
+// MaxStatusWorkers bounds Options.StatusWorkers: past it, more writers only queue in the API
+// server's priority-and-fairness seats.
+const MaxStatusWorkers = 256
+
+// statusWorkers is the writer count Options.StatusWorkers asks for.
+func statusWorkers(n int) (int, error) {
+	switch {
+	case n == 0:
+		return DefaultStatusWorkers, nil
+	case n < 1 || n > MaxStatusWorkers:
+		return 0, fmt.Errorf("status workers: %d is not between 1 and %d", n, MaxStatusWorkers)
+	}
+	return n, nil
+}
 
 // backlogPriority is the queue priority of the statuses the writer found to do when it started
 // (below the default 0 of every later change).

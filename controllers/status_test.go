@@ -29,6 +29,26 @@ func TestStatusRetryBackoff(t *testing.T) {
 	}
 }
 
+// TestStatusWorkers: the writer count is bounded, and 0 means the default.
+func TestStatusWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		asked, want int
+		fails       bool
+	}{
+		{0, DefaultStatusWorkers, false},
+		{1, 1, false},
+		{64, 64, false},
+		{MaxStatusWorkers, MaxStatusWorkers, false},
+		{MaxStatusWorkers + 1, 0, true},
+		{-1, 0, true},
+	} {
+		got, err := statusWorkers(tc.asked)
+		if (err != nil) != tc.fails || got != tc.want {
+			t.Errorf("statusWorkers(%d) = %d, %v; want %d, failure %v", tc.asked, got, err, tc.want, tc.fails)
+		}
+	}
+}
+
 // TestPublishQueues checks which objects a Publish queues for writing: new and changed ones, those
 // of the same part that dropped out of the result, and nothing else.
 func TestPublishQueues(t *testing.T) {

@@ -5,7 +5,10 @@
 // cold start's size without adding every route one at a time; COLD_PROFILE=file (with
 // FLEETGATE_PPROF) saves a CPU profile of the operator's first COLD_PROFILE_S (20) seconds,
 // THEN_PROFILE=file one of THEN_PROFILE_S (30) seconds of those additions, and THEN_HEAP=file its
-// heap profile at their end.
+// heap profile at their end. STATUS_WORKERS sets the operator's --status-workers; DURING_ROUTES
+// routes added while the cold start's statuses are written measure a change behind that backlog;
+// RESTART=1 (with FLEETGATE_METRICS) restarts the operator once more at the end and counts the
+// status writes it makes over routes whose statuses are already written.
 package convergence
 
 import (
@@ -18,6 +21,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -175,7 +179,11 @@ func BenchmarkConvergence(b *testing.B) {
 	must(b, err)
 	stateDir := b.TempDir()
 	must(b, clusters[0].Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleetgate-system"}}))
-	op, err := testbed.StartOperator(binary, clusters[0], stateDir, "--namespace=fleetgate-system", "--log-level=error")
+	args := []string{"--namespace=fleetgate-system", "--log-level=error"}
+	if n := envInt("STATUS_WORKERS", 0); n > 0 {
+		args = append(args, fmt.Sprintf("--status-workers=%d", n))
+	}
+	op, err := testbed.StartOperator(binary, clusters[0], stateDir, args...)
 	must(b, err)
 	defer func() { _ = op.Stop() }()
 	for _, m := range clusters[1:] {
@@ -246,7 +254,7 @@ func BenchmarkConvergence(b *testing.B) {
 	}
 	cwg.Wait()
 	coldStart := time.Now()
-	op, err = testbed.StartOperator(binary, clusters[0], stateDir, "--namespace=fleetgate-system", "--log-level=error")
+	op, err = testbed.StartOperator(binary, clusters[0], stateDir, args...)
 	must(b, err)
 	profiled := make(chan struct{})
 	go func() {
@@ -297,10 +305,47 @@ func BenchmarkConvergence(b *testing.B) {
 	b.Logf("cold start with %d routes: all served %s after the operator started, the last miss at %s (RSS %.1f MiB)", cold, coldTook.Round(time.Millisecond),
 		lastFail.Sub(coldStart).Round(time.Millisecond), float64(rss)/(1<<20))
 	// Served is not all: every route's status says Accepted once the operator wrote them all.
-	for acc.count() < max(cold, routes) && time.Since(coldStart) < 15*time.Minute {
+	// Meanwhile DURING_ROUTES routes are added, one every 500 ms while that backlog lasts: how long
+	// a change waits for its status behind the backlog.
+	var added atomic.Int64
+	drained := make(chan struct{})
+	var toAccepted []time.Duration
+	var dwg sync.WaitGroup
+	dwg.Go(func() {
+		for i := range envInt("DURING_ROUTES", 0) {
+			select {
+			case <-drained:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			r := route(10_000_000 + i) // past every other phase's names
+			done := acc.expect(clusters[0].Name + "/" + r.Name)
+			added.Add(1)
+			t0 := time.Now()
+			if err := clusters[0].Client.Create(ctx, r); err != nil {
+				b.Errorf("adding route %s during the backlog: %v", r.Name, err) // not Fatal: not the benchmark's goroutine
+				added.Add(-1)
+				return
+			}
+			select {
+			case <-done:
+				toAccepted = append(toAccepted, time.Since(t0))
+			case <-time.After(60 * time.Second):
+				b.Errorf("route %s added during the backlog not Accepted after 60s", r.Name)
+			}
+		}
+	})
+	for acc.count() < max(cold, routes)+int(added.Load()) && time.Since(coldStart) < 15*time.Minute {
 		time.Sleep(50 * time.Millisecond)
 	}
 	acceptedTook := time.Since(coldStart)
+	close(drained)
+	dwg.Wait()
+	if len(toAccepted) > 0 {
+		b.ReportMetric(float64(pct(toAccepted, 0.5).Microseconds())/1000, "during-accepted-p50-ms")
+		b.ReportMetric(float64(pct(toAccepted, 0.99).Microseconds())/1000, "during-accepted-p99-ms")
+		b.Logf("%d routes added during the status backlog: apply→Accepted p50 %s p99 %s", len(toAccepted), pct(toAccepted, 0.5), pct(toAccepted, 0.99))
+	}
 	b.ReportMetric(acceptedTook.Seconds(), "cold-accepted-s")
 	b.Logf("cold start with %d routes: %d seen Accepted %s after the operator started", cold, acc.count(), acceptedTook.Round(time.Millisecond))
 	<-profiled
@@ -318,6 +363,59 @@ func BenchmarkConvergence(b *testing.B) {
 			save(b, file, "heap")
 		}
 	}
+	if envInt("RESTART", 0) > 0 {
+		// Restarted over routes whose statuses are all written, as in an upgrade or a failover: the
+		// writer should look at every route and write none.
+		must(b, op.Stop())
+		t0 := time.Now()
+		op, err = testbed.StartOperator(binary, clusters[0], stateDir, args...)
+		must(b, err)
+		routes := acc.count()
+		for {
+			written, unchanged, err := routeWrites()
+			must(b, err)
+			if written+unchanged >= routes {
+				b.ReportMetric(time.Since(t0).Seconds(), "restart-statuses-checked-s")
+				b.ReportMetric(float64(written), "restart-status-writes")
+				b.Logf("restart over %d routes with their statuses written: every status checked %s after the start, %d written", routes, time.Since(t0).Round(time.Millisecond), written)
+				break
+			}
+			if time.Since(t0) > 5*time.Minute {
+				b.Fatalf("restart: %d of %d route statuses checked after 5 min", written+unchanged, routes)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// routeWrites reads the operator's HTTPRoute status writes, written and found unchanged, from its
+// metrics (FLEETGATE_METRICS); zero while they cannot be read yet.
+func routeWrites() (written, unchanged int, err error) {
+	addr := os.Getenv("FLEETGATE_METRICS")
+	if addr == "" {
+		return 0, 0, errors.New("RESTART needs FLEETGATE_METRICS")
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, 0, nil // not listening yet
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.Lines(string(body)) {
+		for result, n := range map[string]*int{"written": &written, "unchanged": &unchanged} {
+			if v, ok := strings.CutPrefix(line, `fleetgate_status_writes_total{kind="HTTPRoute",result="`+result+`"} `); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					return 0, 0, err
+				}
+				*n = int(f)
+			}
+		}
+	}
+	return written, unchanged, nil
 }
 
 // profile saves a CPU profile of the operator (FLEETGATE_PPROF) over the next seconds.
