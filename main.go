@@ -44,6 +44,8 @@ type options struct {
 	awsBurst                                 int
 	gcpProject, gcpRegion, gcpEndpoint       string
 	statusWorkers                            int
+	memberQPS                                float64
+	memberBurst                              int
 }
 
 func main() {
@@ -72,6 +74,8 @@ func main() {
 	flag.BoolVar(&o.hubIsMember, "hub-is-member", true, "serve the Gateway API objects of the operator's own cluster as the member \"hub\"")
 	flag.BoolVar(&o.dnsEndpoints, "dns-endpoints", true, "publish every programmed hostname as an external-dns DNSEndpoint in the hub (once its CRD is installed)")
 	flag.IntVar(&o.statusWorkers, "status-workers", controllers.DefaultStatusWorkers, fmt.Sprintf("status writes in flight at most (1-%d); each is one API round trip, so more writers write a cold start's statuses sooner while the API servers have CPU to spare", controllers.MaxStatusWorkers))
+	flag.Float64Var(&o.memberQPS, "member-qps", 100, "API calls per second to each member cluster's API server (reads, status writes, Events); negative: no client-side limit, the API server's priority and fairness decides")
+	flag.IntVar(&o.memberBurst, "member-burst", 200, "API call burst to each member cluster's API server")
 	flag.BoolVar(&o.mcsController, "mcs-controller", true, "maintain ServiceImports in every member from ServiceExports (disable when another MCS implementation runs)")
 	addAWSFlags(flag.CommandLine, &o)
 	addGCPFlags(flag.CommandLine, &o)
@@ -155,7 +159,8 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 		setup.Replica = replicaOptions(o)
 	}
 	setup.StatusWorkers = o.statusWorkers
-	setup.Fleet = &controllers.FleetOptions{Namespace: o.namespace, HubIsMember: o.hubIsMember, MCSController: o.mcsController}
+	setup.Fleet = &controllers.FleetOptions{Namespace: o.namespace, HubIsMember: o.hubIsMember, MCSController: o.mcsController,
+		MemberQPS: float32(o.memberQPS), MemberBurst: o.memberBurst}
 	if o.dnsEndpoints {
 		embedded, err := newEmbeddedDNS(ctx, o, mgr.GetAPIReader(), logger)
 		if err != nil {

@@ -63,6 +63,9 @@ type FleetOptions struct {
 	// MCSController maintains ServiceImports in every member from the ServiceExports, for fleets
 	// without another MCS implementation.
 	MCSController bool
+	// MemberQPS and MemberBurst bound the calls to each member's API server (fleet.Options).
+	MemberQPS   float32
+	MemberBurst int
 }
 
 // CacheOptions keep the informers small: of all Deployments, only the proxies fleetgate made; of
@@ -212,6 +215,8 @@ func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *Status
 		},
 		Lost:   writer.RemoveTarget,
 		Leader: leads(mgr),
+		QPS:    o.Fleet.MemberQPS,
+		Burst:  o.Fleet.MemberBurst,
 		Log:    mgr.GetLogger().WithName("fleet"),
 	})
 	if hub != nil {

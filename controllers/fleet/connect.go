@@ -19,7 +19,7 @@ import (
 func (f *Fleet) connect(ctx context.Context, name, hash string, weight int32, cfg *rest.Config) error {
 	log := f.o.Log.WithValues("cluster", name)
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = 100, 200
+	cfg.QPS, cfg.Burst = f.o.QPS, f.o.Burst
 	cl, err := cluster.New(cfg, func(o *cluster.Options) {
 		o.Scheme = f.o.Scheme
 		o.Logger = log

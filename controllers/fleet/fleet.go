@@ -68,7 +68,12 @@ type Options struct {
 	FailureThreshold int
 	// WriteTimeout bounds each call of Member.Writer; zero means 5s.
 	WriteTimeout time.Duration
-	Log          logr.Logger
+	// QPS and Burst bound the calls to each member's API server (reads, status writes, Events);
+	// zero means 100 and 200. A negative QPS sets no client-side limit and leaves it to the API
+	// server's priority and fairness, as the hub's client does.
+	QPS   float32
+	Burst int
+	Log   logr.Logger
 }
 
 // Fleet is the set of member clusters. Its MemberCluster reconciler (Reconciler) connects and
@@ -126,6 +131,12 @@ func New(o Options) *Fleet {
 	}
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = 5 * time.Second
+	}
+	if o.QPS == 0 {
+		o.QPS = 100
+	}
+	if o.Burst == 0 {
+		o.Burst = 200
 	}
 	if o.Changed == nil {
 		o.Changed = func(string) {}

@@ -36,3 +36,20 @@ func TestRecord(t *testing.T) {
 		t.Errorf("Lost called %d times, want once", len(lost))
 	}
 }
+
+// TestMemberRateDefaults: members' clients are limited to 100 calls/s (burst 200) unless set; a
+// negative QPS (no client-side limit) passes through.
+func TestMemberRateDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		in, want Options
+	}{
+		{in: Options{}, want: Options{QPS: 100, Burst: 200}},
+		{in: Options{QPS: 500, Burst: 1000}, want: Options{QPS: 500, Burst: 1000}},
+		{in: Options{QPS: -1}, want: Options{QPS: -1, Burst: 200}},
+	} {
+		f := New(tt.in)
+		if f.o.QPS != tt.want.QPS || f.o.Burst != tt.want.Burst {
+			t.Errorf("New(QPS %v, Burst %d): %v, %d; want %v, %d", tt.in.QPS, tt.in.Burst, f.o.QPS, f.o.Burst, tt.want.QPS, tt.want.Burst)
+		}
+	}
+}

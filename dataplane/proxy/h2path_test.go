@@ -213,7 +213,7 @@ func TestH2CtxFollowsItsStream(t *testing.T) {
 	tests := []struct {
 		name string
 		// run derives from ctx, cancels the stream with cancel where it means to, and reports.
-		run func(ctx context.Context, cancel func()) string
+		run  func(ctx context.Context, cancel func()) string
 		want string
 	}{
 		{"value of the connection", func(ctx context.Context, _ func()) string {
