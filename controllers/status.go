@@ -63,7 +63,13 @@ type StatusWriter struct {
 	// queue hands out objects by priority: routes and policies that were there when the writer
 	// started (the backlog: every status of a cold start, one API write each) after everything
 	// that changed since, so that a change made meanwhile does not wait minutes behind them.
+	// Nothing is queued before Start (a follower's queue would hold every object, and its depth
+	// metric read as a backlog nobody drains): Start queues desired and dropped.
 	queue priorityqueue.PriorityQueue[translate.ObjectRef]
+	// started is set by Start; dropped holds, until then, the objects that left the results, whose
+	// statuses Start queues for clearing.
+	started bool
+	dropped map[translate.ObjectRef]struct{}
 	// countsDelay is how long the write of a Gateway or ListenerSet waits when only its listeners'
 	// attachedRoutes changed (attachedRoutesDelay; shorter in tests).
 	countsDelay time.Duration
@@ -96,6 +102,7 @@ func NewStatusWriter(log logr.Logger, features []gwv1.SupportedFeature, m *Metri
 		targets:     map[string]statusTarget{},
 		desired:     map[translate.ObjectRef]*desiredEntry{},
 		written:     map[translate.ObjectRef]string{},
+		dropped:     map[translate.ObjectRef]struct{}{},
 		countsDelay: attachedRoutesDelay,
 		workers:     DefaultStatusWorkers,
 		queue: priorityqueue.New("status", func(o *priorityqueue.Opts[translate.ObjectRef]) {
@@ -119,6 +126,14 @@ func (w *StatusWriter) RemoveTarget(cluster string) {
 	delete(w.targets, cluster)
 }
 
+// begin ends the follower's wait: from now on Publish queues, and everything known is queued.
+func (w *StatusWriter) begin() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.started = true
+	w.requeueLocked()
+}
+
 // NeedLeaderElection makes the writer run only on the leader.
 func (w *StatusWriter) NeedLeaderElection() bool { return true }
 
@@ -128,7 +143,7 @@ func (w *StatusWriter) Start(ctx context.Context) error {
 		<-ctx.Done()
 		w.queue.ShutDown()
 	}()
-	w.Requeue()
+	w.begin()
 	// Writes are API round trips: several in flight keep a burst (a Gateway in every member, its
 	// routes) from queueing behind one another. The queue never hands out one object twice at once.
 	var wg sync.WaitGroup

@@ -44,10 +44,14 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 			d = &desiredEntry{ref: ref, want: want}
 			w.desired[ref] = d
 			w.count[part]++
-			w.queue.AddWithOpts(priorityqueue.AddOpts{Priority: w.priority(part, pass)}, ref)
+			if w.started {
+				w.queue.AddWithOpts(priorityqueue.AddOpts{Priority: w.priority(part, pass)}, ref)
+			} else {
+				delete(w.dropped, ref) // back: Start writes its status
+			}
 		} else {
 			switch {
-			case d.want.Same(want):
+			case d.want.Same(want), !w.started:
 			case w.countsOnly(ref.Kind, d.want, want):
 				// A write already waiting is not postponed, and it writes the latest desired status.
 				w.queue.AddAfter(ref, w.countsDelay)
@@ -94,7 +98,12 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 		if d.pass != pass && w.partOf(ref.Kind) == part {
 			delete(w.desired, ref)
 			w.count[part]--
-			w.queue.Add(ref) // write clears what fleetgate no longer has to say about it
+			// write clears what fleetgate no longer has to say about it
+			if w.started {
+				w.queue.Add(ref)
+			} else {
+				w.dropped[ref] = struct{}{}
+			}
 		}
 	}
 }
@@ -122,12 +131,15 @@ func (w *StatusWriter) priority(part statusPart, pass uint64) *int {
 	return nil
 }
 
-// Requeue asks the writer to look at every object again, e.g. after the leader changed; routes and
-// policies as backlog.
-func (w *StatusWriter) Requeue() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// requeueLocked queues every object the writer knows of: those it has a status for (routes and
+// policies as backlog) and those that left the results since, whose statuses are to be cleared.
+// It needs w.mu held.
+func (w *StatusWriter) requeueLocked() {
 	for ref := range w.desired {
 		w.queue.AddWithOpts(priorityqueue.AddOpts{Priority: w.priority(w.partOf(ref.Kind), 1)}, ref)
 	}
+	for ref := range w.dropped {
+		w.queue.Add(ref)
+	}
+	clear(w.dropped)
 }

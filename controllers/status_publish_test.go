@@ -1,11 +1,12 @@
 package controllers
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/go-logr/logr"
@@ -58,6 +59,7 @@ func TestPublishFollowsOrder(t *testing.T) {
 		return res
 	}
 	w := NewStatusWriter(logr.Discard(), nil, nil)
+	w.started = true
 	queued := func() []string {
 		var out []string
 		for w.queue.Len() > 0 {
@@ -84,7 +86,7 @@ func TestPublishFollowsOrder(t *testing.T) {
 	} {
 		res := result(step.names...)
 		w.Publish(res, translated)
-		if diff := cmp.Diff(step.wantQueued, queued(), cmpopts.EquateEmpty()); diff != "" {
+		if diff := gocmp.Diff(step.wantQueued, queued(), cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("step %d: queued (-want +got):\n%s", i, diff)
 		}
 		if len(w.desired) != len(res.Routes) || w.count[translated] != uint64(len(res.Routes)) {
@@ -107,6 +109,7 @@ func TestBacklogYieldsToChanges(t *testing.T) {
 			Parents: []gwv1.RouteParentStatus{{ControllerName: "fleetgate.dev/gateway-controller", ParentRef: gwv1.ParentReference{Name: gwv1.ObjectName(parent)}}}}
 	}
 	w := NewStatusWriter(logr.Discard(), nil, nil)
+	w.started = true
 	w.Publish(&translate.Result{Routes: []translate.RouteStatus{route("a", "gw"), route("b", "gw"), route("c", "gw"), route("d", "gw")}}, translated)
 	w.Publish(&translate.Result{Gateways: []translate.GatewayStatus{{Ref: translate.ObjectRef{Cluster: "c", Kind: "Gateway", Namespace: "ns", Name: "gw"}}}}, applied)
 	w.Publish(&translate.Result{Routes: []translate.RouteStatus{route("a", "gw"), route("b", "gw"), route("c", "other"), route("d", "gw"), route("x", "gw")}}, translated)
@@ -125,7 +128,50 @@ func TestBacklogYieldsToChanges(t *testing.T) {
 	}
 	// Within a priority the queue is FIFO.
 	want := []got{{"gw", 0}, {"c", 0}, {"x", 0}, {"a", -1}, {"b", -1}, {"d", -1}}
-	if diff := cmp.Diff(want, order); diff != "" {
+	if diff := gocmp.Diff(want, order); diff != "" {
 		t.Errorf("hand-out order (-want +got):\n%s", diff)
+	}
+}
+
+// TestFollowerQueuesNothing: before Start (a follower) Publish keeps the desired statuses and
+// queues nothing, whatever comes and goes; Start queues every object known, routes as backlog,
+// and those that left the results meanwhile (to clear their statuses), each once.
+func TestFollowerQueuesNothing(t *testing.T) {
+	route := func(name, parent string) translate.RouteStatus {
+		return translate.RouteStatus{Ref: translate.ObjectRef{Cluster: "c", Kind: "HTTPRoute", Namespace: "ns", Name: name},
+			Parents: []gwv1.RouteParentStatus{{ControllerName: "fleetgate.dev/gateway-controller", ParentRef: gwv1.ParentReference{Name: gwv1.ObjectName(parent)}}}}
+	}
+	w := NewStatusWriter(logr.Discard(), nil, nil)
+	for _, routes := range [][]translate.RouteStatus{
+		{route("a", "gw"), route("b", "gw"), route("c", "gw")},
+		{route("a", "gw"), route("b", "other"), route("d", "gw")}, // c dropped, b changed, d new
+		{route("a", "gw"), route("b", "other")},                   // d dropped
+		{route("a", "gw"), route("b", "other"), route("d", "gw")}, // d back
+	} {
+		w.Publish(&translate.Result{Routes: routes}, translated)
+		w.Publish(&translate.Result{Gateways: []translate.GatewayStatus{{Ref: translate.ObjectRef{Cluster: "c", Kind: "Gateway", Namespace: "ns", Name: "gw"}}}}, applied)
+		if n := w.queue.Len(); n != 0 {
+			t.Fatalf("a follower's queue holds %d objects", n)
+		}
+	}
+	w.begin()
+	type got struct {
+		Name     string
+		Priority int
+	}
+	var order []got
+	for w.queue.Len() > 0 {
+		r, p, _ := w.queue.GetWithPriority()
+		w.queue.Done(r)
+		order = append(order, got{r.Name, p})
+	}
+	slices.SortFunc(order, func(a, b got) int { return cmp.Compare(a.Name, b.Name) })
+	want := []got{{"a", -1}, {"b", -1}, {"c", 0}, {"d", -1}, {"gw", 0}}
+	if diff := gocmp.Diff(want, order); diff != "" {
+		t.Errorf("queued at Start (-want +got):\n%s", diff)
+	}
+	w.Publish(&translate.Result{Routes: []translate.RouteStatus{route("a", "gw"), route("b", "gw"), route("d", "gw")}}, translated)
+	if n := w.queue.Len(); n != 1 {
+		t.Errorf("after Start, a change queued %d objects, want 1", n)
 	}
 }

@@ -85,6 +85,7 @@ func TestPublishQueues(t *testing.T) {
 		{"gateway dropped", translate.Result{}, applied, []string{"gw"}, nil},
 	}
 	w := NewStatusWriter(logr.Discard(), nil, nil)
+	w.started = true
 	w.countsDelay = 50 * time.Millisecond
 	drain := func() []string {
 		var got []string
