@@ -116,19 +116,9 @@ func TestBacklogYieldsToChanges(t *testing.T) {
 	if n := w.queue.Len(); n != 6 {
 		t.Fatalf("%d queued, want 6", n)
 	}
-	type got struct {
-		Name     string
-		Priority int
-	}
-	var order []got
-	for w.queue.Len() > 0 {
-		r, p, _ := w.queue.GetWithPriority()
-		w.queue.Done(r)
-		order = append(order, got{r.Name, p})
-	}
 	// Within a priority the queue is FIFO.
-	want := []got{{"gw", 0}, {"c", 0}, {"x", 0}, {"a", -1}, {"b", -1}, {"d", -1}}
-	if diff := gocmp.Diff(want, order); diff != "" {
+	want := []handedOut{{"gw", 0}, {"c", 0}, {"x", 0}, {"a", -1}, {"b", -1}, {"d", -1}}
+	if diff := gocmp.Diff(want, handOut(w)); diff != "" {
 		t.Errorf("hand-out order (-want +got):\n%s", diff)
 	}
 }
@@ -155,18 +145,9 @@ func TestFollowerQueuesNothing(t *testing.T) {
 		}
 	}
 	w.begin()
-	type got struct {
-		Name     string
-		Priority int
-	}
-	var order []got
-	for w.queue.Len() > 0 {
-		r, p, _ := w.queue.GetWithPriority()
-		w.queue.Done(r)
-		order = append(order, got{r.Name, p})
-	}
-	slices.SortFunc(order, func(a, b got) int { return cmp.Compare(a.Name, b.Name) })
-	want := []got{{"a", -1}, {"b", -1}, {"c", 0}, {"d", -1}, {"gw", 0}}
+	order := handOut(w)
+	slices.SortFunc(order, func(a, b handedOut) int { return cmp.Compare(a.Name, b.Name) })
+	want := []handedOut{{"a", -1}, {"b", -1}, {"c", 0}, {"d", -1}, {"gw", 0}}
 	if diff := gocmp.Diff(want, order); diff != "" {
 		t.Errorf("queued at Start (-want +got):\n%s", diff)
 	}
@@ -174,4 +155,21 @@ func TestFollowerQueuesNothing(t *testing.T) {
 	if n := w.queue.Len(); n != 1 {
 		t.Errorf("after Start, a change queued %d objects, want 1", n)
 	}
+}
+
+// handedOut is an object as the queue hands it out.
+type handedOut struct {
+	Name     string
+	Priority int
+}
+
+// handOut empties w's queue in the order it hands objects out.
+func handOut(w *StatusWriter) []handedOut {
+	var order []handedOut
+	for w.queue.Len() > 0 {
+		r, p, _ := w.queue.GetWithPriority()
+		w.queue.Done(r)
+		order = append(order, handedOut{r.Name, p})
+	}
+	return order
 }
