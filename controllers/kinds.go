@@ -25,6 +25,8 @@ type kind struct {
 	object func() client.Object
 	// read lists the kind from one cluster into its snapshot field.
 	read func(ctx context.Context, src ClusterReader, s *snapshot.Snapshot) error
+	// list lists the kind from one cluster (the cache's objects themselves: read only).
+	list func(ctx context.Context, src ClusterReader) ([]client.Object, error)
 	// count is the number of the kind's objects in a snapshot.
 	count func(s *snapshot.Snapshot) int
 	// generationGated kinds bump metadata.generation on every change translation reads: an update
@@ -157,6 +159,17 @@ func listed[T any, PT interface {
 		object: func() client.Object { return PT(new(T)) },
 		read: func(ctx context.Context, src ClusterReader, s *snapshot.Snapshot) error {
 			return readInto(ctx, src, PL(new(L)), field(s), items)
+		},
+		list: func(ctx context.Context, src ClusterReader) ([]client.Object, error) {
+			var s snapshot.Snapshot
+			if err := readInto(ctx, src, PL(new(L)), field(&s), items); err != nil {
+				return nil, err
+			}
+			out := make([]client.Object, len(*field(&s)))
+			for i, o := range *field(&s) {
+				out[i] = PT(o.Obj)
+			}
+			return out, nil
 		},
 		count: func(s *snapshot.Snapshot) int { return len(*field(s)) },
 	}

@@ -67,9 +67,15 @@ type StatusWriter struct {
 	// metric read as a backlog nobody drains): Start queues desired and dropped.
 	queue priorityqueue.PriorityQueue[translate.ObjectRef]
 	// started is set by Start; dropped holds, until then, the objects that left the results, whose
-	// statuses Start queues for clearing.
+	// statuses Start queues for clearing, of kinds the sweeper does not look through (the sweeper
+	// finds the others, and a follower's set would hold every deleted route until it leads).
 	started bool
 	dropped map[translate.ObjectRef]struct{}
+	// read are the clusters the last pass of routes and policies read; swept those the sweeper
+	// looked through since the writer started (or the cluster connected again); sweep wakes it.
+	read  []string
+	swept map[string]bool
+	sweep chan struct{}
 	// countsDelay is how long the write of a Gateway or ListenerSet waits when only its listeners'
 	// attachedRoutes changed (attachedRoutesDelay; shorter in tests).
 	countsDelay time.Duration
@@ -103,6 +109,8 @@ func NewStatusWriter(log logr.Logger, features []gwv1.SupportedFeature, m *Metri
 		desired:     map[translate.ObjectRef]*desiredEntry{},
 		written:     map[translate.ObjectRef]string{},
 		dropped:     map[translate.ObjectRef]struct{}{},
+		swept:       map[string]bool{},
+		sweep:       make(chan struct{}, 1),
 		countsDelay: attachedRoutesDelay,
 		workers:     DefaultStatusWorkers,
 		queue: priorityqueue.New("status", func(o *priorityqueue.Opts[translate.ObjectRef]) {
@@ -124,6 +132,7 @@ func (w *StatusWriter) RemoveTarget(cluster string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.targets, cluster)
+	delete(w.swept, cluster) // what changed while it was away is looked for when it returns
 }
 
 // begin ends the follower's wait: from now on Publish queues, and everything known is queued.
@@ -132,6 +141,7 @@ func (w *StatusWriter) begin() {
 	defer w.mu.Unlock()
 	w.started = true
 	w.requeueLocked()
+	w.wakeSweeperLocked()
 }
 
 // NeedLeaderElection makes the writer run only on the leader.
@@ -147,6 +157,7 @@ func (w *StatusWriter) Start(ctx context.Context) error {
 	// Writes are API round trips: several in flight keep a burst (a Gateway in every member, its
 	// routes) from queueing behind one another. The queue never hands out one object twice at once.
 	var wg sync.WaitGroup
+	wg.Go(func() { w.sweeper(ctx) })
 	for range w.workers {
 		wg.Go(func() { w.work(ctx) })
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/translate"
 )
 
@@ -33,6 +34,10 @@ type statusKind struct {
 	// cleared is written to an object fleetgate no longer has anything to say about; nil leaves
 	// the object as it is (another controller may own its status).
 	cleared func(ref translate.ObjectRef) desiredStatus
+	// ours tells whether an object's status holds entries fleetgate wrote (its controller name):
+	// the writer looks for those no pass names when it starts leading (StatusWriter.sweeper). Nil
+	// for kinds whose status names no controller.
+	ours func(obj client.Object) bool
 	// countsOnly tells whether two desired statuses differ at most in their listeners'
 	// attachedRoutes, whose writes are coalesced; nil when the kind has no such counts.
 	countsOnly func(a, b desiredStatus) bool
@@ -99,6 +104,10 @@ func routeStatus[O client.Object](parents func(O) *[]gwv1.RouteParentStatus) *st
 		return nil
 	})
 	k.cleared = func(ref translate.ObjectRef) desiredStatus { return &translate.RouteStatus{Ref: ref} }
+	k.ours = func(obj client.Object) bool {
+		o, ok := obj.(O)
+		return ok && slices.ContainsFunc(*parents(o), func(p gwv1.RouteParentStatus) bool { return p.ControllerName == v1alpha1.ControllerName })
+	}
 	return k
 }
 
@@ -108,6 +117,10 @@ func policyStatus() *statusKind {
 		return nil
 	})
 	k.cleared = func(ref translate.ObjectRef) desiredStatus { return &translate.PolicyStatus{Ref: ref} }
+	k.ours = func(obj client.Object) bool {
+		o, ok := obj.(*gwv1.BackendTLSPolicy)
+		return ok && slices.ContainsFunc(o.Status.Ancestors, func(a gwv1.PolicyAncestorStatus) bool { return a.ControllerName == v1alpha1.ControllerName })
+	}
 	return k
 }
 

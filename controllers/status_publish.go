@@ -65,6 +65,8 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 	}
 	switch part {
 	case translated:
+		w.read = res.Clusters
+		defer w.wakeSweeperLocked()
 		for i := range res.Routes {
 			set(&res.Routes[i])
 		}
@@ -101,7 +103,7 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 			// write clears what fleetgate no longer has to say about it
 			if w.started {
 				w.queue.Add(ref)
-			} else {
+			} else if k := w.kinds[ref.Kind]; k.status == nil || k.status.ours == nil {
 				w.dropped[ref] = struct{}{}
 			}
 		}

@@ -8,10 +8,14 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/translate"
 )
 
@@ -124,8 +128,9 @@ func TestBacklogYieldsToChanges(t *testing.T) {
 }
 
 // TestFollowerQueuesNothing: before Start (a follower) Publish keeps the desired statuses and
-// queues nothing, whatever comes and goes; Start queues every object known, routes as backlog,
-// and those that left the results meanwhile (to clear their statuses), each once.
+// queues nothing, whatever comes and goes, nor keeps the routes that left the results (the
+// sweeper finds those whose statuses hold ours: TestSweepClearsWhatNoPassNames); Start queues
+// every object known, routes as backlog, each once.
 func TestFollowerQueuesNothing(t *testing.T) {
 	route := func(name, parent string) translate.RouteStatus {
 		return translate.RouteStatus{Ref: translate.ObjectRef{Cluster: "c", Kind: "HTTPRoute", Namespace: "ns", Name: name},
@@ -143,11 +148,14 @@ func TestFollowerQueuesNothing(t *testing.T) {
 		if n := w.queue.Len(); n != 0 {
 			t.Fatalf("a follower's queue holds %d objects", n)
 		}
+		if len(w.dropped) != 0 {
+			t.Fatalf("a follower keeps %d routes that left the results", len(w.dropped))
+		}
 	}
 	w.begin()
 	order := handOut(w)
 	slices.SortFunc(order, func(a, b handedOut) int { return cmp.Compare(a.Name, b.Name) })
-	want := []handedOut{{"a", -1}, {"b", -1}, {"c", 0}, {"d", -1}, {"gw", 0}}
+	want := []handedOut{{"a", -1}, {"b", -1}, {"d", -1}, {"gw", 0}}
 	if diff := gocmp.Diff(want, order); diff != "" {
 		t.Errorf("queued at Start (-want +got):\n%s", diff)
 	}
@@ -172,4 +180,72 @@ func handOut(w *StatusWriter) []handedOut {
 		order = append(order, handedOut{r.Name, p})
 	}
 	return order
+}
+
+// TestSweepClearsWhatNoPassNames: once leading, the writer queues (as backlog) the objects of a
+// cluster the last pass read whose statuses hold entries of ours that no pass names, and nothing
+// else: not the routes a pass names, not those that hold only another controller's entries, not
+// a cluster the pass did not read; a cluster is swept once, and again after it reconnects.
+func TestSweepClearsWhatNoPassNames(t *testing.T) {
+	ctx := t.Context()
+	status := func(controller string) gwv1.HTTPRouteStatus {
+		return gwv1.HTTPRouteStatus{RouteStatus: gwv1.RouteStatus{Parents: []gwv1.RouteParentStatus{{
+			ControllerName: gwv1.GatewayController(controller), ParentRef: gwv1.ParentReference{Name: "gw"}}}}}
+	}
+	routes := []client.Object{
+		&gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "named"}, Status: status(v1alpha1.ControllerName)},
+		&gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "stale"}, Status: status(v1alpha1.ControllerName)},
+		&gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "theirs"}, Status: status("example.com/other")},
+		&gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bare"}},
+		&gwv1.GRPCRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "stale-grpc"},
+			Status: gwv1.GRPCRouteStatus{RouteStatus: status(v1alpha1.ControllerName).RouteStatus}},
+		&gwv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "stale-policy"},
+			Status: gwv1.PolicyStatus{Ancestors: []gwv1.PolicyAncestorStatus{{ControllerName: v1alpha1.ControllerName}}}},
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(routes...).Build()
+	w := NewStatusWriter(logr.Discard(), nil, nil)
+	w.SetTarget("c", statusTarget{Reader: c, Writer: c})
+	w.SetTarget("unread", statusTarget{Reader: c, Writer: c})
+	named := translate.RouteStatus{Ref: translate.ObjectRef{Cluster: "c", Kind: "HTTPRoute", Namespace: "ns", Name: "named"},
+		Parents: status(v1alpha1.ControllerName).Parents}
+	w.Publish(&translate.Result{Routes: []translate.RouteStatus{named}, Clusters: []string{"c"}}, translated)
+	if len(w.sweep) != 0 {
+		t.Fatal("a follower's sweeper was woken")
+	}
+	w.begin()
+	if len(w.sweep) != 1 {
+		t.Fatal("starting to lead did not wake the sweeper")
+	}
+	<-w.sweep
+	handOut(w) // what begin queued: the named route
+	sweep := func() []handedOut {
+		for _, cl := range w.unswept() {
+			if err := w.sweepCluster(ctx, cl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		order := handOut(w)
+		slices.SortFunc(order, func(a, b handedOut) int { return cmp.Compare(a.Name, b.Name) })
+		return order
+	}
+	want := []handedOut{{"stale", -1}, {"stale-grpc", -1}, {"stale-policy", -1}}
+	if diff := gocmp.Diff(want, sweep()); diff != "" {
+		t.Errorf("swept (-want +got):\n%s", diff)
+	}
+	if got := sweep(); len(got) != 0 {
+		t.Errorf("a second sweep queued %v", got)
+	}
+	w.RemoveTarget("c")
+	w.SetTarget("c", statusTarget{Reader: c, Writer: c})
+	w.Publish(&translate.Result{Routes: []translate.RouteStatus{named}, Clusters: []string{"c"}}, translated)
+	if len(w.sweep) != 1 {
+		t.Fatal("a pass reading a reconnected cluster did not wake the sweeper")
+	}
+	if diff := gocmp.Diff(want, sweep()); diff != "" {
+		t.Errorf("swept after reconnecting (-want +got):\n%s", diff)
+	}
 }

@@ -142,6 +142,9 @@ func begin(s *snapshot.Snapshot, hosts *hostMemo, memo memoFunc, o options) *Pas
 	t.routeStatuses(byKind)
 	t.policyStatuses()
 	r := t.res
+	// Never nil: a pass that read no cluster knows of none, which is not "every cluster".
+	r.Clusters = slices.AppendSeq(make([]string, 0, len(s.ClusterWeights)), maps.Keys(s.ClusterWeights))
+	slices.Sort(r.Clusters)
 	// Refs are unique within each list, so an unstable sort gives the same order, much faster.
 	slices.SortFunc(r.GatewayClasses, func(a, b ClassStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortFunc(r.Policies, func(a, b PolicyStatus) int { return a.Ref.compare(b.Ref) })
@@ -182,9 +185,6 @@ func (p *Pass) Finish() *Result {
 	slices.SortFunc(t.res.Gateways, func(a, b GatewayStatus) int { return a.Ref.compare(b.Ref) })
 	slices.SortFunc(t.res.ListenerSets, func(a, b ListenerSetStatus) int { return a.Ref.compare(b.Ref) })
 	t.sortExtras()
-	// Never nil: a pass that read no cluster knows of none, which is not "every cluster".
-	t.res.Clusters = slices.AppendSeq(make([]string, 0, len(t.snap.ClusterWeights)), maps.Keys(t.snap.ClusterWeights))
-	slices.Sort(t.res.Clusters)
 	if p.done != nil {
 		p.done()
 	}

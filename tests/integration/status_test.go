@@ -10,7 +10,10 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers"
 	"github.com/fleetgate/fleetgate/tests/testbed"
+	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestStatusWriterSharesRoutes checks that fleetgate writes only its own RouteParentStatus entries:
@@ -78,4 +81,65 @@ func TestStatusWriterSharesRoutes(t *testing.T) {
 	update(t, c.Client, route, func() { route.Spec.ParentRefs = []gwv1.ParentReference{{Name: "elsewhere"}} })
 	testbed.Eventually(t, 10*time.Second, parents("example.com/other-controller:elsewhere"))
 	testbed.Eventually(t, 5*time.Second, attached(0))
+}
+
+// TestStaleStatusClearedAfterRestart: what fleetgate wrote on a route that stopped naming its
+// Gateways while no replica ran is cleared once one runs again, as it is when fleetgate watches
+// the change; another controller's entry stays, and so does the status of a route still ours.
+func TestStaleStatusClearedAfterRestart(t *testing.T) {
+	c := testbed.ForTest(t, "hub")[0]
+	ctx := t.Context()
+	must(t, testbed.CreateClass(ctx, c.Client, "fleetgate", v1alpha1.ScopeCluster))
+	must(t, c.Client.Create(ctx, &gwv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"},
+		Spec: gwv1.GatewaySpec{GatewayClassName: "fleetgate",
+			Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}},
+	}))
+	moved := &gwv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "moved"},
+		Spec: gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{
+			{Name: "gw"}, {Name: "elsewhere"},
+		}}},
+	}
+	kept := &gwv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kept"},
+		Spec:       gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}}},
+	}
+	must(t, c.Client.Create(ctx, moved))
+	must(t, c.Client.Create(ctx, kept))
+	other := gwv1.RouteParentStatus{
+		ParentRef:      gwv1.ParentReference{Name: "elsewhere"},
+		ControllerName: "example.com/other-controller",
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted",
+			Message: "accepted by the other controller", ObservedGeneration: 1, LastTransitionTime: metav1.Now()}},
+	}
+	moved.Status.Parents = []gwv1.RouteParentStatus{other}
+	must(t, c.Client.Status().Update(ctx, moved))
+
+	parents := func(route *gwv1.HTTPRoute, want ...string) func() error {
+		return func() error {
+			var r gwv1.HTTPRoute
+			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(route), &r); err != nil {
+				return err
+			}
+			var got []string
+			for _, p := range r.Status.Parents {
+				got = append(got, fmt.Sprintf("%s:%s", p.ControllerName, p.ParentRef.Name))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("%s parents = %v, want %v", route.Name, got, want)
+			}
+			return nil
+		}
+	}
+	stop := runOperator(t, c, testr.NewWithOptions(t, testr.Options{Verbosity: 0}), controllers.Options{Registry: prometheus.NewRegistry()})
+	testbed.Eventually(t, 20*time.Second, parents(moved, "example.com/other-controller:elsewhere", "fleetgate.dev/gateway-controller:gw"))
+	testbed.Eventually(t, 20*time.Second, parents(kept, "fleetgate.dev/gateway-controller:gw"))
+	stop()
+
+	// While no replica runs, the route stops naming fleetgate's Gateway.
+	update(t, c.Client, moved, func() { moved.Spec.ParentRefs = []gwv1.ParentReference{{Name: "elsewhere"}} })
+	runOperator(t, c, testr.NewWithOptions(t, testr.Options{Verbosity: 0}), controllers.Options{Registry: prometheus.NewRegistry()})
+	testbed.Eventually(t, 20*time.Second, parents(moved, "example.com/other-controller:elsewhere"))
+	testbed.Eventually(t, 5*time.Second, parents(kept, "fleetgate.dev/gateway-controller:gw"))
 }
