@@ -161,8 +161,14 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		pass = translate.Begin(snap)
 	}
 	// Route and policy statuses do not depend on the configs of the gateways nor on the
-	// dataplane: publishing them before those are built keeps a route's Accepted from waiting.
-	r.Status.Publish(pass.Early(), translated)
+	// dataplane (Early: they are final), so they are published while those are built and
+	// applied: a route's Accepted does not wait for its dataplane, nor its first request for the
+	// comparison of every route's status (a third of a pass's critical path at 20,000 routes).
+	early := make(chan struct{})
+	go func() {
+		defer close(early)
+		r.Status.Publish(pass.Early(), translated)
+	}()
 	res := pass.Finish()
 	r.Metrics.translateSeconds.Observe(time.Since(start).Seconds())
 	r.Metrics.observeSnapshot(r.kinds, snap)
@@ -180,6 +186,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	// Status is published even when apply failed: the conditions translation computed are true
 	// regardless, and Programmed stays Pending for what apply did not confirm.
+	<-early
 	r.Status.Publish(res, applied)
 	r.Status.Notify(ctx, res.Notices)
 	log.FromContext(ctx).V(1).Info("translated", "gateways", len(res.Configs), "routes", len(res.Routes), "took", time.Since(start))

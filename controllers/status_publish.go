@@ -39,6 +39,12 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 		} else if d = w.desired[ref]; d != nil && d.pass == pass-1 {
 			at = d.place // the order goes on from there
 		}
+		if d != nil {
+			// The pass's strings: those of an unchanged route are the same from pass to pass, so
+			// that the next comparison is of pointers, not of bytes (it was 60% of Publish at
+			// 20,000 routes while the entry kept the strings of the pass that first named it).
+			d.ref = ref
+		}
 		at++
 		if d == nil {
 			d = &desiredEntry{ref: ref, want: want}
