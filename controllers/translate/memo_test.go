@@ -395,3 +395,22 @@ func TestMemoKnowsObjectsByPointer(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoPlacesNewRoutesByAge: a route new to the memo that is older than remembered ones takes its
+// place before them (the memo sorts only new routes into the remembered order), so that it is the
+// one whose hostnames fit within the listener's limit, as in a translation from scratch.
+func TestMemoPlacesNewRoutesByAge(t *testing.T) {
+	fx := readFixtures(t)
+	s := loadVersioned(t, filepath.Join("testdata", "caps-hostnames-per-listener.in.yaml"), fx)
+	without := *s // the same objects but the oldest route
+	without.HTTPRoutes = slices.DeleteFunc(slices.Clone(s.HTTPRoutes), func(o snapshot.Object[gwv1.HTTPRoute]) bool { return o.Obj.Name == "first" })
+	if len(without.HTTPRoutes) != len(s.HTTPRoutes)-1 {
+		t.Fatal("no route named first in the golden input")
+	}
+	c := NewMemo(WithCatalog(testCatalog{}))
+	c.Translate(&without)
+	want := render(t, Translate(s, WithCatalog(testCatalog{})), fx)
+	if diff := cmp.Diff(want, render(t, c.Translate(s), fx)); diff != "" {
+		t.Errorf("memo differs from a translation from scratch (-Translate +Memo.Translate):\n%s", diff)
+	}
+}
