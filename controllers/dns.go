@@ -81,11 +81,16 @@ type DNSOptions struct {
 	// Recheck is how often the publisher looks again without a change: for the CRD appearing,
 	// DNSEndpoints edited or deleted by hand. Default 10s.
 	Recheck time.Duration
+	// ShardRecords and ShardBytes bound one DNSEndpoint (records, and bytes about as encoded): an
+	// owner's records go to as many as they need. Defaults DefaultDNSShardRecords and
+	// DefaultDNSShardBytes.
+	ShardRecords, ShardBytes int
 }
 
 // +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=list;create;update;delete
 
-// dnsPublisher writes the hub's DNSEndpoints: one per gateway key, in the gateway's namespace when
+// dnsPublisher writes the hub's DNSEndpoints: those of one gateway key (as many as its records need,
+// dns_shard.go), in the gateway's namespace when
 // the hub has it (owner-referenced to the gateway's objects when they all are the hub's, in that
 // namespace, so that the garbage collector removes it with them) or else in the operator's
 // namespace; the publisher removes it in any case once its gateway is gone. It runs on the leader, apart from the pipeline, and reports a verdict per owner that
@@ -136,6 +141,12 @@ type dnsVerdict struct {
 func newDNSPublisher(writer client.Client, live client.Reader, o DNSOptions, changed func(), log logr.Logger) *dnsPublisher {
 	if o.Recheck == 0 {
 		o.Recheck = 10 * time.Second
+	}
+	if o.ShardRecords <= 0 {
+		o.ShardRecords = DefaultDNSShardRecords
+	}
+	if o.ShardBytes <= 0 {
+		o.ShardBytes = DefaultDNSShardBytes
 	}
 	return &dnsPublisher{writer: writer, live: live, o: o, changed: changed, log: log, poke: make(chan struct{}, 1)}
 }
@@ -240,10 +251,11 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 		p.crdMissing = false
 	}
 	p.mu.Unlock()
-	existing := map[string]*dnsv1a1.DNSEndpoint{}
+	// By gateway key, its DNSEndpoints (shards).
+	existing := map[string][]*dnsv1a1.DNSEndpoint{}
 	for i := range list.Items {
 		if key := list.Items[i].Annotations[providers.AnnotationGateway]; key != "" {
-			existing[key] = &list.Items[i]
+			existing[key] = append(existing[key], &list.Items[i])
 		}
 	}
 	if retained := retainedRecords(existing, d); !sameRetained(retained, d.retained) {
@@ -275,16 +287,18 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 		}
 	}
 	// The rest belong to owners the pass did not find: gone when every cluster of theirs was read.
-	for key, cur := range existing {
-		if !allRead(cur.Annotations[annotationDNSClusters], d.clusters) {
-			held[key] = cur.Spec.Endpoints
+	for key, objs := range existing {
+		if !allRead(objs[0].Annotations[annotationDNSClusters], d.clusters) {
+			held[key] = endpointsOf(objs)
 			continue
 		}
-		if err := p.writer.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting DNSEndpoint %s/%s of gone gateway %s: %w", cur.Namespace, cur.Name, key, err))
-			continue
+		for _, cur := range objs {
+			if err := p.writer.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting DNSEndpoint %s/%s of gone gateway %s: %w", cur.Namespace, cur.Name, key, err))
+				continue
+			}
+			p.log.Info("deleted the DNSEndpoint of a gateway that went", "gateway", key, "namespace", cur.Namespace, "name", cur.Name)
 		}
-		p.log.Info("deleted the DNSEndpoint of a gateway that went", "gateway", key, "namespace", cur.Namespace, "name", cur.Name)
 	}
 	if p.o.Sync != nil {
 		zoned, err := p.syncZones(ctx, zoneRecords(d.zones, held), d.owners)
@@ -418,18 +432,18 @@ func zoneRecords(zones map[string]translate.DNSZone, held map[string][]*endpoint
 
 // retainedRecords are, by name, the records of the DNSEndpoints whose owners d does not have but
 // which are in clusters d's pass did not read: they stay, and still hold their names.
-func retainedRecords(existing map[string]*dnsv1a1.DNSEndpoint, d *dnsDesired) map[string][]records.Retained {
+func retainedRecords(existing map[string][]*dnsv1a1.DNSEndpoint, d *dnsDesired) map[string][]records.Retained {
 	desired := make(map[string]bool, len(d.owners))
 	for _, o := range d.owners {
 		desired[o.Key] = true
 	}
 	out := map[string][]records.Retained{}
 	for _, key := range slices.Sorted(maps.Keys(existing)) {
-		cur := existing[key]
-		if desired[key] || allRead(cur.Annotations[annotationDNSClusters], d.clusters) {
+		objs := existing[key]
+		if desired[key] || allRead(objs[0].Annotations[annotationDNSClusters], d.clusters) {
 			continue
 		}
-		for _, ep := range cur.Spec.Endpoints {
+		for _, ep := range endpointsOf(objs) {
 			r := records.Retained{Key: key, Weighted: ep.SetIdentifier != ""}
 			if !slices.Contains(out[ep.DNSName], r) {
 				out[ep.DNSName] = append(out[ep.DNSName], r)
@@ -442,48 +456,78 @@ func retainedRecords(existing map[string]*dnsv1a1.DNSEndpoint, d *dnsDesired) ma
 	return out
 }
 
-// publishOwner writes one owner's DNSEndpoint and returns its verdict and the records it holds.
-func (p *dnsPublisher) publishOwner(ctx context.Context, o *records.Owner, cur *dnsv1a1.DNSEndpoint, hubNamespaces map[string]bool) (dnsVerdict, []*endpoint.Endpoint, error) {
-	want := dnsEndpointObject(o, p.namespaceOf(o, hubNamespaces))
+// publishOwner writes one owner's DNSEndpoints (cur are those that exist) and returns its verdict
+// and the records it holds.
+func (p *dnsPublisher) publishOwner(ctx context.Context, o *records.Owner, cur []*dnsv1a1.DNSEndpoint, hubNamespaces map[string]bool) (dnsVerdict, []*endpoint.Endpoint, error) {
 	if o.Unaddressed {
 		// Never publish an empty record set: the last published records stay until it has one.
-		if cur == nil {
+		if len(cur) == 0 {
 			return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSNoAddress,
 				message: "the gateway has no address yet; nothing is published for " + records.Describe(o.Names)}, nil, nil
 		}
+		eps := endpointsOf(cur)
 		return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSNoAddress,
-			message: fmt.Sprintf("the gateway has no address; the %d records last published are kept", len(cur.Spec.Endpoints))}, cur.Spec.Endpoints, nil
+			message: fmt.Sprintf("the gateway has no address; the %d records last published are kept", len(eps))}, eps, nil
 	}
-	if cur != nil && (cur.Namespace != want.Namespace || cur.Name != want.Name) {
-		if err := p.writer.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
-			return dnsVerdict{}, nil, fmt.Errorf("deleting DNSEndpoint %s/%s moved to %s/%s: %w", cur.Namespace, cur.Name, want.Namespace, want.Name, err)
+	ns, base := p.namespaceOf(o, hubNamespaces), dnsEndpointName(o)
+	have := map[string]*dnsv1a1.DNSEndpoint{} // by name, those in ns
+	shards := 1
+	for _, c := range cur {
+		if i, ok := shardIndex(c.Name, base); ok && c.Namespace == ns {
+			have[c.Name] = c
+			shards = max(shards, i+1)
 		}
-		cur = nil
 	}
-	switch {
-	case len(o.Endpoints) == 0:
-		// Every name is held by an older owner.
-		if cur != nil {
-			if err := p.writer.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
-				return dnsVerdict{}, nil, fmt.Errorf("deleting DNSEndpoint %s/%s: %w", cur.Namespace, cur.Name, err)
+	// With every name held by an older owner, none is wanted.
+	var want []*dnsv1a1.DNSEndpoint
+	if len(o.Endpoints) > 0 {
+		for i, eps := range shardEndpoints(o.Endpoints, shards, dnsShardBounds{records: p.o.ShardRecords, bytes: p.o.ShardBytes}) {
+			if len(eps) > 0 {
+				want = append(want, dnsEndpointObject(o, ns, shardName(base, i), eps))
 			}
 		}
-	case cur == nil:
-		if err := p.writer.Create(ctx, want); err != nil {
-			return dnsVerdict{}, nil, fmt.Errorf("creating DNSEndpoint %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	// Shards gaining records are written before those losing them are updated or deleted, so that
+	// a name moving between shards (k grew or shrank, the namespace changed) is never in none.
+	read, kept := true, map[*dnsv1a1.DNSEndpoint]bool{}
+	for _, w := range want {
+		c := have[w.Name]
+		kept[c] = c != nil
+		// Copies: the client decodes its answer into the object, and o's records belong to the pipeline.
+		switch {
+		case c == nil:
+			w.Spec.Endpoints = copyEndpoints(w.Spec.Endpoints)
+			if err := p.writer.Create(ctx, w); err != nil {
+				return dnsVerdict{}, nil, fmt.Errorf("creating DNSEndpoint %s/%s: %w", w.Namespace, w.Name, err)
+			}
+			read = false
+		case !sameDNSEndpoint(c, w):
+			w.Spec.Endpoints = copyEndpoints(w.Spec.Endpoints)
+			w.ResourceVersion = c.ResourceVersion
+			if err := p.writer.Update(ctx, w); err != nil {
+				return dnsVerdict{}, nil, fmt.Errorf("updating DNSEndpoint %s/%s: %w", w.Namespace, w.Name, err)
+			}
+			read = false
+		case c.Status.ObservedGeneration != c.Generation:
+			read = false
 		}
-	case !sameDNSEndpoint(cur, want):
-		want.ResourceVersion = cur.ResourceVersion
-		if err := p.writer.Update(ctx, want); err != nil {
-			return dnsVerdict{}, nil, fmt.Errorf("updating DNSEndpoint %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	for _, c := range cur {
+		if kept[c] {
+			continue
 		}
-		cur = nil
+		if err := p.writer.Delete(ctx, c); err != nil && !apierrors.IsNotFound(err) {
+			return dnsVerdict{}, nil, fmt.Errorf("deleting DNSEndpoint %s/%s no longer needed: %w", c.Namespace, c.Name, err)
+		}
 	}
 	v := ownerVerdict(o)
 	if len(o.Endpoints) > 0 {
+		if len(want) > 1 {
+			v.message += fmt.Sprintf(" in %d DNSEndpoints", len(want))
+		}
 		// external-dns's CRD source stamps the generation it read: the records reach DNS in the
 		// same loop of it.
-		if cur != nil && cur.Status.ObservedGeneration == cur.Generation {
+		if read {
 			v.message += "; external-dns has read them"
 		} else {
 			v.message += "; external-dns has not read them yet"
@@ -568,10 +612,15 @@ func (p *dnsPublisher) namespaceOf(o *records.Owner, hubNamespaces map[string]bo
 	return p.o.Namespace
 }
 
-// dnsEndpointObject is the DNSEndpoint of one owner in namespace ns.
-func dnsEndpointObject(o *records.Owner, ns string) *dnsv1a1.DNSEndpoint {
+// dnsEndpointName is the name of the owner's DNSEndpoint (its first shard).
+func dnsEndpointName(o *records.Owner) string {
 	sum := sha256.Sum256([]byte(o.Key))
-	name := "fleetgate-" + dnsLabel(o.Name, 40) + "-" + hex.EncodeToString(sum[:4])
+	return "fleetgate-" + dnsLabel(o.Name, 40) + "-" + hex.EncodeToString(sum[:4])
+}
+
+// dnsEndpointObject is the DNSEndpoint named name of one owner in namespace ns, holding eps (not
+// copied).
+func dnsEndpointObject(o *records.Owner, ns, name string, eps []*endpoint.Endpoint) *dnsv1a1.DNSEndpoint {
 	obj := &dnsv1a1.DNSEndpoint{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name,
@@ -579,11 +628,7 @@ func dnsEndpointObject(o *records.Owner, ns string) *dnsv1a1.DNSEndpoint {
 			Annotations: map[string]string{providers.AnnotationGateway: o.Key,
 				annotationDNSClusters: strings.Join(o.Clusters, ",")},
 		},
-		// Copies: the client decodes its answer into the object, and o belongs to the pipeline.
-		Spec: dnsv1a1.DNSEndpointSpec{Endpoints: make([]*endpoint.Endpoint, 0, len(o.Endpoints))},
-	}
-	for _, ep := range o.Endpoints {
-		obj.Spec.Endpoints = append(obj.Spec.Endpoints, ep.DeepCopy())
+		Spec: dnsv1a1.DNSEndpointSpec{Endpoints: eps},
 	}
 	// Owned only when every object of the gateway can own it: the garbage collector would delete
 	// it with the hub's copy of a fleet gateway that other members still serve.
@@ -625,8 +670,16 @@ func sameDNSEndpoint(cur, want *dnsv1a1.DNSEndpoint) bool {
 		b, _ := json.Marshal(v)
 		return string(b)
 	}
-	return js(cur.Spec) == js(want.Spec) && maps.Equal(cur.Labels, want.Labels) && maps.Equal(cur.Annotations, want.Annotations) &&
+	return sameRecords(cur.Spec.Endpoints, want.Spec.Endpoints) && maps.Equal(cur.Labels, want.Labels) && maps.Equal(cur.Annotations, want.Annotations) &&
 		js(cur.OwnerReferences) == js(want.OwnerReferences)
+}
+
+func copyEndpoints(eps []*endpoint.Endpoint) []*endpoint.Endpoint {
+	out := make([]*endpoint.Endpoint, len(eps))
+	for i, ep := range eps {
+		out[i] = ep.DeepCopy()
+	}
+	return out
 }
 
 // allRead tells whether every cluster of a comma-separated list was read by the pass.

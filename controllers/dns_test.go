@@ -171,7 +171,7 @@ func TestDNSEndpointObject(t *testing.T) {
 			o := &records.Owner{Key: "hub/infra/web", Namespace: "infra", Name: "Web.Gateway", Clusters: []string{"hub", "member-a"},
 				Objects:   tc.objects,
 				Endpoints: []*endpoint.Endpoint{endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.1")}}
-			got := dnsEndpointObject(o, "infra")
+			got := dnsEndpointObject(o, "infra", dnsEndpointName(o), o.Endpoints)
 			want := metav1.ObjectMeta{Namespace: "infra", Name: "fleetgate-web-gateway-" + got.Name[len(got.Name)-8:],
 				Labels:          map[string]string{providers.LabelManagedBy: providers.ManagedBy, providers.LabelGateway: providers.GatewayID(o.Key)},
 				Annotations:     map[string]string{providers.AnnotationGateway: o.Key, annotationDNSClusters: "hub,member-a"},
@@ -180,10 +180,10 @@ func TestDNSEndpointObject(t *testing.T) {
 			if diff := cmp.Diff(want, got.ObjectMeta); diff != "" {
 				t.Errorf("metadata (-want +got):\n%s", diff)
 			}
-			if again := dnsEndpointObject(o, "infra"); again.Name != got.Name || !sameDNSEndpoint(again, got) {
+			if again := dnsEndpointObject(o, "infra", dnsEndpointName(o), o.Endpoints); again.Name != got.Name || !sameDNSEndpoint(again, got) {
 				t.Errorf("not deterministic: %s vs %s", again.Name, got.Name)
 			}
-			if other := dnsEndpointObject(&records.Owner{Key: "member-a/infra/web", Name: "Web.Gateway"}, "infra"); other.Name == got.Name {
+			if other := dnsEndpointName(&records.Owner{Key: "member-a/infra/web", Name: "Web.Gateway"}); other == got.Name {
 				t.Errorf("two keys share the name %s", got.Name)
 			}
 		})
@@ -196,16 +196,19 @@ func TestRetainedRecords(t *testing.T) {
 			providers.AnnotationGateway: key, annotationDNSClusters: clusters}}, Spec: dnsv1a1.DNSEndpointSpec{Endpoints: eps}}
 	}
 	weighted := endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.1").WithSetIdentifier("member-a/infra/web")
-	existing := map[string]*dnsv1a1.DNSEndpoint{
-		"hub/infra/web":      obj("hub/infra/web", "hub", endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.2")),
-		"hub/infra/gone":     obj("hub/infra/gone", "hub", endpoint.NewEndpoint("g.example.com", endpoint.RecordTypeA, "192.0.2.3")),
-		"member-a/infra/web": obj("member-a/infra/web", "member-a", weighted),
-		"member-a/infra/old": obj("member-a/infra/old", "member-a", endpoint.NewEndpoint("o.example.com", endpoint.RecordTypeCNAME, "lb.example.net")),
+	existing := map[string][]*dnsv1a1.DNSEndpoint{
+		"hub/infra/web":      {obj("hub/infra/web", "hub", endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.2"))},
+		"hub/infra/gone":     {obj("hub/infra/gone", "hub", endpoint.NewEndpoint("g.example.com", endpoint.RecordTypeA, "192.0.2.3"))},
+		"member-a/infra/web": {obj("member-a/infra/web", "member-a", weighted)},
+		// in two shards: the records of both are retained
+		"member-a/infra/old": {obj("member-a/infra/old", "member-a", endpoint.NewEndpoint("o.example.com", endpoint.RecordTypeCNAME, "lb.example.net")),
+			obj("member-a/infra/old", "member-a", endpoint.NewEndpoint("p.example.com", endpoint.RecordTypeCNAME, "lb.example.net"))},
 	}
 	d := &dnsDesired{owners: []records.Owner{{Key: "hub/infra/web"}}, clusters: []string{"hub"}}
 	want := map[string][]records.Retained{
 		"a.example.com": {{Key: "member-a/infra/web", Weighted: true}},
 		"o.example.com": {{Key: "member-a/infra/old"}},
+		"p.example.com": {{Key: "member-a/infra/old"}},
 	}
 	if diff := cmp.Diff(want, retainedRecords(existing, d)); diff != "" {
 		t.Errorf("retained (-want +got):\n%s", diff)
