@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	dnsv1a1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
@@ -24,6 +25,7 @@ import (
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/records"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/controllers/translate"
 	"github.com/fleetgate/fleetgate/providers"
 )
@@ -177,6 +179,36 @@ func sameDesired(a, b *dnsDesired) bool {
 
 func sameRetained(a, b map[string][]records.Retained) bool {
 	return maps.EqualFunc(a, b, func(x, y []records.Retained) bool { return slices.Equal(x, y) })
+}
+
+// dnsInputs are what records.Build reads: a pass's snapshot and result (neither is modified once
+// the pass published them), the addresses apply reported per gateway key (all it reads of a
+// Programmed: targets) and the retained records. The delivery pass, on every proxy ACK, usually
+// changes only Programmed's Ready: with the same inputs it skips a build (~4.5 ms at 20,000 names).
+type dnsInputs struct {
+	snap      *snapshot.Snapshot
+	res       *translate.Result
+	addresses map[string][]gwv1.GatewayStatusAddress // keys with addresses only: none is as absent
+	retained  map[string][]records.Retained
+}
+
+func newDNSInputs(snap *snapshot.Snapshot, res *translate.Result, programmed map[string]translate.Programmed, retained map[string][]records.Retained) dnsInputs {
+	in := dnsInputs{snap: snap, res: res, addresses: make(map[string][]gwv1.GatewayStatusAddress, len(programmed)), retained: retained}
+	for key, p := range programmed {
+		if len(p.Addresses) > 0 {
+			in.addresses[key] = slices.Clone(p.Addresses)
+		}
+	}
+	return in
+}
+
+// same tells whether records built from a and b are the same.
+func (a *dnsInputs) same(b *dnsInputs) bool {
+	sameAddress := func(x, y gwv1.GatewayStatusAddress) bool {
+		return x.Value == y.Value && ptr.Deref(x.Type, gwv1.IPAddressType) == ptr.Deref(y.Type, gwv1.IPAddressType)
+	}
+	return a.snap == b.snap && a.res == b.res && sameRetained(a.retained, b.retained) &&
+		maps.EqualFunc(a.addresses, b.addresses, func(x, y []gwv1.GatewayStatusAddress) bool { return slices.EqualFunc(x, y, sameAddress) })
 }
 
 // Retained returns the records kept for unseen owners as of the last publication, for Build.

@@ -7,14 +7,20 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	dnsv1a1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/records"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
+	"github.com/fleetgate/fleetgate/controllers/translate"
 )
 
 // written counts the bytes of the objects a client creates and updates, as encoded to the API server.
@@ -90,4 +96,53 @@ func BenchmarkDNSRouteChange(b *testing.B) {
 	}
 	b.ReportMetric(float64(w.bytes)/float64(i), "written-B/op")
 	b.ReportMetric(float64(w.writes)/float64(i), "writes/op")
+}
+
+// BenchmarkDeliveryPassDNS is the DNS part of a delivery pass (a proxy ACK: Programmed's Ready
+// changed, nothing the records read) at 20,000 names: "skip" as publishDNS does it now, "build"
+// the records.Memo.Build it ran before.
+func BenchmarkDeliveryPassDNS(b *testing.B) {
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "web", Generation: 1, UID: "u1"},
+		Spec: gwv1.GatewaySpec{GatewayClassName: "fleetgate", Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}
+	route := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "r", Generation: 1},
+		Spec: gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}},
+			Rules: []gwv1.HTTPRouteRule{{}}}}
+	for _, n := range names(20000) {
+		route.Spec.Hostnames = append(route.Spec.Hostnames, gwv1.Hostname(n))
+	}
+	snap := (&snapshot.Snapshot{
+		GatewayClasses: []snapshot.Object[gwv1.GatewayClass]{{Cluster: "hub", Obj: &gwv1.GatewayClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "fleetgate", Generation: 1},
+			Spec: gwv1.GatewayClassSpec{ControllerName: v1alpha1.ControllerName, ParametersRef: &gwv1.ParametersReference{
+				Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: "default"}}}}},
+		ClassConfigs: []snapshot.Object[v1alpha1.GatewayClassConfig]{{Cluster: "hub", Obj: &v1alpha1.GatewayClassConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1},
+			Spec:       v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderInCluster, Scope: v1alpha1.ScopeCluster}}}},
+		Gateways:   []snapshot.Object[gwv1.Gateway]{{Cluster: "hub", Obj: gw}},
+		HTTPRoutes: []snapshot.Object[gwv1.HTTPRoute]{{Cluster: "hub", Obj: route}},
+	}).Sort()
+	res := translate.Translate(snap)
+	programmed := func(ready bool) map[string]translate.Programmed {
+		return map[string]translate.Programmed{"hub/infra/web": {Ready: ready,
+			Addresses: []gwv1.GatewayStatusAddress{{Type: ptr.To(gwv1.IPAddressType), Value: "192.0.2.1"}}}}
+	}
+	r := &GatewayReconciler{DNS: newDNSPublisher(nil, nil, DNSOptions{}, nil, logr.Discard())}
+	r.publishDNS(snap, res, programmed(false))
+	if n := len(r.DNS.desired.owners[0].Endpoints); n != 20000 {
+		b.Fatalf("%d records, want 20000", n)
+	}
+	b.Run("skip", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			r.publishDNS(snap, res, programmed(i%2 == 0))
+		}
+	})
+	b.Run("build", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r.records.Build(snap, res, programmed(true), nil)
+		}
+	})
 }
