@@ -91,11 +91,11 @@ type DNSOptions struct {
 
 // +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=list;create;update;delete
 
-// dnsPublisher writes the hub's DNSEndpoints: those of one gateway key (as many as its records need,
-// dns_shard.go), in the gateway's namespace when
-// the hub has it (owner-referenced to the gateway's objects when they all are the hub's, in that
-// namespace, so that the garbage collector removes it with them) or else in the operator's
-// namespace; the publisher removes it in any case once its gateway is gone. It runs on the leader, apart from the pipeline, and reports a verdict per owner that
+// dnsPublisher writes the hub's DNSEndpoints: per gateway key, as many as its records need
+// (dns_shard.go), in the gateway's namespace when the hub has it (owner-referenced to the gateway's
+// objects when they all are the hub's, in that namespace, so that the garbage collector removes
+// them with them) or else in the operator's namespace; the publisher removes them in any case
+// once their gateway is gone. It runs on the leader, apart from the pipeline, and reports a verdict per owner that
 // the pipeline merges into the Gateways' ConditionDNSPublished.
 type dnsPublisher struct {
 	writer  client.Client
