@@ -34,7 +34,8 @@ func longName(i, j int) string {
 // HTTPRoutes of 16 hostnames, the most a route may have) has ~1.9 MB of records, over etcd's
 // 1.5 MiB request limit of the real API server here: as one DNSEndpoint its write was refused
 // ("etcdserver: request is too large") and no name was published. Sharded, every name is in one
-// of several DNSEndpoints, each under the bounds, all with the gateway's labels and owner.
+// of several DNSEndpoints, each under the bounds, all with the gateway's labels and owner; a route
+// more rewrites one of them, and with few routes left only the first remains.
 func TestDNSEndpointsOverEtcdLimit(t *testing.T) {
 	c := testbed.ForTest(t, "hub")[0]
 	ctx, cl := t.Context(), c.Client
@@ -69,33 +70,39 @@ func TestDNSEndpointsOverEtcdLimit(t *testing.T) {
 	}
 	slices.Sort(want)
 
-	var shards []dnsv1a1.DNSEndpoint
-	testbed.Eventually(t, 120*time.Second, func() error {
-		var gw gwv1.Gateway
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "gw"}, &gw); err != nil {
-			return err
-		}
-		cond := meta.FindStatusCondition(gw.Status.Conditions, controllers.ConditionDNSPublished)
-		if cond == nil || cond.Reason != controllers.ReasonDNSPublished || !strings.Contains(cond.Message, "and 6395 more in") {
-			return fmt.Errorf("DNSPublished %+v, want Published for 6,400 names", cond)
-		}
-		var list dnsv1a1.DNSEndpointList
-		if err := cl.List(ctx, &list, client.MatchingLabels{providers.LabelGateway: providers.GatewayID("hub/default/gw")}); err != nil {
-			return err
-		}
-		var got []string
-		for _, s := range list.Items {
-			for _, ep := range s.Spec.Endpoints {
-				got = append(got, ep.DNSName)
+	// published waits until the gateway's DNSEndpoints hold exactly want and it says so.
+	published := func(want []string) []dnsv1a1.DNSEndpoint {
+		t.Helper()
+		var shards []dnsv1a1.DNSEndpoint
+		testbed.Eventually(t, 120*time.Second, func() error {
+			var gw gwv1.Gateway
+			if err := cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "gw"}, &gw); err != nil {
+				return err
 			}
-		}
-		slices.Sort(got)
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("the DNSEndpoints hold %d names, want the %d of the routes", len(got), len(want))
-		}
-		shards = list.Items
-		return nil
-	})
+			cond := meta.FindStatusCondition(gw.Status.Conditions, controllers.ConditionDNSPublished)
+			if cond == nil || cond.Reason != controllers.ReasonDNSPublished || !strings.Contains(cond.Message, fmt.Sprintf("and %d more", len(want)-5)) {
+				return fmt.Errorf("DNSPublished %+v, want Published for %d names", cond, len(want))
+			}
+			var list dnsv1a1.DNSEndpointList
+			if err := cl.List(ctx, &list, client.MatchingLabels{providers.LabelGateway: providers.GatewayID("hub/default/gw")}); err != nil {
+				return err
+			}
+			var got []string
+			for _, s := range list.Items {
+				for _, ep := range s.Spec.Endpoints {
+					got = append(got, ep.DNSName)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				return fmt.Errorf("the DNSEndpoints hold %d names, want the %d of the routes", len(got), len(want))
+			}
+			shards = list.Items
+			return nil
+		})
+		return shards
+	}
+	shards := published(want)
 	total := 0
 	for _, s := range shards {
 		if n := len(s.Spec.Endpoints); n > controllers.DefaultDNSShardRecords {
@@ -110,4 +117,43 @@ func TestDNSEndpointsOverEtcdLimit(t *testing.T) {
 		total += len(b)
 	}
 	t.Logf("6,400 names of 250 characters: %d DNSEndpoints, %d bytes together", len(shards), total)
+
+	t.Run("a route more rewrites one DNSEndpoint", func(t *testing.T) {
+		versions := map[string]string{}
+		for _, s := range shards {
+			versions[s.Name] = s.ResourceVersion
+		}
+		must(t, cl.Create(ctx, httpRoute("extra", longName(999, 0), "web")))
+		now := published(slices.Sorted(slices.Values(append(slices.Clone(want), longName(999, 0)))))
+		var changed []string
+		for _, s := range now {
+			if versions[s.Name] != s.ResourceVersion {
+				changed = append(changed, s.Name)
+			}
+		}
+		if len(now) != len(shards) || len(changed) != 1 {
+			t.Errorf("%d DNSEndpoints (were %d), rewritten: %v; want one rewritten", len(now), len(shards), changed)
+		}
+	})
+
+	t.Run("fewer routes: one DNSEndpoint again, the first", func(t *testing.T) {
+		must(t, cl.Delete(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "extra"}}))
+		for i := 10; i < routes; i++ {
+			must(t, cl.Delete(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("r%03d", i)}}))
+		}
+		var few []string
+		for _, n := range want {
+			if n < "r010" {
+				few = append(few, n)
+			}
+		}
+		now := published(few)
+		var names []string
+		for _, s := range now {
+			names = append(names, s.Name)
+		}
+		if len(names) != 1 || strings.Count(names[0], "-") != 2 {
+			t.Errorf("DNSEndpoints %v, want only the first, fleetgate-gw-<hash>", names)
+		}
+	})
 }
