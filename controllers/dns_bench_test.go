@@ -23,8 +23,9 @@ import (
 	"github.com/fleetgate/fleetgate/controllers/translate"
 )
 
-// written counts the bytes of the objects a client creates and updates, as encoded to the API server.
-type written struct{ bytes, writes int }
+// written counts the bytes of the objects a client creates and updates, as encoded to the API
+// server, and of those it lists and gets, as encoded from it.
+type written struct{ bytes, writes, read int }
 
 func (w *written) funcs() interceptor.Funcs {
 	count := func(obj client.Object) {
@@ -32,7 +33,21 @@ func (w *written) funcs() interceptor.Funcs {
 		w.bytes += len(b)
 		w.writes++
 	}
+	size := func(obj any) int {
+		b, _ := json.Marshal(obj)
+		return len(b)
+	}
 	return interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			err := c.List(ctx, list, opts...)
+			w.read += size(list)
+			return err
+		},
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			w.read += size(obj)
+			return err
+		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			count(obj)
 			return c.Create(ctx, obj, opts...)
@@ -61,7 +76,7 @@ func benchOwner(n int, extra ...string) records.Owner {
 }
 
 // BenchmarkDNSRouteChange is one route change at 20,000 names: the publisher's work (listing the
-// DNSEndpoints, comparing, writing) and the bytes it writes, against a fake client.
+// DNSEndpoints, comparing, writing) and the bytes it reads and writes, against a fake client.
 func BenchmarkDNSRouteChange(b *testing.B) {
 	scheme := runtime.NewScheme()
 	if err := dnsv1a1.AddToScheme(scheme); err != nil {
@@ -96,6 +111,7 @@ func BenchmarkDNSRouteChange(b *testing.B) {
 	}
 	b.ReportMetric(float64(w.bytes)/float64(i), "written-B/op")
 	b.ReportMetric(float64(w.writes)/float64(i), "writes/op")
+	b.ReportMetric(float64(w.read)/float64(i), "read-B/op")
 }
 
 // BenchmarkDeliveryPassDNS is the DNS part of a delivery pass (a proxy ACK: Programmed's Ready

@@ -192,8 +192,11 @@ func TestShardIndex(t *testing.T) {
 // writes counts a client's writes.
 type writes struct{ creates, updates, deletes int }
 
-func shardEnv(t *testing.T) (*dnsPublisher, client.Client, *writes) {
+// shardEnv is a publisher on a fake API server, the writes it makes and how many objects it reads
+// in full (Get).
+func shardEnv(t *testing.T) (*dnsPublisher, client.Client, *writes, *int) {
 	t.Helper()
+	gets := new(int)
 	scheme := runtime.NewScheme()
 	if err := dnsv1a1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -212,9 +215,13 @@ func shardEnv(t *testing.T) (*dnsPublisher, client.Client, *writes) {
 			w.deletes++
 			return c.Delete(ctx, obj, opts...)
 		},
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			*gets++
+			return c.Get(ctx, key, obj, opts...)
+		},
 	}).Build()
 	p := newDNSPublisher(cl, cl, DNSOptions{Namespace: "fleetgate-system", ShardRecords: 1000}, nil, logr.Discard())
-	return p, cl, w
+	return p, cl, w, gets
 }
 
 // shardsOf are the DNSEndpoints of the key, by namespace/name.
@@ -250,7 +257,7 @@ func recordNames(objs map[string]*dnsv1a1.DNSEndpoint) []string {
 // waits for external-dns to read every one; fewer records delete the shards no longer needed; a
 // moved namespace, a gateway without address, every name lost and a gone gateway act on all.
 func TestPublishShards(t *testing.T) {
-	p, cl, w := shardEnv(t)
+	p, cl, w, _ := shardEnv(t)
 	ctx := t.Context()
 	owner := func(n []string) records.Owner {
 		o := benchOwner(0)
@@ -407,4 +414,79 @@ func TestPublishShards(t *testing.T) {
 			t.Errorf("%d DNSEndpoints left after %+v", len(now), got)
 		}
 	})
+}
+
+// TestPublishReadsChangedOnly: a pass reads in full only the DNSEndpoints changed since the
+// publisher last read or wrote them, and still sees external-dns's stamp, a hand edit and a
+// deletion.
+func TestPublishReadsChangedOnly(t *testing.T) {
+	p, cl, w, gets := shardEnv(t)
+	ctx := t.Context()
+	o := benchOwner(3000)
+	d := &dnsDesired{owners: []records.Owner{o}, clusters: []string{"hub"}, hubNamespaces: map[string]bool{"default": true}}
+	pass := func() (writes, int, string) {
+		t.Helper()
+		*w, *gets = writes{}, 0
+		p.Set(d)
+		if err := p.publish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return *w, *gets, p.Verdicts()["hub/default/gw"].message
+	}
+	pass()
+	shards := shardsOf(t, cl, "hub/default/gw")
+	first := shards["default/"+dnsEndpointName(&o)]
+	type outcome struct {
+		Writes writes
+		Gets   int
+		Read   bool
+	}
+	tests := []struct {
+		name string
+		edit func()
+		want outcome
+	}{
+		// The fake client leaves generations 0: observedGeneration 0 reads as read.
+		{"nothing changed: nothing read", func() {}, outcome{Read: true}},
+		{"a new generation of one: it alone is read", func() {
+			first.Generation = 3 // the fake client keeps what it is given
+			if err := cl.Update(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+		}, outcome{Gets: 1}},
+		{"external-dns stamped it: it alone is read", func() {
+			first.Status.ObservedGeneration = 3
+			if err := cl.Status().Update(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+		}, outcome{Gets: 1, Read: true}},
+		{"a hand edit is read and undone", func() {
+			var now dnsv1a1.DNSEndpoint
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(first), &now); err != nil {
+				t.Fatal(err)
+			}
+			now.Spec.Endpoints = now.Spec.Endpoints[1:]
+			if err := cl.Update(ctx, &now); err != nil {
+				t.Fatal(err)
+			}
+		}, outcome{Writes: writes{updates: 1}, Gets: 1}},
+		{"a deleted one is created again", func() {
+			if err := cl.Delete(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+		}, outcome{Writes: writes{creates: 1}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.edit()
+			w, gets, msg := pass()
+			got := outcome{Writes: w, Gets: gets, Read: strings.HasSuffix(msg, "external-dns has read them")}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(writes{})); diff != "" {
+				t.Errorf("pass (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(names(3000), recordNames(shardsOf(t, cl, "hub/default/gw"))); diff != "" {
+				t.Errorf("records (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
