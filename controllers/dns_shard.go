@@ -133,8 +133,11 @@ func shardIndex(name, base string) (int, bool) {
 // alike. Encoding both to compare them took a JSON encoding of every record of the owner per pass.
 func sameRecords(a, b []*endpoint.Endpoint) bool {
 	return slices.EqualFunc(a, b, func(x, y *endpoint.Endpoint) bool {
+		if x == y {
+			return true // shared: remembered as the pipeline's records
+		}
 		if x == nil || y == nil {
-			return x == y
+			return false
 		}
 		return x.DNSName == y.DNSName && slices.Equal(x.Targets, y.Targets) && x.RecordType == y.RecordType &&
 			x.SetIdentifier == y.SetIdentifier && x.RecordTTL == y.RecordTTL && maps.Equal(x.Labels, y.Labels) &&
