@@ -21,11 +21,11 @@ const (
 // An owner's records are sharded over DNSEndpoints by a hash of the DNS name: shard i of k holds
 // the names whose hash is i modulo k, k a power of two. A name's records (every type, every
 // weighted set identifier) share the hash, so they are never split over two objects (external-dns's
-// plan lets one object own a name, PerResource: records of one name in two would compete). With k fixed, adding
-// or removing a name rewrites the one shard holding it. k doubles only when a shard is over a
-// bound (each shard splits into i and i+k, nothing else moves), and halves only when the shards
-// merged would be at most half full, so that a count near a bound does not flap between two k.
-// k starts from the shards that exist, so the same records always give the same objects.
+// plan lets one object own a name, PerResource: records of one name in two would compete). With k
+// fixed, adding or removing a name rewrites the one shard holding it. k doubles only when a shard
+// is over a bound (each shard splits into i and i+k, nothing else moves), and halves only when the
+// shards merged would be at most half full, so that a count near a bound does not flap between two
+// k. k starts from the shards that exist, so the same records always give the same objects.
 
 // dnsShardBounds bound one DNSEndpoint.
 type dnsShardBounds struct{ records, bytes int }
