@@ -569,10 +569,20 @@ func (p *dnsPublisher) publishOwner(ctx context.Context, o *records.Owner, cur [
 			}
 		}
 	}
-	// Shards gaining records are written before those losing them are updated or deleted, so that
-	// a name moving between shards (k grew or shrank, the namespace changed) is never in none.
+	// A name moves between shards only when their count changes or the namespace does: into shards
+	// created then (or updated, as the count shrinks) and out of shards updated (as it grows) or
+	// deleted. New shards are written first, updates next, deletions last, so that a name moving
+	// is never in none.
+	ordered := make([]*dnsv1a1.DNSEndpoint, 0, len(want))
+	for _, existed := range []bool{false, true} {
+		for _, w := range want {
+			if (have[w.Name] != nil) == existed {
+				ordered = append(ordered, w)
+			}
+		}
+	}
 	read, kept := true, map[*dnsv1a1.DNSEndpoint]bool{}
-	for _, w := range want {
+	for _, w := range ordered {
 		c, eps := have[w.Name], w.Spec.Endpoints
 		kept[c] = c != nil
 		// Copies: the client decodes its answer into the object, and o's records belong to the pipeline.

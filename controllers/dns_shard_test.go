@@ -189,8 +189,17 @@ func TestShardIndex(t *testing.T) {
 	}
 }
 
-// writes counts a client's writes.
-type writes struct{ creates, updates, deletes int }
+// writes counts a client's writes; ops lists them in order.
+type writes struct {
+	creates, updates, deletes int
+	ops                       *[]string
+}
+
+func (w *writes) log(op string) {
+	if w.ops != nil {
+		*w.ops = append(*w.ops, op)
+	}
+}
 
 // shardEnv is a publisher on a fake API server, the writes it makes and how many objects it reads
 // in full (Get).
@@ -205,14 +214,17 @@ func shardEnv(t *testing.T) (*dnsPublisher, client.Client, *writes, *int) {
 	cl := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&dnsv1a1.DNSEndpoint{}).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			w.creates++
+			w.log("create")
 			return c.Create(ctx, obj, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 			w.updates++
+			w.log("update")
 			return c.Update(ctx, obj, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			w.deletes++
+			w.log("delete")
 			return c.Delete(ctx, obj, opts...)
 		},
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -498,6 +510,41 @@ func TestPublishReadsChangedOnly(t *testing.T) {
 						t.Fatalf("%s keeps a copy of %s", key, ep.DNSName)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestPublishShardOrder: as the shard count grows, the new shards are written before the ones the
+// records leave are updated; as it shrinks, the updates go before the deletions: a record is
+// always in some DNSEndpoint.
+func TestPublishShardOrder(t *testing.T) {
+	p, cl, w, _ := shardEnv(t)
+	o := benchOwner(3000)
+	d := &dnsDesired{owners: []records.Owner{o}, clusters: []string{"hub"}, hubNamespaces: map[string]bool{"default": true}}
+	tests := []struct {
+		name    string
+		records int // bound
+		want    []string
+	}{
+		{"one shard", 3000, []string{"create"}},
+		{"grown to 4", 1000, []string{"create", "create", "create", "update"}},
+		{"shrunk to 1", 6000, []string{"update", "delete", "delete", "delete"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var ops []string
+			*w = writes{ops: &ops}
+			p.o.ShardRecords, p.o.ShardBytes = tc.records, 1<<20
+			p.Set(d)
+			if err := p.publish(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, ops); diff != "" {
+				t.Errorf("writes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(names(3000), recordNames(shardsOf(t, cl, "hub/default/gw"))); diff != "" {
+				t.Errorf("records (-want +got):\n%s", diff)
 			}
 		})
 	}
