@@ -46,6 +46,7 @@ type options struct {
 	statusWorkers                            int
 	memberQPS                                float64
 	memberBurst                              int
+	dnsShardRecords, dnsShardBytes           int
 }
 
 func main() {
@@ -73,6 +74,8 @@ func main() {
 	flag.StringVar(&o.stateDir, "state-dir", filepath.Join(os.TempDir(), "fleetgate"), "local mode: where proxy credentials and logs go")
 	flag.BoolVar(&o.hubIsMember, "hub-is-member", true, "serve the Gateway API objects of the operator's own cluster as the member \"hub\"")
 	flag.BoolVar(&o.dnsEndpoints, "dns-endpoints", true, "publish every programmed hostname as an external-dns DNSEndpoint in the hub (once its CRD is installed)")
+	flag.IntVar(&o.dnsShardRecords, "dns-endpoint-records", controllers.DefaultDNSShardRecords, "records per DNSEndpoint at most: a gateway's records go to as many DNSEndpoints as they need")
+	flag.IntVar(&o.dnsShardBytes, "dns-endpoint-bytes", controllers.DefaultDNSShardBytes, "bytes of records per DNSEndpoint at most (about, as encoded; etcd refuses an object over 1.5 MiB by default)")
 	flag.IntVar(&o.statusWorkers, "status-workers", controllers.DefaultStatusWorkers, fmt.Sprintf("status writes in flight at most (1-%d); each is one API round trip, so more writers write a cold start's statuses sooner while the API servers have CPU to spare", controllers.MaxStatusWorkers))
 	flag.Float64Var(&o.memberQPS, "member-qps", 100, "API calls per second to each member cluster's API server (reads, status writes, Events); negative: no client-side limit, the API server's priority and fairness decides")
 	flag.IntVar(&o.memberBurst, "member-burst", 200, "API call burst to each member cluster's API server")
@@ -166,7 +169,7 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 		if err != nil {
 			return err
 		}
-		setup.DNS = &controllers.DNSOptions{Namespace: o.namespace, Sync: embedded}
+		setup.DNS = &controllers.DNSOptions{Namespace: o.namespace, Sync: embedded, ShardRecords: o.dnsShardRecords, ShardBytes: o.dnsShardBytes}
 	}
 	if err := controllers.Setup(ctx, mgr, setup); err != nil {
 		return err

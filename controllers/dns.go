@@ -17,6 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	dnsv1a1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
@@ -24,6 +26,7 @@ import (
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/records"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/controllers/translate"
 	"github.com/fleetgate/fleetgate/providers"
 )
@@ -81,14 +84,19 @@ type DNSOptions struct {
 	// Recheck is how often the publisher looks again without a change: for the CRD appearing,
 	// DNSEndpoints edited or deleted by hand. Default 10s.
 	Recheck time.Duration
+	// ShardRecords and ShardBytes bound one DNSEndpoint (records, and bytes about as encoded): an
+	// owner's records go to as many as they need. Defaults DefaultDNSShardRecords and
+	// DefaultDNSShardBytes.
+	ShardRecords, ShardBytes int
 }
 
-// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=list;create;update;delete
+// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;list;create;update;delete
 
-// dnsPublisher writes the hub's DNSEndpoints: one per gateway key, in the gateway's namespace when
-// the hub has it (owner-referenced to the gateway's objects when they all are the hub's, in that
-// namespace, so that the garbage collector removes it with them) or else in the operator's
-// namespace; the publisher removes it in any case once its gateway is gone. It runs on the leader, apart from the pipeline, and reports a verdict per owner that
+// dnsPublisher writes the hub's DNSEndpoints: per gateway key, as many as its records need
+// (dns_shard.go), in the gateway's namespace when the hub has it (owner-referenced to the gateway's
+// objects when they all are the hub's, in that namespace, so that the garbage collector removes
+// them with them) or else in the operator's namespace; the publisher removes them in any case
+// once their gateway is gone. It runs on the leader, apart from the pipeline, and reports a verdict per owner that
 // the pipeline merges into the Gateways' ConditionDNSPublished.
 type dnsPublisher struct {
 	writer  client.Client
@@ -109,6 +117,9 @@ type dnsPublisher struct {
 	// zonesSynced are the configs the embedded publishers got last time (publish runs alone:
 	// Start's loop).
 	zonesSynced map[string]bool
+	// seen are the DNSEndpoints as last read or written, by namespace/name (publish's alone too):
+	// never modified, they stand for those of the same resourceVersion.
+	seen map[types.NamespacedName]*dnsv1a1.DNSEndpoint
 }
 
 // dnsDesired is what one pipeline pass wants published.
@@ -136,6 +147,12 @@ type dnsVerdict struct {
 func newDNSPublisher(writer client.Client, live client.Reader, o DNSOptions, changed func(), log logr.Logger) *dnsPublisher {
 	if o.Recheck == 0 {
 		o.Recheck = 10 * time.Second
+	}
+	if o.ShardRecords <= 0 {
+		o.ShardRecords = DefaultDNSShardRecords
+	}
+	if o.ShardBytes <= 0 {
+		o.ShardBytes = DefaultDNSShardBytes
 	}
 	return &dnsPublisher{writer: writer, live: live, o: o, changed: changed, log: log, poke: make(chan struct{}, 1)}
 }
@@ -166,6 +183,36 @@ func sameDesired(a, b *dnsDesired) bool {
 
 func sameRetained(a, b map[string][]records.Retained) bool {
 	return maps.EqualFunc(a, b, func(x, y []records.Retained) bool { return slices.Equal(x, y) })
+}
+
+// dnsInputs are what records.Build reads: a pass's snapshot and result (neither is modified once
+// the pass published them), the addresses apply reported per gateway key (all it reads of a
+// Programmed: targets) and the retained records. The delivery pass, on every proxy ACK, usually
+// changes only Programmed's Ready: with the same inputs it skips a build (~4.5 ms at 20,000 names).
+type dnsInputs struct {
+	snap      *snapshot.Snapshot
+	res       *translate.Result
+	addresses map[string][]gwv1.GatewayStatusAddress // keys with addresses only: none is as absent
+	retained  map[string][]records.Retained
+}
+
+func newDNSInputs(snap *snapshot.Snapshot, res *translate.Result, programmed map[string]translate.Programmed, retained map[string][]records.Retained) dnsInputs {
+	in := dnsInputs{snap: snap, res: res, addresses: make(map[string][]gwv1.GatewayStatusAddress, len(programmed)), retained: retained}
+	for key, p := range programmed {
+		if len(p.Addresses) > 0 {
+			in.addresses[key] = slices.Clone(p.Addresses)
+		}
+	}
+	return in
+}
+
+// same tells whether records built from a and b are the same.
+func (a *dnsInputs) same(b *dnsInputs) bool {
+	sameAddress := func(x, y gwv1.GatewayStatusAddress) bool {
+		return x.Value == y.Value && ptr.Deref(x.Type, gwv1.IPAddressType) == ptr.Deref(y.Type, gwv1.IPAddressType)
+	}
+	return a.snap == b.snap && a.res == b.res && sameRetained(a.retained, b.retained) &&
+		maps.EqualFunc(a.addresses, b.addresses, func(x, y []gwv1.GatewayStatusAddress) bool { return slices.EqualFunc(x, y, sameAddress) })
 }
 
 // Retained returns the records kept for unseen owners as of the last publication, for Build.
@@ -207,8 +254,7 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 	if d == nil {
 		return nil
 	}
-	var list dnsv1a1.DNSEndpointList
-	err := p.live.List(ctx, &list, client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy})
+	list, err := p.list(ctx)
 	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || isMissingKind(err) {
 		verdicts := p.crdAbsent(d)
 		if p.o.Sync == nil {
@@ -232,7 +278,7 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("listing DNSEndpoints: %w", err)
+		return err
 	}
 	p.mu.Lock()
 	if p.crdMissing {
@@ -240,10 +286,11 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 		p.crdMissing = false
 	}
 	p.mu.Unlock()
-	existing := map[string]*dnsv1a1.DNSEndpoint{}
-	for i := range list.Items {
-		if key := list.Items[i].Annotations[providers.AnnotationGateway]; key != "" {
-			existing[key] = &list.Items[i]
+	// By gateway key, its DNSEndpoints (shards).
+	existing := map[string][]*dnsv1a1.DNSEndpoint{}
+	for _, obj := range list {
+		if key := obj.Annotations[providers.AnnotationGateway]; key != "" {
+			existing[key] = append(existing[key], obj)
 		}
 	}
 	if retained := retainedRecords(existing, d); !sameRetained(retained, d.retained) {
@@ -275,16 +322,18 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 		}
 	}
 	// The rest belong to owners the pass did not find: gone when every cluster of theirs was read.
-	for key, cur := range existing {
-		if !allRead(cur.Annotations[annotationDNSClusters], d.clusters) {
-			held[key] = cur.Spec.Endpoints
+	for key, objs := range existing {
+		if !allRead(objs[0].Annotations[annotationDNSClusters], d.clusters) {
+			held[key] = endpointsOf(objs)
 			continue
 		}
-		if err := p.writer.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting DNSEndpoint %s/%s of gone gateway %s: %w", cur.Namespace, cur.Name, key, err))
-			continue
+		for _, cur := range objs {
+			if err := p.writer.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting DNSEndpoint %s/%s of gone gateway %s: %w", cur.Namespace, cur.Name, key, err))
+				continue
+			}
+			p.log.Info("deleted the DNSEndpoint of a gateway that went", "gateway", key, "namespace", cur.Namespace, "name", cur.Name)
 		}
-		p.log.Info("deleted the DNSEndpoint of a gateway that went", "gateway", key, "namespace", cur.Namespace, "name", cur.Name)
 	}
 	if p.o.Sync != nil {
 		zoned, err := p.syncZones(ctx, zoneRecords(d.zones, held), d.owners)
@@ -295,6 +344,53 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 	}
 	p.setVerdicts(verdicts)
 	return errors.Join(errs...)
+}
+
+// list returns fleetgate's DNSEndpoints. It lists their metadata and reads in full only those
+// whose resourceVersion it has not seen (external-dns stamped its status, someone edited it):
+// listing them whole decoded every record of every gateway on every pass, 1.4 MB at 20,000 names,
+// which the API server encoded each time.
+func (p *dnsPublisher) list(ctx context.Context) ([]*dnsv1a1.DNSEndpoint, error) {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(dnsv1a1.GroupVersion.WithKind("DNSEndpointList"))
+	if err := p.live.List(ctx, &list, client.MatchingLabels{providers.LabelManagedBy: providers.ManagedBy}); err != nil {
+		return nil, fmt.Errorf("listing DNSEndpoints: %w", err)
+	}
+	seen := make(map[types.NamespacedName]*dnsv1a1.DNSEndpoint, len(list.Items))
+	out := make([]*dnsv1a1.DNSEndpoint, 0, len(list.Items))
+	for _, m := range list.Items {
+		key := types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
+		obj := p.seen[key]
+		if obj == nil || obj.ResourceVersion != m.ResourceVersion {
+			obj = &dnsv1a1.DNSEndpoint{}
+			err := p.live.Get(ctx, key, obj)
+			if apierrors.IsNotFound(err) {
+				continue // deleted since the list
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading DNSEndpoint %s: %w", key, err)
+			}
+		}
+		seen[key] = obj
+		out = append(out, obj)
+	}
+	p.seen = seen
+	return out, nil
+}
+
+// remember keeps obj (as a write returned it, or as read) for the next list; its records, when
+// they are those of eps, as eps: the pipeline keeps those anyway (records.Memo), where decoded
+// copies of every shard held ~10 MB at 20,000 names.
+func (p *dnsPublisher) remember(obj *dnsv1a1.DNSEndpoint, eps []*endpoint.Endpoint) {
+	if p.seen == nil {
+		p.seen = map[types.NamespacedName]*dnsv1a1.DNSEndpoint{}
+	}
+	if sameRecords(obj.Spec.Endpoints, eps) {
+		shared := *obj
+		shared.Spec.Endpoints = eps
+		obj = &shared
+	}
+	p.seen[types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}] = obj
 }
 
 // withDNSEndpoint is the verdict of a gateway whose class publishes into its zone itself (zone)
@@ -418,18 +514,18 @@ func zoneRecords(zones map[string]translate.DNSZone, held map[string][]*endpoint
 
 // retainedRecords are, by name, the records of the DNSEndpoints whose owners d does not have but
 // which are in clusters d's pass did not read: they stay, and still hold their names.
-func retainedRecords(existing map[string]*dnsv1a1.DNSEndpoint, d *dnsDesired) map[string][]records.Retained {
+func retainedRecords(existing map[string][]*dnsv1a1.DNSEndpoint, d *dnsDesired) map[string][]records.Retained {
 	desired := make(map[string]bool, len(d.owners))
 	for _, o := range d.owners {
 		desired[o.Key] = true
 	}
 	out := map[string][]records.Retained{}
 	for _, key := range slices.Sorted(maps.Keys(existing)) {
-		cur := existing[key]
-		if desired[key] || allRead(cur.Annotations[annotationDNSClusters], d.clusters) {
+		objs := existing[key]
+		if desired[key] || allRead(objs[0].Annotations[annotationDNSClusters], d.clusters) {
 			continue
 		}
-		for _, ep := range cur.Spec.Endpoints {
+		for _, ep := range endpointsOf(objs) {
 			r := records.Retained{Key: key, Weighted: ep.SetIdentifier != ""}
 			if !slices.Contains(out[ep.DNSName], r) {
 				out[ep.DNSName] = append(out[ep.DNSName], r)
@@ -442,48 +538,91 @@ func retainedRecords(existing map[string]*dnsv1a1.DNSEndpoint, d *dnsDesired) ma
 	return out
 }
 
-// publishOwner writes one owner's DNSEndpoint and returns its verdict and the records it holds.
-func (p *dnsPublisher) publishOwner(ctx context.Context, o *records.Owner, cur *dnsv1a1.DNSEndpoint, hubNamespaces map[string]bool) (dnsVerdict, []*endpoint.Endpoint, error) {
-	want := dnsEndpointObject(o, p.namespaceOf(o, hubNamespaces))
+// publishOwner writes one owner's DNSEndpoints (cur are those that exist) and returns its verdict
+// and the records it holds.
+func (p *dnsPublisher) publishOwner(ctx context.Context, o *records.Owner, cur []*dnsv1a1.DNSEndpoint, hubNamespaces map[string]bool) (dnsVerdict, []*endpoint.Endpoint, error) {
 	if o.Unaddressed {
 		// Never publish an empty record set: the last published records stay until it has one.
-		if cur == nil {
+		if len(cur) == 0 {
 			return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSNoAddress,
 				message: "the gateway has no address yet; nothing is published for " + records.Describe(o.Names)}, nil, nil
 		}
+		eps := endpointsOf(cur)
 		return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSNoAddress,
-			message: fmt.Sprintf("the gateway has no address; the %d records last published are kept", len(cur.Spec.Endpoints))}, cur.Spec.Endpoints, nil
+			message: fmt.Sprintf("the gateway has no address; the %d records last published are kept", len(eps))}, eps, nil
 	}
-	if cur != nil && (cur.Namespace != want.Namespace || cur.Name != want.Name) {
-		if err := p.writer.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
-			return dnsVerdict{}, nil, fmt.Errorf("deleting DNSEndpoint %s/%s moved to %s/%s: %w", cur.Namespace, cur.Name, want.Namespace, want.Name, err)
+	ns, base := p.namespaceOf(o, hubNamespaces), dnsEndpointName(o)
+	have := map[string]*dnsv1a1.DNSEndpoint{} // by name, those in ns
+	shards := 1
+	for _, c := range cur {
+		if i, ok := shardIndex(c.Name, base); ok && c.Namespace == ns {
+			have[c.Name] = c
+			shards = max(shards, i+1)
 		}
-		cur = nil
 	}
-	switch {
-	case len(o.Endpoints) == 0:
-		// Every name is held by an older owner.
-		if cur != nil {
-			if err := p.writer.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
-				return dnsVerdict{}, nil, fmt.Errorf("deleting DNSEndpoint %s/%s: %w", cur.Namespace, cur.Name, err)
+	// With every name held by an older owner, none is wanted.
+	var want []*dnsv1a1.DNSEndpoint
+	if len(o.Endpoints) > 0 {
+		for i, eps := range shardEndpoints(o.Endpoints, shards, dnsShardBounds{records: p.o.ShardRecords, bytes: p.o.ShardBytes}) {
+			if len(eps) > 0 {
+				want = append(want, dnsEndpointObject(o, ns, shardName(base, i), eps))
 			}
 		}
-	case cur == nil:
-		if err := p.writer.Create(ctx, want); err != nil {
-			return dnsVerdict{}, nil, fmt.Errorf("creating DNSEndpoint %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	// A name moves between shards only when their count changes or the namespace does: into shards
+	// created then (or updated, as the count shrinks) and out of shards updated (as it grows) or
+	// deleted. New shards are written first, updates next, deletions last, so that a name moving
+	// is never in none.
+	ordered := make([]*dnsv1a1.DNSEndpoint, 0, len(want))
+	for _, existed := range []bool{false, true} {
+		for _, w := range want {
+			if (have[w.Name] != nil) == existed {
+				ordered = append(ordered, w)
+			}
 		}
-	case !sameDNSEndpoint(cur, want):
-		want.ResourceVersion = cur.ResourceVersion
-		if err := p.writer.Update(ctx, want); err != nil {
-			return dnsVerdict{}, nil, fmt.Errorf("updating DNSEndpoint %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	read, kept := true, map[*dnsv1a1.DNSEndpoint]bool{}
+	for _, w := range ordered {
+		c, eps := have[w.Name], w.Spec.Endpoints
+		kept[c] = c != nil
+		// Copies: the client decodes its answer into the object, and o's records belong to the pipeline.
+		switch {
+		case c == nil:
+			w.Spec.Endpoints = copyEndpoints(eps)
+			if err := p.writer.Create(ctx, w); err != nil {
+				return dnsVerdict{}, nil, fmt.Errorf("creating DNSEndpoint %s/%s: %w", w.Namespace, w.Name, err)
+			}
+			p.remember(w, eps)
+			read = false
+		case !sameDNSEndpoint(c, w):
+			w.Spec.Endpoints = copyEndpoints(eps)
+			w.ResourceVersion = c.ResourceVersion
+			if err := p.writer.Update(ctx, w); err != nil {
+				return dnsVerdict{}, nil, fmt.Errorf("updating DNSEndpoint %s/%s: %w", w.Namespace, w.Name, err)
+			}
+			p.remember(w, eps)
+			read = false
+		default:
+			p.remember(c, eps)
+			read = read && c.Status.ObservedGeneration == c.Generation
 		}
-		cur = nil
+	}
+	for _, c := range cur {
+		if kept[c] {
+			continue
+		}
+		if err := p.writer.Delete(ctx, c); err != nil && !apierrors.IsNotFound(err) {
+			return dnsVerdict{}, nil, fmt.Errorf("deleting DNSEndpoint %s/%s no longer needed: %w", c.Namespace, c.Name, err)
+		}
 	}
 	v := ownerVerdict(o)
 	if len(o.Endpoints) > 0 {
+		if len(want) > 1 {
+			v.message += fmt.Sprintf(" in %d DNSEndpoints", len(want))
+		}
 		// external-dns's CRD source stamps the generation it read: the records reach DNS in the
 		// same loop of it.
-		if cur != nil && cur.Status.ObservedGeneration == cur.Generation {
+		if read {
 			v.message += "; external-dns has read them"
 		} else {
 			v.message += "; external-dns has not read them yet"
@@ -568,10 +707,15 @@ func (p *dnsPublisher) namespaceOf(o *records.Owner, hubNamespaces map[string]bo
 	return p.o.Namespace
 }
 
-// dnsEndpointObject is the DNSEndpoint of one owner in namespace ns.
-func dnsEndpointObject(o *records.Owner, ns string) *dnsv1a1.DNSEndpoint {
+// dnsEndpointName is the name of the owner's DNSEndpoint (its first shard).
+func dnsEndpointName(o *records.Owner) string {
 	sum := sha256.Sum256([]byte(o.Key))
-	name := "fleetgate-" + dnsLabel(o.Name, 40) + "-" + hex.EncodeToString(sum[:4])
+	return "fleetgate-" + dnsLabel(o.Name, 40) + "-" + hex.EncodeToString(sum[:4])
+}
+
+// dnsEndpointObject is the DNSEndpoint named name of one owner in namespace ns, holding eps (not
+// copied).
+func dnsEndpointObject(o *records.Owner, ns, name string, eps []*endpoint.Endpoint) *dnsv1a1.DNSEndpoint {
 	obj := &dnsv1a1.DNSEndpoint{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name,
@@ -579,11 +723,7 @@ func dnsEndpointObject(o *records.Owner, ns string) *dnsv1a1.DNSEndpoint {
 			Annotations: map[string]string{providers.AnnotationGateway: o.Key,
 				annotationDNSClusters: strings.Join(o.Clusters, ",")},
 		},
-		// Copies: the client decodes its answer into the object, and o belongs to the pipeline.
-		Spec: dnsv1a1.DNSEndpointSpec{Endpoints: make([]*endpoint.Endpoint, 0, len(o.Endpoints))},
-	}
-	for _, ep := range o.Endpoints {
-		obj.Spec.Endpoints = append(obj.Spec.Endpoints, ep.DeepCopy())
+		Spec: dnsv1a1.DNSEndpointSpec{Endpoints: eps},
 	}
 	// Owned only when every object of the gateway can own it: the garbage collector would delete
 	// it with the hub's copy of a fleet gateway that other members still serve.
@@ -625,8 +765,16 @@ func sameDNSEndpoint(cur, want *dnsv1a1.DNSEndpoint) bool {
 		b, _ := json.Marshal(v)
 		return string(b)
 	}
-	return js(cur.Spec) == js(want.Spec) && maps.Equal(cur.Labels, want.Labels) && maps.Equal(cur.Annotations, want.Annotations) &&
+	return sameRecords(cur.Spec.Endpoints, want.Spec.Endpoints) && maps.Equal(cur.Labels, want.Labels) && maps.Equal(cur.Annotations, want.Annotations) &&
 		js(cur.OwnerReferences) == js(want.OwnerReferences)
+}
+
+func copyEndpoints(eps []*endpoint.Endpoint) []*endpoint.Endpoint {
+	out := make([]*endpoint.Endpoint, len(eps))
+	for i, ep := range eps {
+		out[i] = ep.DeepCopy()
+	}
+	return out
 }
 
 // allRead tells whether every cluster of a comma-separated list was read by the pass.

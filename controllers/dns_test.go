@@ -3,15 +3,20 @@ package controllers
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	dnsv1a1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/records"
+	"github.com/fleetgate/fleetgate/controllers/snapshot"
 	"github.com/fleetgate/fleetgate/controllers/translate"
 	"github.com/fleetgate/fleetgate/providers"
 )
@@ -171,7 +176,7 @@ func TestDNSEndpointObject(t *testing.T) {
 			o := &records.Owner{Key: "hub/infra/web", Namespace: "infra", Name: "Web.Gateway", Clusters: []string{"hub", "member-a"},
 				Objects:   tc.objects,
 				Endpoints: []*endpoint.Endpoint{endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.1")}}
-			got := dnsEndpointObject(o, "infra")
+			got := dnsEndpointObject(o, "infra", dnsEndpointName(o), o.Endpoints)
 			want := metav1.ObjectMeta{Namespace: "infra", Name: "fleetgate-web-gateway-" + got.Name[len(got.Name)-8:],
 				Labels:          map[string]string{providers.LabelManagedBy: providers.ManagedBy, providers.LabelGateway: providers.GatewayID(o.Key)},
 				Annotations:     map[string]string{providers.AnnotationGateway: o.Key, annotationDNSClusters: "hub,member-a"},
@@ -180,10 +185,10 @@ func TestDNSEndpointObject(t *testing.T) {
 			if diff := cmp.Diff(want, got.ObjectMeta); diff != "" {
 				t.Errorf("metadata (-want +got):\n%s", diff)
 			}
-			if again := dnsEndpointObject(o, "infra"); again.Name != got.Name || !sameDNSEndpoint(again, got) {
+			if again := dnsEndpointObject(o, "infra", dnsEndpointName(o), o.Endpoints); again.Name != got.Name || !sameDNSEndpoint(again, got) {
 				t.Errorf("not deterministic: %s vs %s", again.Name, got.Name)
 			}
-			if other := dnsEndpointObject(&records.Owner{Key: "member-a/infra/web", Name: "Web.Gateway"}, "infra"); other.Name == got.Name {
+			if other := dnsEndpointName(&records.Owner{Key: "member-a/infra/web", Name: "Web.Gateway"}); other == got.Name {
 				t.Errorf("two keys share the name %s", got.Name)
 			}
 		})
@@ -196,16 +201,19 @@ func TestRetainedRecords(t *testing.T) {
 			providers.AnnotationGateway: key, annotationDNSClusters: clusters}}, Spec: dnsv1a1.DNSEndpointSpec{Endpoints: eps}}
 	}
 	weighted := endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.1").WithSetIdentifier("member-a/infra/web")
-	existing := map[string]*dnsv1a1.DNSEndpoint{
-		"hub/infra/web":      obj("hub/infra/web", "hub", endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.2")),
-		"hub/infra/gone":     obj("hub/infra/gone", "hub", endpoint.NewEndpoint("g.example.com", endpoint.RecordTypeA, "192.0.2.3")),
-		"member-a/infra/web": obj("member-a/infra/web", "member-a", weighted),
-		"member-a/infra/old": obj("member-a/infra/old", "member-a", endpoint.NewEndpoint("o.example.com", endpoint.RecordTypeCNAME, "lb.example.net")),
+	existing := map[string][]*dnsv1a1.DNSEndpoint{
+		"hub/infra/web":      {obj("hub/infra/web", "hub", endpoint.NewEndpoint("a.example.com", endpoint.RecordTypeA, "192.0.2.2"))},
+		"hub/infra/gone":     {obj("hub/infra/gone", "hub", endpoint.NewEndpoint("g.example.com", endpoint.RecordTypeA, "192.0.2.3"))},
+		"member-a/infra/web": {obj("member-a/infra/web", "member-a", weighted)},
+		// in two shards: the records of both are retained
+		"member-a/infra/old": {obj("member-a/infra/old", "member-a", endpoint.NewEndpoint("o.example.com", endpoint.RecordTypeCNAME, "lb.example.net")),
+			obj("member-a/infra/old", "member-a", endpoint.NewEndpoint("p.example.com", endpoint.RecordTypeCNAME, "lb.example.net"))},
 	}
 	d := &dnsDesired{owners: []records.Owner{{Key: "hub/infra/web"}}, clusters: []string{"hub"}}
 	want := map[string][]records.Retained{
 		"a.example.com": {{Key: "member-a/infra/web", Weighted: true}},
 		"o.example.com": {{Key: "member-a/infra/old"}},
+		"p.example.com": {{Key: "member-a/infra/old"}},
 	}
 	if diff := cmp.Diff(want, retainedRecords(existing, d)); diff != "" {
 		t.Errorf("retained (-want +got):\n%s", diff)
@@ -281,5 +289,82 @@ func BenchmarkSameDesired(b *testing.B) {
 		if !sameDesired(x, y) {
 			b.Fatal("equal records compared different")
 		}
+	}
+}
+
+// TestPublishDNSSkip: a pass with the inputs of the last build (the delivery pass after an ACK)
+// builds no records and hands the publisher nothing; any input the records read rebuilds them.
+// Where it skips, the records built anyway must be those of the last build.
+func TestPublishDNSSkip(t *testing.T) {
+	snap := func() *snapshot.Snapshot {
+		gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "web", Generation: 1, UID: "u1"},
+			Spec: gwv1.GatewaySpec{GatewayClassName: "fleetgate", Listeners: []gwv1.Listener{{Name: "http", Port: 80,
+				Protocol: gwv1.HTTPProtocolType, Hostname: ptr.To[gwv1.Hostname]("www.example.com")}}}}
+		return (&snapshot.Snapshot{
+			GatewayClasses: []snapshot.Object[gwv1.GatewayClass]{{Cluster: "hub", Obj: &gwv1.GatewayClass{
+				ObjectMeta: metav1.ObjectMeta{Name: "fleetgate", Generation: 1},
+				Spec: gwv1.GatewayClassSpec{ControllerName: v1alpha1.ControllerName, ParametersRef: &gwv1.ParametersReference{
+					Group: v1alpha1.Group, Kind: "GatewayClassConfig", Name: "default"}}}}},
+			ClassConfigs: []snapshot.Object[v1alpha1.GatewayClassConfig]{{Cluster: "hub", Obj: &v1alpha1.GatewayClassConfig{
+				ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1},
+				Spec:       v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderInCluster, Scope: v1alpha1.ScopeCluster}}}},
+			Gateways: []snapshot.Object[gwv1.Gateway]{{Cluster: "hub", Obj: gw}},
+		}).Sort()
+	}
+	addressed := func(ready bool, addrs ...gwv1.GatewayStatusAddress) map[string]translate.Programmed {
+		return map[string]translate.Programmed{"hub/infra/web": {Ready: ready, Reason: "Pending", Addresses: addrs}}
+	}
+	ip := func(v string) gwv1.GatewayStatusAddress {
+		return gwv1.GatewayStatusAddress{Type: ptr.To(gwv1.IPAddressType), Value: v}
+	}
+	s0 := snap()
+	r0 := translate.Translate(s0)
+	p0 := addressed(false, ip("192.0.2.1"))
+	tests := []struct {
+		name       string
+		snap       *snapshot.Snapshot
+		res        *translate.Result
+		programmed map[string]translate.Programmed
+		retained   map[string][]records.Retained
+		skip       bool
+	}{
+		{name: "same inputs", snap: s0, res: r0, programmed: p0, skip: true},
+		{name: "only Ready changed", snap: s0, res: r0, programmed: addressed(true, ip("192.0.2.1")), skip: true},
+		{name: "the address type unset, which is an IP", snap: s0, res: r0,
+			programmed: addressed(true, gwv1.GatewayStatusAddress{Value: "192.0.2.1"}), skip: true},
+		{name: "a key without addresses added", snap: s0, res: r0,
+			programmed: map[string]translate.Programmed{"hub/infra/web": p0["hub/infra/web"], "hub/infra/other": {Reason: "Pending"}}, skip: true},
+		{name: "an address changed", snap: s0, res: r0, programmed: addressed(true, ip("192.0.2.2"))},
+		{name: "an address added", snap: s0, res: r0, programmed: addressed(true, ip("192.0.2.1"), ip("2001:db8::1"))},
+		{name: "an IP address became a hostname", snap: s0, res: r0,
+			programmed: addressed(true, gwv1.GatewayStatusAddress{Type: ptr.To(gwv1.HostnameAddressType), Value: "192.0.2.1"})},
+		{name: "the addresses went", snap: s0, res: r0, programmed: addressed(false)},
+		{name: "retained records", snap: s0, res: r0, programmed: p0,
+			retained: map[string][]records.Retained{"www.example.com": {{Key: "member-a/infra/web"}}}},
+		{name: "a new pass", snap: snap(), res: translate.Translate(s0), programmed: p0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &GatewayReconciler{DNS: newDNSPublisher(nil, nil, DNSOptions{}, nil, logr.Discard())}
+			r.publishDNS(s0, r0, p0)
+			first := r.DNS.desired
+			r.DNS.retained = tc.retained
+			r.publishDNS(tc.snap, tc.res, tc.programmed)
+			if diff := cmp.Diff(tc.skip, r.DNS.desired == first); diff != "" {
+				t.Errorf("skipped (-want +got):\n%s", diff)
+			}
+			// The skip is exact: what it saves building is what was built last time.
+			before, now := records.Build(s0, r0, p0, nil), records.Build(tc.snap, tc.res, tc.programmed, tc.retained)
+			same := slices.EqualFunc(before, now, func(a, b records.Owner) bool { return a.Equal(&b) })
+			if tc.skip && !same {
+				t.Errorf("skipped, but the records changed:\n%s", cmp.Diff(before, now))
+			}
+			if len(before) != 1 || len(before[0].Endpoints) != 1 {
+				t.Fatalf("the pass builds %d owners, want one with a record", len(before))
+			}
+			if !tc.skip && tc.snap == s0 && same {
+				t.Errorf("the case changes no record: it tests no rebuild")
+			}
+		})
 	}
 }

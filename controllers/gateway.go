@@ -73,6 +73,8 @@ type GatewayReconciler struct {
 	// records are computed again when only apply's verdict changed; only the one worker touches them.
 	lastSnapshot *snapshot.Snapshot
 	lastResult   *translate.Result
+	// dnsInputs are what the DNS records were last built from; only the one worker touches them.
+	dnsInputs dnsInputs
 	// served is what each Ingress and LoadBalancer Service was last given while its gateway was
 	// programmed (keepServed); only the one worker touches it.
 	served map[translate.ObjectRef]servedStatus
@@ -262,6 +264,11 @@ func (r *GatewayReconciler) publishDNS(snap *snapshot.Snapshot, res *translate.R
 		return
 	}
 	retained := r.DNS.Retained()
+	in := newDNSInputs(snap, res, programmed, retained)
+	if in.same(&r.dnsInputs) {
+		return // the records would be those of the last build, which the publisher has
+	}
+	r.dnsInputs = in
 	d := &dnsDesired{owners: r.records.Build(snap, res, programmed, retained), clusters: res.Clusters, hubNamespaces: map[string]bool{}, retained: retained, zones: res.DNS}
 	for _, ns := range snap.Namespaces {
 		if ns.Cluster == v1alpha1.HubCluster {
