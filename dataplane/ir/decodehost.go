@@ -3,6 +3,7 @@ package ir
 import (
 	"encoding/json"
 	"errors"
+	"hash/maphash"
 )
 
 // DecodeHost decodes one virtual host's JSON as json.Unmarshal into a zero VirtualHost does:
@@ -50,18 +51,105 @@ type hostDecoder struct {
 	data  []byte
 	i     int
 	depth int
-	// Arrays of these element types are decoded here first, when set, and then copied to a
-	// slice of their length: growing a slice element by element, as encoding/json does, was a
-	// third of the decoder's time at 100k hosts. None of the three can hold an array of itself
-	// (a mirror's backend is no slice), so each is used by one array at a time.
-	routes    *[]Route
-	backends  *[]Backend
-	endpoints *[]Endpoint
+	// pool, when set, is what a decoder kept for many hosts allocates from.
+	pool *hostPool
+}
+
+// hostPool is the memory a decoder kept for many hosts (newReusedHostDecoder) decodes into. A
+// 100k-host swap spent as much of its time allocating as decoding: 27 allocations a host of the
+// benchmark's shape, most of them arrays of one element and strings every host repeats.
+type hostPool struct {
+	routes    arena[Route]
+	backends  arena[Backend]
+	endpoints arena[Endpoint]
+	matches   arena[StringMatch]
+	strs      internCache
 }
 
 // newReusedHostDecoder returns a decoder for many hosts, one after the other.
 func newReusedHostDecoder() *hostDecoder {
-	return &hostDecoder{routes: new([]Route), backends: new([]Backend), endpoints: new([]Endpoint)}
+	return &hostDecoder{pool: &hostPool{strs: internCache{seed: maphash.MakeSeed()}}}
+}
+
+// arena holds the arrays of one element type for a decoder kept for many hosts. An array is
+// decoded into scratch first (growing a slice element by element, as encoding/json does, was a
+// third of the decoder's time), then copied to a piece of a shared chunk cut at its length, so
+// that the arrays of many hosts cost one allocation. None of the element types can hold an
+// array of itself (a mirror's backend is no slice), so scratch serves one array at a time. A
+// piece keeps its chunk alive: the proxy keeps no decoded host but those with TLS backends.
+type arena[T any] struct {
+	scratch []T
+	free    []T
+}
+
+// chunkLen is how many elements a chunk holds; a longer array gets its own.
+const chunkLen = 64
+
+// take returns n zero elements with no room to append in place.
+func (a *arena[T]) take(n int) []T {
+	if n == 0 {
+		return []T{}
+	}
+	if n > len(a.free) {
+		if n > chunkLen/4 {
+			return make([]T, n)
+		}
+		a.free = make([]T, chunkLen)
+	}
+	s := a.free[:n:n]
+	a.free = a.free[n:]
+	return s
+}
+
+// The arenas of a pool; nil without one.
+func (p *hostPool) routeArena() *arena[Route] {
+	if p == nil {
+		return nil
+	}
+	return &p.routes
+}
+
+func (p *hostPool) backendArena() *arena[Backend] {
+	if p == nil {
+		return nil
+	}
+	return &p.backends
+}
+
+func (p *hostPool) endpointArena() *arena[Endpoint] {
+	if p == nil {
+		return nil
+	}
+	return &p.endpoints
+}
+
+func (p *hostPool) matchArena() *arena[StringMatch] {
+	if p == nil {
+		return nil
+	}
+	return &p.matches
+}
+
+// internCache shares the strings hosts repeat (route and backend names, match types, paths,
+// addresses) among the hosts one decoder decodes: a string is looked up by hash in a
+// direct-mapped table and allocated only when the slot holds another.
+type internCache struct {
+	seed  maphash.Seed
+	slots [1024]string
+}
+
+// maxInterned bounds the strings worth looking up; longer ones are rarely repeated.
+const maxInterned = 64
+
+func (c *internCache) get(b []byte) string {
+	if len(b) == 0 || len(b) > maxInterned {
+		return string(b)
+	}
+	slot := &c.slots[maphash.Bytes(c.seed, b)%uint64(len(c.slots))]
+	if *slot != string(b) {
+		*slot = string(b)
+	}
+	return *slot
 }
 
 func (d *hostDecoder) top(vh *VirtualHost) error {
@@ -79,11 +167,11 @@ func (d *hostDecoder) virtualHost(vh *VirtualHost) error {
 	return d.object([]string{"hostname", "singleLabelWildcard", "routes"}, func(f int) error {
 		switch f {
 		case 0:
-			return d.str(&vh.Hostname)
+			return d.strOwn(&vh.Hostname)
 		case 1:
 			return d.boolean(&vh.SingleLabelWildcard)
 		default:
-			return exact(d, &vh.Routes, d.routes, d.route)
+			return exact(d, &vh.Routes, d.pool.routeArena(), d.route)
 		}
 	})
 }
@@ -98,7 +186,7 @@ func (d *hostDecoder) route(r *Route) error {
 		case 2:
 			return d.filters(&r.Filters)
 		case 3:
-			return exact(d, &r.Backends, d.backends, d.backend)
+			return exact(d, &r.Backends, d.pool.backendArena(), d.backend)
 		case 4:
 			return d.timeouts(&r.Timeouts)
 		default:
@@ -111,7 +199,7 @@ func (d *hostDecoder) match(m *Match) error {
 	return d.object([]string{"path", "method", "headers", "queryParams"}, func(f int) error {
 		switch f {
 		case 0:
-			return pointer(d, &m.Path, d.stringMatch)
+			return pointerIn(d, &m.Path, d.pool.matchArena(), d.stringMatch)
 		case 1:
 			return d.str(&m.Method)
 		case 2:
@@ -286,7 +374,7 @@ func (d *hostDecoder) backend(b *Backend) error {
 		case 3:
 			return d.str((*string)(&b.AppProtocol))
 		case 4:
-			return exact(d, &b.Endpoints, d.endpoints, d.endpoint)
+			return exact(d, &b.Endpoints, d.pool.endpointArena(), d.endpoint)
 		case 5:
 			return d.filters(&b.Filters)
 		default:
@@ -340,6 +428,11 @@ func (d *hostDecoder) endpoint(e *Endpoint) error {
 
 // pointer decodes an object into *p, allocating it if nil; null sets it to nil.
 func pointer[T any](d *hostDecoder, p **T, decode func(*T) error) error {
+	return pointerIn(d, p, nil, decode)
+}
+
+// pointerIn is pointer allocating from a, if set.
+func pointerIn[T any](d *hostDecoder, p **T, a *arena[T], decode func(*T) error) error {
 	if d.null() {
 		*p = nil
 		return nil
@@ -348,7 +441,11 @@ func pointer[T any](d *hostDecoder, p **T, decode func(*T) error) error {
 		return errType
 	}
 	if *p == nil {
-		*p = new(T)
+		if a != nil {
+			*p = &a.take(1)[0]
+		} else {
+			*p = new(T)
+		}
 	}
 	return decode(*p)
 }
@@ -397,25 +494,26 @@ func slice[T any](d *hostDecoder, s *[]T, decode func(*T) error) error {
 	return nil
 }
 
-// exact is slice for an empty *s, decoding into scratch (zeroed first, as new elements would be)
-// and then allocating *s at its length. Without scratch, or with elements in *s, it is slice.
-func exact[T any](d *hostDecoder, s *[]T, scratch *[]T, decode func(*T) error) error {
-	if scratch == nil || cap(*s) > 0 {
+// exact is slice for an empty *s, decoding into a's scratch (zeroed first, as new elements would
+// be) and then copying to an array of its length. Without a, or with elements in *s, it is slice.
+func exact[T any](d *hostDecoder, s *[]T, a *arena[T], decode func(*T) error) error {
+	if a == nil || cap(*s) > 0 {
 		return slice(d, s, decode)
 	}
-	tmp := (*scratch)[:cap(*scratch)]
+	tmp := a.scratch[:cap(a.scratch)]
 	clear(tmp)
 	tmp = tmp[:0]
 	if err := slice(d, &tmp, decode); err != nil {
 		return err
 	}
-	if cap(tmp) > cap(*scratch) {
-		*scratch = tmp[:0]
+	if cap(tmp) > cap(a.scratch) {
+		a.scratch = tmp[:0]
 	}
 	if tmp == nil {
 		*s = nil
 		return nil
 	}
-	*s = append(make([]T, 0, len(tmp)), tmp...)
+	*s = a.take(len(tmp))
+	copy(*s, tmp)
 	return nil
 }
