@@ -1,9 +1,9 @@
 package ir
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"hash/maphash"
 )
 
 // DecodeHost decodes one virtual host's JSON as json.Unmarshal into a zero VirtualHost does:
@@ -26,11 +26,23 @@ func (d *hostDecoder) decode(data []byte) (VirtualHost, error) {
 	if d.top(&vh) == nil {
 		return vh, nil
 	}
-	vh = VirtualHost{}
-	if err := json.Unmarshal(data, &vh); err != nil {
+	var slow VirtualHost // apart from vh, which so stays on the stack
+	if err := json.Unmarshal(data, &slow); err != nil {
 		return VirtualHost{}, err
 	}
-	return vh, nil
+	return slow, nil
+}
+
+// decodeAt decodes the host data starts with (a host's JSON and whatever follows) with the
+// hand-written decoder alone, returning its length; false for anything it refuses, a host that
+// does not end within data included.
+func (d *hostDecoder) decodeAt(data []byte) (VirtualHost, int, bool) {
+	d.data, d.i, d.depth = data, 0, 0
+	var vh VirtualHost
+	if d.virtualHost(&vh) != nil {
+		return VirtualHost{}, 0, false
+	}
+	return vh, d.i, true
 }
 
 var (
@@ -68,32 +80,27 @@ type hostPool struct {
 
 // newReusedHostDecoder returns a decoder for many hosts, one after the other.
 func newReusedHostDecoder() *hostDecoder {
-	return &hostDecoder{pool: &hostPool{strs: internCache{seed: maphash.MakeSeed()}}}
+	return &hostDecoder{pool: &hostPool{}}
 }
 
-// arena holds the arrays of one element type for a decoder kept for many hosts. An array is
-// decoded into scratch first (growing a slice element by element, as encoding/json does, was a
-// third of the decoder's time), then copied to a piece of a shared chunk cut at its length, so
-// that the arrays of many hosts cost one allocation. None of the element types can hold an
-// array of itself (a mirror's backend is no slice), so scratch serves one array at a time. A
-// piece keeps its chunk alive: the proxy keeps no decoded host but those with TLS backends.
+// arena holds the arrays of one element type for a decoder kept for many hosts: each is decoded
+// into the free part of a shared chunk and cut there at its length, so that the arrays of many
+// hosts cost one allocation and no copy (growing each array element by element, as
+// encoding/json does, was a third of the decoder's time; decoding into scratch and copying out,
+// still a tenth). None of the element types can hold an array of itself (a mirror's backend is
+// no slice), so one array at a time is decoded into the free part. A piece keeps its chunk
+// alive: the proxy keeps no decoded host but those with TLS backends.
 type arena[T any] struct {
-	scratch []T
-	free    []T
+	free []T // zero elements
 }
 
-// chunkLen is how many elements a chunk holds; a longer array gets its own.
+// chunkLen is how many elements a chunk holds; a new chunk is taken when less than a quarter of
+// one is free, and a longer array grows out of it.
 const chunkLen = 64
 
 // take returns n zero elements with no room to append in place.
 func (a *arena[T]) take(n int) []T {
-	if n == 0 {
-		return []T{}
-	}
 	if n > len(a.free) {
-		if n > chunkLen/4 {
-			return make([]T, n)
-		}
 		a.free = make([]T, chunkLen)
 	}
 	s := a.free[:n:n]
@@ -131,25 +138,42 @@ func (p *hostPool) matchArena() *arena[StringMatch] {
 }
 
 // internCache shares the strings hosts repeat (route and backend names, match types, paths,
-// addresses) among the hosts one decoder decodes: a string is looked up by hash in a
-// direct-mapped table and allocated only when the slot holds another.
+// addresses) among the hosts one decoder decodes: a string is looked up in a direct-mapped table
+// by a hash of its length and ends, and allocated only when its slot holds another. Strings that
+// share a slot only cost allocations.
 type internCache struct {
-	seed  maphash.Seed
-	slots [1024]string
+	slots [1 << internBits]string
 }
 
-// maxInterned bounds the strings worth looking up; longer ones are rarely repeated.
-const maxInterned = 64
+const (
+	internBits = 10
+	// maxInterned bounds the strings worth looking up; longer ones are rarely repeated.
+	maxInterned = 64
+)
 
 func (c *internCache) get(b []byte) string {
 	if len(b) == 0 || len(b) > maxInterned {
 		return string(b)
 	}
-	slot := &c.slots[maphash.Bytes(c.seed, b)%uint64(len(c.slots))]
+	slot := &c.slots[internSlot(b)]
 	if *slot != string(b) {
 		*slot = string(b)
 	}
 	return *slot
+}
+
+// internSlot hashes the length and the first and last 8 bytes of b (1 to maxInterned bytes).
+func internSlot(b []byte) uint64 {
+	h := uint64(len(b))
+	if len(b) >= 8 {
+		h ^= binary.LittleEndian.Uint64(b) * 0x9e3779b97f4a7c15
+		h ^= binary.LittleEndian.Uint64(b[len(b)-8:])
+	} else {
+		for _, c := range b {
+			h = h<<8 | uint64(c)
+		}
+	}
+	return (h * 0xff51afd7ed558ccd) >> (64 - internBits)
 }
 
 func (d *hostDecoder) top(vh *VirtualHost) error {
@@ -494,26 +518,29 @@ func slice[T any](d *hostDecoder, s *[]T, decode func(*T) error) error {
 	return nil
 }
 
-// exact is slice for an empty *s, decoding into a's scratch (zeroed first, as new elements would
-// be) and then copying to an array of its length. Without a, or with elements in *s, it is slice.
+// exact is slice for an empty *s, decoding into the free part of a's chunk, so that the array
+// costs no allocation of its own and no copy. Without a, or with elements in *s, it is slice.
 func exact[T any](d *hostDecoder, s *[]T, a *arena[T], decode func(*T) error) error {
 	if a == nil || cap(*s) > 0 {
 		return slice(d, s, decode)
 	}
-	tmp := a.scratch[:cap(a.scratch)]
-	clear(tmp)
-	tmp = tmp[:0]
-	if err := slice(d, &tmp, decode); err != nil {
+	if len(a.free) < chunkLen/4 {
+		a.free = make([]T, chunkLen)
+	}
+	out := a.free[:0]
+	err := slice(d, &out, decode)
+	grown := cap(out) > cap(a.free) // longer than the free part: slice moved it out
+	if err != nil || grown {
+		// slice decodes into the elements it finds, which must be zero for the next array.
+		clear(a.free)
+	}
+	if err != nil {
 		return err
 	}
-	if cap(tmp) > cap(a.scratch) {
-		a.scratch = tmp[:0]
+	if n := len(out); n > 0 && !grown {
+		out = out[:n:n]
+		a.free = a.free[n:]
 	}
-	if tmp == nil {
-		*s = nil
-		return nil
-	}
-	*s = a.take(len(tmp))
-	copy(*s, tmp)
+	*s = out
 	return nil
 }

@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -256,6 +257,22 @@ func FuzzDecodeHost(f *testing.F) {
 		fast, ferr := decodeFast(data)
 		if ferr == nil && werr != nil {
 			t.Fatalf("the hand-written decoder took %q, which json.Unmarshal refuses: %v", data, werr)
+		}
+		// decodeAt, as the file loader calls it: past white space, on the host and what follows
+		// it in the file.
+		data = bytes.TrimLeft(data, " \t\r\n")
+		at, n, ok := newReusedHostDecoder().decodeAt(append(data[:len(data):len(data)], ",{}]"...))
+		if ok {
+			var whole VirtualHost
+			if err := json.Unmarshal(data[:n], &whole); err != nil {
+				t.Fatalf("decodeAt took %q of %q, which json.Unmarshal refuses: %v", data[:n], data, err)
+			}
+			if diff := cmp.Diff(whole, at); diff != "" {
+				t.Fatalf("decodeAt on %q (-json.Unmarshal +it):\n%s", data[:n], diff)
+			}
+		}
+		if ferr == nil && (!ok || strings.TrimSpace(string(data[n:])) != "") {
+			t.Fatalf("decodeAt(%q) = %d, %v; the hand-written decoder takes it whole", data, n, ok)
 		}
 		if werr != nil {
 			return
