@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -76,6 +77,9 @@ type hostPool struct {
 	endpoints arena[Endpoint]
 	matches   arena[StringMatch]
 	strs      internCache
+	// sameRoutes are the routes last decoded as a host's, and sameJSON their JSON (routes).
+	sameRoutes []Route
+	sameJSON   []byte
 }
 
 // newReusedHostDecoder returns a decoder for many hosts, one after the other.
@@ -109,13 +113,6 @@ func (a *arena[T]) take(n int) []T {
 }
 
 // The arenas of a pool; nil without one.
-func (p *hostPool) routeArena() *arena[Route] {
-	if p == nil {
-		return nil
-	}
-	return &p.routes
-}
-
 func (p *hostPool) backendArena() *arena[Backend] {
 	if p == nil {
 		return nil
@@ -195,9 +192,44 @@ func (d *hostDecoder) virtualHost(vh *VirtualHost) error {
 		case 1:
 			return d.boolean(&vh.SingleLabelWildcard)
 		default:
-			return exact(d, &vh.Routes, d.pool.routeArena(), d.route)
+			return d.routes(&vh.Routes)
 		}
 	})
+}
+
+// routes decodes a host's routes. A decoder kept for many hosts gives a host the routes of the one
+// before it when their JSON is the same: hosts often repeat their neighbour's routes (an HTTPRoute
+// for many hostnames), so they are decoded once and shared, as the controller shares them and the
+// proxy compiles them once (a slice is only ever read after decoding).
+func (d *hostDecoder) routes(rs *[]Route) error {
+	p := d.pool
+	if p == nil {
+		return slice(d, rs, d.route)
+	}
+	if cap(*rs) > 0 {
+		// "routes" given twice: the second decodes into the elements the first left, up to
+		// their capacity, which must be this host's own; and those the next host would share
+		// change.
+		own := make([]Route, len(*rs), cap(*rs))
+		copy(own[:cap(own)], (*rs)[:cap(*rs)])
+		*rs = own
+		p.sameRoutes, p.sameJSON = nil, p.sameJSON[:0]
+		return slice(d, rs, d.route)
+	}
+	// The JSON of an array ends where its content says: bytes that start as the last routes'
+	// JSON hold those routes, whatever follows.
+	if len(p.sameJSON) > 0 && bytes.HasPrefix(d.data[d.i:], p.sameJSON) {
+		*rs = p.sameRoutes
+		d.i += len(p.sameJSON)
+		return nil
+	}
+	start := d.i
+	if err := exact(d, rs, &p.routes, d.route); err != nil {
+		p.sameRoutes, p.sameJSON = nil, p.sameJSON[:0]
+		return err
+	}
+	p.sameRoutes, p.sameJSON = *rs, append(p.sameJSON[:0], d.data[start:d.i]...)
+	return nil
 }
 
 func (d *hostDecoder) route(r *Route) error {

@@ -31,7 +31,16 @@ func decodeReused(t testing.TB, data []byte) (VirtualHost, error) {
 			t.Fatal(err)
 		}
 	}
-	return d.decode(data)
+	first, err := d.decode(data)
+	// Again, now that its routes are the last the decoder saw (sameRoutes).
+	again, aerr := d.decode(data)
+	if (err == nil) != (aerr == nil) {
+		t.Fatalf("reused decoder on %q: error %v, and %v the second time", data, err, aerr)
+	}
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Fatalf("reused decoder on %q, again (-first +second):\n%s", data, diff)
+	}
+	return first, err
 }
 
 // filledHost is a VirtualHost with every field set (see fill), as JSON.
