@@ -143,7 +143,7 @@ func (ld *loader) applyChanges(src io.ReadSeeker, tick func(), held []hostEntry)
 	// when a host is not at its place. Of two held hosts whose halves collide one is not found,
 	// and is decoded again.
 	var heldAt map[uint64]int32
-	var fresh []int            // indexes in next of the hosts decoded
+	var fresh []int // indexes in next of the hosts decoded
 	kept := 0
 	// The sum of the bytes SkipExpected was given last, where the host at len(next) starts: a
 	// host that changed but kept its length is those bytes, and is hashed once.
