@@ -207,14 +207,10 @@ func (d *hostDecoder) routes(rs *[]Route) error {
 		return slice(d, rs, d.route)
 	}
 	if cap(*rs) > 0 {
-		// "routes" given twice: the second decodes into the elements the first left, up to
-		// their capacity, which must be this host's own; and those the next host would share
-		// change.
-		own := make([]Route, len(*rs), cap(*rs))
-		copy(own[:cap(own)], (*rs)[:cap(*rs)])
-		*rs = own
-		p.sameRoutes, p.sameJSON = nil, p.sameJSON[:0]
-		return slice(d, rs, d.route)
+		// "routes" given twice: the second would decode into the routes the first left, their
+		// backends and matches included, which may be another host's. json.Unmarshal decodes
+		// such a host afresh.
+		return errType
 	}
 	// The JSON of an array ends where its content says: bytes that start as the last routes'
 	// JSON hold those routes, whatever follows.

@@ -74,6 +74,40 @@ func genconfigHosts(t testing.TB) [][]byte {
 	return hosts
 }
 
+// TestReusedDecoderSharesRoutes checks that hosts with the same routes JSON share one decoded
+// slice, and that nothing a later host holds changes an earlier one's: "routes" given twice
+// decodes into the routes the first gave, which may be shared.
+func TestReusedDecoderSharesRoutes(t *testing.T) {
+	routes := `[{"name":"r","match":{"path":{"type":"Exact","value":"/"}},"backends":[{"name":"b","weight":1}]}]`
+	hosts := []string{
+		`{"hostname":"a","routes":` + routes + `}`,
+		`{"hostname":"b","routes":` + routes + `}`,
+		`{"hostname":"c","routes":` + routes + `,"routes":[{"match":{"path":{"value":"/x"}},"backends":[{"weight":7}]}]}`,
+		`{"hostname":"d","routes":` + routes + `}`,
+	}
+	d := newReusedHostDecoder()
+	var got []VirtualHost
+	for _, h := range hosts {
+		vh, err := d.decode([]byte(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, vh)
+	}
+	for i, h := range hosts {
+		var want VirtualHost
+		if err := json.Unmarshal([]byte(h), &want); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got[i]); diff != "" {
+			t.Errorf("host %d (-json.Unmarshal +reused decoder):\n%s", i, diff)
+		}
+	}
+	if &got[0].Routes[0] != &got[1].Routes[0] || &got[0].Routes[0] != &got[3].Routes[0] {
+		t.Error("hosts a, b and d do not share their routes")
+	}
+}
+
 // TestDecodeHost holds DecodeHost to json.Unmarshal on inputs chosen for the corners of
 // encoding/json's semantics, and checks which of them the hand-written decoder takes itself
 // (fast) rather than handing them to json.Unmarshal.
