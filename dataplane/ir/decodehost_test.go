@@ -314,7 +314,10 @@ func FuzzDecodeHost(f *testing.F) {
 				t.Fatalf("decodeAt on %q (-json.Unmarshal +it):\n%s", data[:n], diff)
 			}
 		}
-		if ferr == nil && (!ok || strings.TrimSpace(string(data[n:])) != "") {
+		// A reused decoder's fast path takes less than decodeFast's (no "routes" twice).
+		reusedFast := newReusedHostDecoder()
+		reusedFast.data = data
+		if reusedFast.top(new(VirtualHost)) == nil && (!ok || strings.TrimSpace(string(data[n:])) != "") {
 			t.Fatalf("decodeAt(%q) = %d, %v; the hand-written decoder takes it whole", data, n, ok)
 		}
 		if werr != nil {
