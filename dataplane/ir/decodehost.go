@@ -1,6 +1,8 @@
 package ir
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 )
@@ -25,11 +27,23 @@ func (d *hostDecoder) decode(data []byte) (VirtualHost, error) {
 	if d.top(&vh) == nil {
 		return vh, nil
 	}
-	vh = VirtualHost{}
-	if err := json.Unmarshal(data, &vh); err != nil {
+	var slow VirtualHost // apart from vh, which so stays on the stack
+	if err := json.Unmarshal(data, &slow); err != nil {
 		return VirtualHost{}, err
 	}
-	return vh, nil
+	return slow, nil
+}
+
+// decodeAt decodes the host data starts with (a host's JSON and whatever follows) with the
+// hand-written decoder alone, returning its length; false for anything it refuses, a host that
+// does not end within data included.
+func (d *hostDecoder) decodeAt(data []byte) (VirtualHost, int, bool) {
+	d.data, d.i, d.depth = data, 0, 0
+	var vh VirtualHost
+	if d.virtualHost(&vh) != nil {
+		return VirtualHost{}, 0, false
+	}
+	return vh, d.i, true
 }
 
 var (
@@ -50,18 +64,113 @@ type hostDecoder struct {
 	data  []byte
 	i     int
 	depth int
-	// Arrays of these element types are decoded here first, when set, and then copied to a
-	// slice of their length: growing a slice element by element, as encoding/json does, was a
-	// third of the decoder's time at 100k hosts. None of the three can hold an array of itself
-	// (a mirror's backend is no slice), so each is used by one array at a time.
-	routes    *[]Route
-	backends  *[]Backend
-	endpoints *[]Endpoint
+	// pool, when set, is what a decoder kept for many hosts allocates from.
+	pool *hostPool
+}
+
+// hostPool is the memory a decoder kept for many hosts (newReusedHostDecoder) decodes into. A
+// 100k-host swap spent as much of its time allocating as decoding: 27 allocations a host of the
+// benchmark's shape, most of them arrays of one element and strings every host repeats.
+type hostPool struct {
+	routes    arena[Route]
+	backends  arena[Backend]
+	endpoints arena[Endpoint]
+	matches   arena[StringMatch]
+	strs      internCache
+	// sameRoutes are the routes last decoded as a host's, and sameJSON their JSON (routes).
+	sameRoutes []Route
+	sameJSON   []byte
 }
 
 // newReusedHostDecoder returns a decoder for many hosts, one after the other.
 func newReusedHostDecoder() *hostDecoder {
-	return &hostDecoder{routes: new([]Route), backends: new([]Backend), endpoints: new([]Endpoint)}
+	return &hostDecoder{pool: &hostPool{}}
+}
+
+// arena holds the arrays of one element type for a decoder kept for many hosts: each is decoded
+// into the free part of a shared chunk and cut there at its length, so that the arrays of many
+// hosts cost one allocation and no copy (growing each array element by element, as
+// encoding/json does, was a third of the decoder's time; decoding into scratch and copying out,
+// still a tenth). None of the element types can hold an array of itself (a mirror's backend is
+// no slice), so one array at a time is decoded into the free part. A piece keeps its chunk
+// alive: the proxy keeps no decoded host but those with TLS backends.
+type arena[T any] struct {
+	free []T // zero elements
+}
+
+// chunkLen is how many elements a chunk holds; a new chunk is taken when less than a quarter of
+// one is free, and a longer array grows out of it.
+const chunkLen = 64
+
+// take returns n zero elements with no room to append in place.
+func (a *arena[T]) take(n int) []T {
+	if n > len(a.free) {
+		a.free = make([]T, chunkLen)
+	}
+	s := a.free[:n:n]
+	a.free = a.free[n:]
+	return s
+}
+
+// The arenas of a pool; nil without one.
+func (p *hostPool) backendArena() *arena[Backend] {
+	if p == nil {
+		return nil
+	}
+	return &p.backends
+}
+
+func (p *hostPool) endpointArena() *arena[Endpoint] {
+	if p == nil {
+		return nil
+	}
+	return &p.endpoints
+}
+
+func (p *hostPool) matchArena() *arena[StringMatch] {
+	if p == nil {
+		return nil
+	}
+	return &p.matches
+}
+
+// internCache shares the strings hosts repeat (route and backend names, match types, paths,
+// addresses) among the hosts one decoder decodes: a string is looked up in a direct-mapped table
+// by a hash of its length and ends, and allocated only when its slot holds another. Strings that
+// share a slot only cost allocations.
+type internCache struct {
+	slots [1 << internBits]string
+}
+
+const (
+	internBits = 10
+	// maxInterned bounds the strings worth looking up; longer ones are rarely repeated.
+	maxInterned = 64
+)
+
+func (c *internCache) get(b []byte) string {
+	if len(b) == 0 || len(b) > maxInterned {
+		return string(b)
+	}
+	slot := &c.slots[internSlot(b)]
+	if *slot != string(b) {
+		*slot = string(b)
+	}
+	return *slot
+}
+
+// internSlot hashes the length and the first and last 8 bytes of b (1 to maxInterned bytes).
+func internSlot(b []byte) uint64 {
+	h := uint64(len(b))
+	if len(b) >= 8 {
+		h ^= binary.LittleEndian.Uint64(b) * 0x9e3779b97f4a7c15
+		h ^= binary.LittleEndian.Uint64(b[len(b)-8:])
+	} else {
+		for _, c := range b {
+			h = h<<8 | uint64(c)
+		}
+	}
+	return (h * 0xff51afd7ed558ccd) >> (64 - internBits)
 }
 
 func (d *hostDecoder) top(vh *VirtualHost) error {
@@ -79,13 +188,44 @@ func (d *hostDecoder) virtualHost(vh *VirtualHost) error {
 	return d.object([]string{"hostname", "singleLabelWildcard", "routes"}, func(f int) error {
 		switch f {
 		case 0:
-			return d.str(&vh.Hostname)
+			return d.strOwn(&vh.Hostname)
 		case 1:
 			return d.boolean(&vh.SingleLabelWildcard)
 		default:
-			return exact(d, &vh.Routes, d.routes, d.route)
+			return d.routes(&vh.Routes)
 		}
 	})
+}
+
+// routes decodes a host's routes. A decoder kept for many hosts gives a host the routes of the one
+// before it when their JSON is the same: hosts often repeat their neighbour's routes (an HTTPRoute
+// for many hostnames), so they are decoded once and shared, as the controller shares them and the
+// proxy compiles them once (a slice is only ever read after decoding).
+func (d *hostDecoder) routes(rs *[]Route) error {
+	p := d.pool
+	if p == nil {
+		return slice(d, rs, d.route)
+	}
+	if cap(*rs) > 0 {
+		// "routes" given twice: the second would decode into the routes the first left, their
+		// backends and matches included, which may be another host's. json.Unmarshal decodes
+		// such a host afresh.
+		return errType
+	}
+	// The JSON of an array ends where its content says: bytes that start as the last routes'
+	// JSON hold those routes, whatever follows.
+	if len(p.sameJSON) > 0 && bytes.HasPrefix(d.data[d.i:], p.sameJSON) {
+		*rs = p.sameRoutes
+		d.i += len(p.sameJSON)
+		return nil
+	}
+	start := d.i
+	if err := exact(d, rs, &p.routes, d.route); err != nil {
+		p.sameRoutes, p.sameJSON = nil, p.sameJSON[:0]
+		return err
+	}
+	p.sameRoutes, p.sameJSON = *rs, append(p.sameJSON[:0], d.data[start:d.i]...)
+	return nil
 }
 
 func (d *hostDecoder) route(r *Route) error {
@@ -98,7 +238,7 @@ func (d *hostDecoder) route(r *Route) error {
 		case 2:
 			return d.filters(&r.Filters)
 		case 3:
-			return exact(d, &r.Backends, d.backends, d.backend)
+			return exact(d, &r.Backends, d.pool.backendArena(), d.backend)
 		case 4:
 			return d.timeouts(&r.Timeouts)
 		default:
@@ -111,7 +251,7 @@ func (d *hostDecoder) match(m *Match) error {
 	return d.object([]string{"path", "method", "headers", "queryParams"}, func(f int) error {
 		switch f {
 		case 0:
-			return pointer(d, &m.Path, d.stringMatch)
+			return pointerIn(d, &m.Path, d.pool.matchArena(), d.stringMatch)
 		case 1:
 			return d.str(&m.Method)
 		case 2:
@@ -286,7 +426,7 @@ func (d *hostDecoder) backend(b *Backend) error {
 		case 3:
 			return d.str((*string)(&b.AppProtocol))
 		case 4:
-			return exact(d, &b.Endpoints, d.endpoints, d.endpoint)
+			return exact(d, &b.Endpoints, d.pool.endpointArena(), d.endpoint)
 		case 5:
 			return d.filters(&b.Filters)
 		default:
@@ -340,6 +480,11 @@ func (d *hostDecoder) endpoint(e *Endpoint) error {
 
 // pointer decodes an object into *p, allocating it if nil; null sets it to nil.
 func pointer[T any](d *hostDecoder, p **T, decode func(*T) error) error {
+	return pointerIn(d, p, nil, decode)
+}
+
+// pointerIn is pointer allocating from a, if set.
+func pointerIn[T any](d *hostDecoder, p **T, a *arena[T], decode func(*T) error) error {
 	if d.null() {
 		*p = nil
 		return nil
@@ -348,7 +493,11 @@ func pointer[T any](d *hostDecoder, p **T, decode func(*T) error) error {
 		return errType
 	}
 	if *p == nil {
-		*p = new(T)
+		if a != nil {
+			*p = &a.take(1)[0]
+		} else {
+			*p = new(T)
+		}
 	}
 	return decode(*p)
 }
@@ -397,25 +546,29 @@ func slice[T any](d *hostDecoder, s *[]T, decode func(*T) error) error {
 	return nil
 }
 
-// exact is slice for an empty *s, decoding into scratch (zeroed first, as new elements would be)
-// and then allocating *s at its length. Without scratch, or with elements in *s, it is slice.
-func exact[T any](d *hostDecoder, s *[]T, scratch *[]T, decode func(*T) error) error {
-	if scratch == nil || cap(*s) > 0 {
+// exact is slice for an empty *s, decoding into the free part of a's chunk, so that the array
+// costs no allocation of its own and no copy. Without a, or with elements in *s, it is slice.
+func exact[T any](d *hostDecoder, s *[]T, a *arena[T], decode func(*T) error) error {
+	if a == nil || cap(*s) > 0 {
 		return slice(d, s, decode)
 	}
-	tmp := (*scratch)[:cap(*scratch)]
-	clear(tmp)
-	tmp = tmp[:0]
-	if err := slice(d, &tmp, decode); err != nil {
+	if len(a.free) < chunkLen/4 {
+		a.free = make([]T, chunkLen)
+	}
+	out := a.free[:0]
+	err := slice(d, &out, decode)
+	grown := cap(out) > cap(a.free) // longer than the free part: slice moved it out
+	if err != nil || grown {
+		// slice decodes into the elements it finds, which must be zero for the next array.
+		clear(a.free)
+	}
+	if err != nil {
 		return err
 	}
-	if cap(tmp) > cap(*scratch) {
-		*scratch = tmp[:0]
+	if n := len(out); n > 0 && !grown {
+		out = out[:n:n]
+		a.free = a.free[n:]
 	}
-	if tmp == nil {
-		*s = nil
-		return nil
-	}
-	*s = append(make([]T, 0, len(tmp)), tmp...)
+	*s = out
 	return nil
 }

@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -30,7 +31,16 @@ func decodeReused(t testing.TB, data []byte) (VirtualHost, error) {
 			t.Fatal(err)
 		}
 	}
-	return d.decode(data)
+	first, err := d.decode(data)
+	// Again, now that its routes are the last the decoder saw (sameRoutes).
+	again, aerr := d.decode(data)
+	if (err == nil) != (aerr == nil) {
+		t.Fatalf("reused decoder on %q: error %v, and %v the second time", data, err, aerr)
+	}
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Fatalf("reused decoder on %q, again (-first +second):\n%s", data, diff)
+	}
+	return first, err
 }
 
 // filledHost is a VirtualHost with every field set (see fill), as JSON.
@@ -62,6 +72,40 @@ func genconfigHosts(t testing.TB) [][]byte {
 		t.Fatal("no hosts in testdata/genconfig.json")
 	}
 	return hosts
+}
+
+// TestReusedDecoderSharesRoutes checks that hosts with the same routes JSON share one decoded
+// slice, and that nothing a later host holds changes an earlier one's: "routes" given twice
+// decodes into the routes the first gave, which may be shared.
+func TestReusedDecoderSharesRoutes(t *testing.T) {
+	routes := `[{"name":"r","match":{"path":{"type":"Exact","value":"/"}},"backends":[{"name":"b","weight":1}]}]`
+	hosts := []string{
+		`{"hostname":"a","routes":` + routes + `}`,
+		`{"hostname":"b","routes":` + routes + `}`,
+		`{"hostname":"c","routes":` + routes + `,"routes":[{"match":{"path":{"value":"/x"}},"backends":[{"weight":7}]}]}`,
+		`{"hostname":"d","routes":` + routes + `}`,
+	}
+	d := newReusedHostDecoder()
+	var got []VirtualHost
+	for _, h := range hosts {
+		vh, err := d.decode([]byte(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, vh)
+	}
+	for i, h := range hosts {
+		var want VirtualHost
+		if err := json.Unmarshal([]byte(h), &want); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got[i]); diff != "" {
+			t.Errorf("host %d (-json.Unmarshal +reused decoder):\n%s", i, diff)
+		}
+	}
+	if &got[0].Routes[0] != &got[1].Routes[0] || &got[0].Routes[0] != &got[3].Routes[0] {
+		t.Error("hosts a, b and d do not share their routes")
+	}
 }
 
 // TestDecodeHost holds DecodeHost to json.Unmarshal on inputs chosen for the corners of
@@ -256,6 +300,25 @@ func FuzzDecodeHost(f *testing.F) {
 		fast, ferr := decodeFast(data)
 		if ferr == nil && werr != nil {
 			t.Fatalf("the hand-written decoder took %q, which json.Unmarshal refuses: %v", data, werr)
+		}
+		// decodeAt, as the file loader calls it: past white space, on the host and what follows
+		// it in the file.
+		data = bytes.TrimLeft(data, " \t\r\n")
+		at, n, ok := newReusedHostDecoder().decodeAt(append(data[:len(data):len(data)], ",{}]"...))
+		if ok {
+			var whole VirtualHost
+			if err := json.Unmarshal(data[:n], &whole); err != nil {
+				t.Fatalf("decodeAt took %q of %q, which json.Unmarshal refuses: %v", data[:n], data, err)
+			}
+			if diff := cmp.Diff(whole, at); diff != "" {
+				t.Fatalf("decodeAt on %q (-json.Unmarshal +it):\n%s", data[:n], diff)
+			}
+		}
+		// A reused decoder's fast path takes less than decodeFast's (no "routes" twice).
+		reusedFast := newReusedHostDecoder()
+		reusedFast.data = data
+		if reusedFast.top(new(VirtualHost)) == nil && (!ok || strings.TrimSpace(string(data[n:])) != "") {
+			t.Fatalf("decodeAt(%q) = %d, %v; the hand-written decoder takes it whole", data, n, ok)
 		}
 		if werr != nil {
 			return

@@ -157,7 +157,13 @@ func (d *hostDecoder) literal(lit string) bool {
 	return false
 }
 
-func (d *hostDecoder) str(s *string) error {
+func (d *hostDecoder) str(s *string) error { return d.string(s, d.pool != nil) }
+
+// strOwn is str for a string no other host has (a hostname): not worth looking up.
+func (d *hostDecoder) strOwn(s *string) error { return d.string(s, false) }
+
+// string decodes a string into *s, shared through the pool's intern cache if intern is set.
+func (d *hostDecoder) string(s *string, intern bool) error {
 	if d.null() {
 		return nil
 	}
@@ -168,7 +174,11 @@ func (d *hostDecoder) str(s *string) error {
 	if err != nil {
 		return err
 	}
-	*s = string(b)
+	if intern {
+		*s = d.pool.strs.get(b)
+	} else {
+		*s = string(b)
+	}
 	return nil
 }
 

@@ -50,6 +50,7 @@ func decodeSkipping(d *skipDecoder, tick func(), f HostFilter) (*Config, error) 
 	hd := newReusedHostDecoder()
 	li := -1
 	seen := false
+	skipped := false // whether Skip took the last host it was given
 	err := d.object(cfg, func(key string) error {
 		if !strings.EqualFold(key, "listeners") {
 			return errNotMine
@@ -91,11 +92,27 @@ func decodeSkipping(d *skipDecoder, tick func(), f HostFilter) (*Config, error) 
 							}
 						}
 					}
+					if !skipped {
+						// Decoding finds the host's extent as it goes: the bytes are read once.
+						// Skip may still take the host (one in service that moved); then
+						// the next is scanned first, as a run of moved hosts will be.
+						if vh, n, ok := hd.decodeAt(d.data[d.i:]); ok {
+							raw := d.data[d.i : d.i+n]
+							d.i += n
+							if skipped = f.Skip(li, raw); !skipped {
+								l.VirtualHosts = append(l.VirtualHosts, vh)
+							}
+							if tick != nil {
+								tick()
+							}
+							return nil
+						}
+					}
 					raw, err := d.value()
 					if err != nil {
 						return err
 					}
-					if !f.Skip(li, raw) {
+					if skipped = f.Skip(li, raw); !skipped {
 						vh, err := hd.decode(raw)
 						if err != nil {
 							return err

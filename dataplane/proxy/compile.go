@@ -104,6 +104,10 @@ type compiler struct {
 	// sets are the route sets compiled so far, to share between hosts with equal routes.
 	sets map[routesKey][]sharedSet
 	seed maphash.Seed
+	// hashed and hashedKey are the route list hashed last and its key: hosts that share one
+	// list (as the loader's decoder gives neighbours with the same routes) hash it once.
+	hashed    []ir.Route
+	hashedKey routesKey
 }
 
 func newCompiler(deps compileDeps, clientCert *ir.Certificate, pools tlsTransports) *compiler {
@@ -215,7 +219,7 @@ func (s *compiler) compileListenerBase(l *ir.Listener, certs certCache) (*listen
 			lt.tls.DynamicRecordSizingDisabled = true
 			lt.owners = compileOwners(l.Certificates)
 		}
-		lt.hosts = newHostMap[*vhost]()
+		lt.hosts = newHostMapFor[*vhost](len(l.VirtualHosts))
 	case ir.ProtocolTLS:
 		if lt.tls, err = s.compileCerts(l.Certificates, certs, nil); err != nil {
 			return nil, err
@@ -284,6 +288,9 @@ type sharedSet struct {
 
 // routesKey hashes what most often tells route lists apart: their names, paths and backends.
 func (s *compiler) routesKey(listener string, routes []ir.Route) routesKey {
+	if len(routes) > 0 && len(routes) == len(s.hashed) && &routes[0] == &s.hashed[0] && listener == s.hashedKey.listener {
+		return s.hashedKey
+	}
 	var h maphash.Hash
 	h.SetSeed(s.seed)
 	for i := range routes {
@@ -301,7 +308,8 @@ func (s *compiler) routesKey(listener string, routes []ir.Route) routesKey {
 		}
 		h.WriteByte(1)
 	}
-	return routesKey{listener: listener, hash: h.Sum64()}
+	s.hashed, s.hashedKey = routes, routesKey{listener: listener, hash: h.Sum64()}
+	return s.hashedKey
 }
 
 // sharedRoutes returns the route set this compile already made of routes equal to these, if any,

@@ -34,8 +34,12 @@ type recentHost[T any] struct {
 	gone bool
 }
 
-func newHostMap[T any]() *hostMap[T] {
-	return &hostMap[T]{exact: map[string]T{}, wild: map[string]T{}}
+func newHostMap[T any]() *hostMap[T] { return newHostMapFor[T](0) }
+
+// newHostMapFor returns a map with room for n exact names: a table of 100k hosts is built without
+// growing it step by step.
+func newHostMapFor[T any](n int) *hostMap[T] {
+	return &hostMap[T]{exact: make(map[string]T, n), wild: map[string]T{}}
 }
 
 func (m *hostMap[T]) getExact(name string) (T, bool) {

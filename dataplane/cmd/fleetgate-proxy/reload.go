@@ -139,21 +139,38 @@ func (ld *loader) applyChanges(src io.ReadSeeker, tick func(), held []hostEntry)
 		return 0, fmt.Errorf("reading %s: %w", ld.path, err)
 	}
 	next := make([]hostEntry, 0, len(held))
-	var heldAt map[hostSum]int // index in held, made when a host is not at its place
-	var fresh []int            // indexes in next of the hosts decoded
+	// heldAt finds a host of held by the first half of its sum (the whole is compared after): made
+	// when a host is not at its place. Of two held hosts whose halves collide one is not found,
+	// and is decoded again.
+	var heldAt map[uint64]int32
+	var fresh []int // indexes in next of the hosts decoded
 	kept := 0
+	// The sum of the bytes SkipExpected was given last, where the host at len(next) starts: a
+	// host that changed but kept its length is those bytes, and is hashed once.
+	var tried struct {
+		at, length int
+		sum        hostSum
+	}
+	tried.at = -1
 	filter := ir.HostFilter{
 		Skip: func(l int, raw []byte) bool {
-			e := hostEntry{sum: ld.sum(l, raw), listener: int32(l), length: uint32(len(raw))}
+			e := hostEntry{listener: int32(l), length: uint32(len(raw))}
+			if tried.at == len(next) && tried.length == len(raw) {
+				e.sum = tried.sum
+			} else {
+				e.sum = ld.sum(l, raw)
+			}
 			j, ok := len(next), false
 			if ok = j < len(held) && held[j].sum == e.sum; !ok && held != nil {
 				if heldAt == nil {
-					heldAt = make(map[hostSum]int, len(held))
+					heldAt = make(map[uint64]int32, len(held))
 					for i, h := range held {
-						heldAt[h.sum] = i
+						heldAt[h.sum[0]] = int32(i)
 					}
 				}
-				j, ok = heldAt[e.sum]
+				var at int32
+				at, ok = heldAt[e.sum[0]]
+				j, ok = int(at), ok && held[at].sum == e.sum
 			}
 			if ok {
 				e.hostname = held[j].hostname
@@ -174,7 +191,8 @@ func (ld *loader) applyChanges(src io.ReadSeeker, tick func(), held []hostEntry)
 		},
 		SkipExpected: func(l int, raw []byte) bool {
 			h := held[len(next)]
-			if ld.sum(l, raw) != h.sum {
+			if sum := ld.sum(l, raw); sum != h.sum {
+				tried.at, tried.length, tried.sum = len(next), len(raw), sum
 				return false
 			}
 			next = append(next, h)

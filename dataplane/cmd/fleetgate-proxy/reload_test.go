@@ -126,17 +126,18 @@ func TestLoaderReloads(t *testing.T) {
 // BenchmarkReload100k is the file-fed proxy's side of a table swap at 100k hostnames, unpaced: a
 // file of the dataplane benchmark's shape (tests/bench/dataplane/genconfig.py) whose version alone
 // changes, and one in which every host changes (its routes' prefix), so that every host is decoded
-// and compiled again; "whole" cases decode and apply the whole file, as reloads did before the
+// and compiled again, with the same routes for every host (as genconfig.py writes them) or with
+// routes of its own; "whole" cases decode and apply the whole file, as reloads did before the
 // loader.
 func BenchmarkReload100k(b *testing.B) {
 	const n = 100000
-	file := func(version int, prefix string) []byte {
+	file := func(version int, prefix func(host int) string) []byte {
 		be := []ir.Backend{{Name: "bench/default/echo:80", Weight: 1, Endpoints: []ir.Endpoint{{Address: "127.0.0.1", Port: 18080}}}}
 		vhosts := make([]ir.VirtualHost, n)
 		for i := range vhosts {
 			vhosts[i] = ir.VirtualHost{Hostname: "host" + strconv.Itoa(i) + ".example.com", Routes: []ir.Route{
 				{Name: "exact", Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchExact, Value: "/healthz"}}, Backends: be},
-				{Name: "api", Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: prefix + "/api"}}, Backends: be},
+				{Name: "api", Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: prefix(i) + "/api"}}, Backends: be},
 				{Name: "root", Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: "/"}}, Backends: be},
 			}}
 		}
@@ -148,17 +149,23 @@ func BenchmarkReload100k(b *testing.B) {
 		return raw
 	}
 	for _, tt := range []struct {
-		name   string
-		prefix func(i int) string
+		name string
+		// prefix is that of host's "api" route in the file of a version.
+		prefix func(version, host int) string
 		whole  bool
 	}{
-		{"version", func(int) string { return "" }, false},
-		{"every-host", func(i int) string { return "/v" + strconv.Itoa(i) }, false},
-		{"version-whole", func(int) string { return "" }, true},
-		{"every-host-whole", func(i int) string { return "/v" + strconv.Itoa(i) }, true},
+		{"version", func(int, int) string { return "" }, false},
+		{"every-host", func(v, _ int) string { return "/v" + strconv.Itoa(v) }, false},
+		// Every host's routes its own, as well as changed: none shared with another host.
+		{"every-host-distinct", func(v, i int) string { return "/v" + strconv.Itoa(v) + "/h" + strconv.Itoa(i) }, false},
+		{"version-whole", func(int, int) string { return "" }, true},
+		{"every-host-whole", func(v, _ int) string { return "/v" + strconv.Itoa(v) }, true},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
-			files := [][]byte{file(1, tt.prefix(0)), file(2, tt.prefix(1))}
+			files := make([][]byte, 2)
+			for v := range files {
+				files[v] = file(v+1, func(i int) string { return tt.prefix(v, i) })
+			}
 			s, err := proxy.New(proxy.Options{Address: "127.0.0.1", PortMap: func(uint32) uint32 { return 0 }, Registry: prometheus.NewRegistry()})
 			if err != nil {
 				b.Fatal(err)
