@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -22,45 +23,12 @@ import (
 func TestStatusWriterSharesRoutes(t *testing.T) {
 	c := testbed.ForTest(t, "hub")[0]
 	ctx := t.Context()
-	must(t, testbed.CreateClass(ctx, c.Client, "fleetgate", v1alpha1.ScopeCluster))
-	must(t, c.Client.Create(ctx, &gwv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"},
-		Spec: gwv1.GatewaySpec{GatewayClassName: "fleetgate",
-			Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}},
-	}))
-	route := &gwv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
-		Spec: gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{
-			{Name: "gw"}, {Name: "elsewhere"},
-		}}},
-	}
-	must(t, c.Client.Create(ctx, route))
-	other := gwv1.RouteParentStatus{
-		ParentRef:      gwv1.ParentReference{Name: "elsewhere"},
-		ControllerName: "example.com/other-controller",
-		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted",
-			Message: "accepted by the other controller", ObservedGeneration: 1, LastTransitionTime: metav1.Now()}},
-	}
-	route.Status.Parents = []gwv1.RouteParentStatus{other}
-	must(t, c.Client.Status().Update(ctx, route))
+	route := gatewayAndRoutes(t, c, "web")[0]
 
 	startOperator(t, c)
 
 	parents := func(want ...string) func() error {
-		return func() error {
-			var r gwv1.HTTPRoute
-			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(route), &r); err != nil {
-				return err
-			}
-			var got []string
-			for _, p := range r.Status.Parents {
-				got = append(got, fmt.Sprintf("%s:%s", p.ControllerName, p.ParentRef.Name))
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				return fmt.Errorf("route parents = %v, want %v", got, want)
-			}
-			return nil
-		}
+		return func() error { return routeParents(ctx, c, route, want...) }
 	}
 	attached := func(want int32) func() error {
 		return func() error {
@@ -89,57 +57,68 @@ func TestStatusWriterSharesRoutes(t *testing.T) {
 func TestStaleStatusClearedAfterRestart(t *testing.T) {
 	c := testbed.ForTest(t, "hub")[0]
 	ctx := t.Context()
-	must(t, testbed.CreateClass(ctx, c.Client, "fleetgate", v1alpha1.ScopeCluster))
-	must(t, c.Client.Create(ctx, &gwv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"},
-		Spec: gwv1.GatewaySpec{GatewayClassName: "fleetgate",
-			Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}},
-	}))
-	moved := &gwv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "moved"},
-		Spec: gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{
-			{Name: "gw"}, {Name: "elsewhere"},
-		}}},
-	}
-	kept := &gwv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kept"},
-		Spec:       gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}}},
-	}
-	must(t, c.Client.Create(ctx, moved))
-	must(t, c.Client.Create(ctx, kept))
-	other := gwv1.RouteParentStatus{
-		ParentRef:      gwv1.ParentReference{Name: "elsewhere"},
-		ControllerName: "example.com/other-controller",
-		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted",
-			Message: "accepted by the other controller", ObservedGeneration: 1, LastTransitionTime: metav1.Now()}},
-	}
-	moved.Status.Parents = []gwv1.RouteParentStatus{other}
-	must(t, c.Client.Status().Update(ctx, moved))
+	routes := gatewayAndRoutes(t, c, "moved", "kept")
+	moved, kept := routes[0], routes[1]
 
 	parents := func(route *gwv1.HTTPRoute, want ...string) func() error {
-		return func() error {
-			var r gwv1.HTTPRoute
-			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(route), &r); err != nil {
-				return err
-			}
-			var got []string
-			for _, p := range r.Status.Parents {
-				got = append(got, fmt.Sprintf("%s:%s", p.ControllerName, p.ParentRef.Name))
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				return fmt.Errorf("%s parents = %v, want %v", route.Name, got, want)
-			}
-			return nil
-		}
+		return func() error { return routeParents(ctx, c, route, want...) }
 	}
 	stop := runOperator(t, c, testr.NewWithOptions(t, testr.Options{Verbosity: 0}), controllers.Options{Registry: prometheus.NewRegistry()})
 	testbed.Eventually(t, 20*time.Second, parents(moved, "example.com/other-controller:elsewhere", "fleetgate.dev/gateway-controller:gw"))
-	testbed.Eventually(t, 20*time.Second, parents(kept, "fleetgate.dev/gateway-controller:gw"))
+	testbed.Eventually(t, 20*time.Second, parents(kept, "example.com/other-controller:elsewhere", "fleetgate.dev/gateway-controller:gw"))
 	stop()
 
 	// While no replica runs, the route stops naming fleetgate's Gateway.
 	update(t, c.Client, moved, func() { moved.Spec.ParentRefs = []gwv1.ParentReference{{Name: "elsewhere"}} })
 	runOperator(t, c, testr.NewWithOptions(t, testr.Options{Verbosity: 0}), controllers.Options{Registry: prometheus.NewRegistry()})
 	testbed.Eventually(t, 20*time.Second, parents(moved, "example.com/other-controller:elsewhere"))
-	testbed.Eventually(t, 5*time.Second, parents(kept, "fleetgate.dev/gateway-controller:gw"))
+	testbed.Eventually(t, 5*time.Second, parents(kept, "example.com/other-controller:elsewhere", "fleetgate.dev/gateway-controller:gw"))
+}
+
+// gatewayAndRoutes creates a fleetgate class and Gateway default/gw, and an HTTPRoute of each name
+// naming gw and "elsewhere", whose status holds another controller's Accepted entry for the latter.
+func gatewayAndRoutes(t *testing.T, c *testbed.Cluster, names ...string) []*gwv1.HTTPRoute {
+	t.Helper()
+	ctx := t.Context()
+	must(t, testbed.CreateClass(ctx, c.Client, "fleetgate", v1alpha1.ScopeCluster))
+	must(t, c.Client.Create(ctx, &gwv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"},
+		Spec: gwv1.GatewaySpec{GatewayClassName: "fleetgate",
+			Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}},
+	}))
+	var out []*gwv1.HTTPRoute
+	for _, name := range names {
+		route := &gwv1.HTTPRoute{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{
+				{Name: "gw"}, {Name: "elsewhere"},
+			}}},
+		}
+		must(t, c.Client.Create(ctx, route))
+		route.Status.Parents = []gwv1.RouteParentStatus{{
+			ParentRef:      gwv1.ParentReference{Name: "elsewhere"},
+			ControllerName: "example.com/other-controller",
+			Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted",
+				Message: "accepted by the other controller", ObservedGeneration: 1, LastTransitionTime: metav1.Now()}},
+		}}
+		must(t, c.Client.Status().Update(ctx, route))
+		out = append(out, route)
+	}
+	return out
+}
+
+// routeParents checks that route's status parents are want, each "controller:parent name".
+func routeParents(ctx context.Context, c *testbed.Cluster, route *gwv1.HTTPRoute, want ...string) error {
+	var r gwv1.HTTPRoute
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(route), &r); err != nil {
+		return err
+	}
+	var got []string
+	for _, p := range r.Status.Parents {
+		got = append(got, fmt.Sprintf("%s:%s", p.ControllerName, p.ParentRef.Name))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		return fmt.Errorf("%s parents = %v, want %v", route.Name, got, want)
+	}
+	return nil
 }
