@@ -1,0 +1,140 @@
+package controllers
+
+// The embedded publishers (GatewayClassConfig spec.dns): the records of each config's gateways
+// handed to a DNSSyncer, and the verdicts it reports merged with the DNSEndpoints'.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/external-dns/endpoint"
+
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
+	"github.com/fleetgate/fleetgate/controllers/records"
+	"github.com/fleetgate/fleetgate/controllers/translate"
+	"github.com/fleetgate/fleetgate/providers"
+)
+
+// withDNSEndpoint is the verdict of a gateway whose class publishes into its zone itself (zone)
+// and whose records were also written as a DNSEndpoint (ep): the zone's, unless the DNSEndpoint
+// could not be written.
+func withDNSEndpoint(zone, ep dnsVerdict) dnsVerdict {
+	if ep.reason == ReasonDNSWriteFailed && zone.status == metav1.ConditionTrue {
+		return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSWriteFailed, message: zone.message + "; but " + ep.message}
+	}
+	return zone
+}
+
+// syncZones has every config's records published, the publishers of configs that lost spec.dns
+// forgotten, and returns the verdict of each owner of the pass in a zone.
+func (p *dnsPublisher) syncZones(ctx context.Context, zones map[string]DNSZoneRecords, owners []records.Owner) (map[string]dnsVerdict, error) {
+	byKey := make(map[string]*records.Owner, len(owners))
+	for i := range owners {
+		byKey[owners[i].Key] = &owners[i]
+	}
+	verdicts := map[string]dnsVerdict{}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(zones)) {
+		z := zones[name]
+		out, err := p.o.Sync.Publish(ctx, name, z.Options, z.Owners)
+		if err != nil {
+			err = fmt.Errorf("embedded DNS publication of GatewayClassConfig %s: %w", name, err)
+			errs = append(errs, err)
+		}
+		for key := range z.Owners {
+			if o := byKey[key]; o != nil {
+				verdicts[key] = zoneVerdict(o, z.Options, out[key], err)
+			}
+		}
+	}
+	for name := range p.zonesSynced {
+		if _, ok := zones[name]; !ok {
+			p.o.Sync.Forget(name)
+		}
+	}
+	p.zonesSynced = map[string]bool{}
+	for name := range zones {
+		p.zonesSynced[name] = true
+	}
+	return verdicts, errors.Join(errs...)
+}
+
+// zoneVerdict is the verdict of an owner whose class publishes into its zone itself: which names
+// are published and served (read back from the zone), and why the others are not.
+func zoneVerdict(o *records.Owner, opts v1alpha1.DNSOptions, out providers.DNSOwnerOutcome, err error) dnsVerdict {
+	where := fmt.Sprintf("zone %s (%s)", strings.Join(opts.Zones, ", "), opts.Provider)
+	switch {
+	case o.Unaddressed:
+		return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSNoAddress,
+			message: fmt.Sprintf("the gateway has no address; the records last published in %s for %s are kept", where, records.Describe(o.Names))}
+	case err != nil:
+		return dnsVerdict{status: metav1.ConditionFalse, reason: ReasonDNSWriteFailed,
+			message: fmt.Sprintf("publishing %s into %s failed (the records last published stay; retried): %v", records.Describe(o.Names), where, err)}
+	}
+	lost := map[string]string{}
+	for n, holder := range o.Conflicts {
+		lost[n] = "gateway " + holder + " publishes it"
+	}
+	maps.Copy(lost, out.Lost)
+	var served []string
+	for _, n := range o.Names {
+		if _, l := lost[n]; !l && out.Refused[n] == "" && !slices.Contains(out.Unserved, n) {
+			served = append(served, n)
+		}
+	}
+	v := dnsVerdict{status: metav1.ConditionTrue, reason: ReasonDNSPublished, conflicts: lost}
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(lost)) {
+		parts = append(parts, fmt.Sprintf("%s is not published: %s", n, lost[n]))
+	}
+	for _, n := range slices.Sorted(maps.Keys(out.Refused)) {
+		parts = append(parts, fmt.Sprintf("%s cannot be published: %s", n, out.Refused[n]))
+	}
+	if len(out.Unserved) > 0 {
+		parts = append(parts, fmt.Sprintf("%s accepted %s but does not serve it as written when read back (written again on the next pass)",
+			where, records.Describe(out.Unserved)))
+	}
+	switch {
+	case len(lost) > 0:
+		v.status, v.reason = metav1.ConditionFalse, ReasonDNSConflicted
+	case len(out.Refused) > 0:
+		v.status, v.reason = metav1.ConditionFalse, ReasonDNSRefused
+	case len(out.Unserved) > 0:
+		v.status, v.reason = metav1.ConditionFalse, ReasonDNSNotServed
+	}
+	if len(served) > 0 {
+		msg := fmt.Sprintf("published %s in %s; read back from the zone, it serves them", records.Describe(served), where)
+		if o.Weighted {
+			msg += " (weighted with other gateways serving the same names)"
+		}
+		parts = append(parts, msg)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no names to publish in "+where)
+	}
+	v.message = strings.Join(parts, "; ")
+	return v
+}
+
+// zoneRecords splits the records held by owner among the configs with spec.dns: an owner missing
+// from held has nothing to publish; one held as nil is unknown, and its records stay.
+func zoneRecords(zones map[string]translate.DNSZone, held map[string][]*endpoint.Endpoint) map[string]DNSZoneRecords {
+	out := make(map[string]DNSZoneRecords, len(zones))
+	for name, z := range zones {
+		owners := make(map[string][]*endpoint.Endpoint, len(z.Gateways))
+		for _, key := range z.Gateways {
+			eps, ok := held[key]
+			if !ok {
+				eps = []*endpoint.Endpoint{} // nothing to publish, not "unknown" (nil)
+			}
+			owners[key] = eps
+		}
+		out[name] = DNSZoneRecords{Options: z.Options, Owners: owners}
+	}
+	return out
+}
