@@ -167,8 +167,10 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	// applied: a route's Accepted does not wait for its dataplane, nor its first request for the
 	// comparison of every route's status (a third of a pass's critical path at 20,000 routes).
 	early := make(chan struct{})
+	var earlyPanic any // handed back to this goroutine, where the controller recovers from panics
 	go func() {
 		defer close(early)
+		defer func() { earlyPanic = recover() }()
 		r.Status.Publish(pass.Early(), translated)
 	}()
 	res := pass.Finish()
@@ -189,6 +191,9 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	// Status is published even when apply failed: the conditions translation computed are true
 	// regardless, and Programmed stays Pending for what apply did not confirm.
 	<-early
+	if earlyPanic != nil {
+		panic(earlyPanic)
+	}
 	r.Status.Publish(res, applied)
 	r.Status.Notify(ctx, res.Notices)
 	log.FromContext(ctx).V(1).Info("translated", "gateways", len(res.Configs), "routes", len(res.Routes), "took", time.Since(start))
