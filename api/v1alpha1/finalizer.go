@@ -5,6 +5,11 @@ package v1alpha1
 // restart.
 const FinalizerLoadBalancer = "fleetgate.dev/load-balancer"
 
+// FinalizerMember holds every MemberCluster but the hub's own until fleetgate released what it
+// made for the member: the load balancers and DNS records of the gateways only it held, and (while
+// it answers) the finalizers and statuses fleetgate wrote on its objects.
+const FinalizerMember = "fleetgate.dev/member"
+
 // FinalizerMemberRules holds a MemberCluster whose security groups may hold fleetgate's member
 // rules (AnnotationAWSRulesIn names the accounts) until the aws provider revoked them.
 const FinalizerMemberRules = "fleetgate.dev/aws-member-rules"

@@ -134,6 +134,21 @@ const (
 	MemberReasonConnected         = "Connected"
 	MemberReasonKubeconfigInvalid = "KubeconfigInvalid"
 	MemberReasonUnreachable       = "Unreachable"
+
+	// MemberClusterDeleting is True while a MemberCluster being deleted waits for fleetgate to
+	// release what it made for the member (FinalizerMember); its message says what is left.
+	MemberClusterDeleting = "Deleting"
+	// MemberReasonReleasing: load balancers, DNS records, or finalizers and statuses in the member
+	// are still being released.
+	MemberReasonReleasing = "Releasing"
+	// MemberReasonWaitingForMember: the hub's resources are released, but the member does not
+	// answer, so its objects keep fleetgate's finalizers and statuses; the MemberCluster goes
+	// anyway once the member has been unreachable for the release timeout.
+	MemberReasonWaitingForMember = "WaitingForMember"
+	// MemberReasonReleased and MemberReasonReleasedWithLeftovers are the reasons of the Events
+	// when the finalizer goes: everything released, or the member's objects left as they were.
+	MemberReasonReleased              = "Released"
+	MemberReasonReleasedWithLeftovers = "ReleasedWithLeftovers"
 )
 
 // MemberCluster is a cluster of the fleet that fleetgate watches and writes status into.

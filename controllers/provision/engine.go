@@ -354,6 +354,23 @@ func (e *Engine) Swept() bool {
 	return true
 }
 
+// Holding returns, sorted, the gateways for which a provider may still hold resources in cluster:
+// those desired with a model of the cluster, and those whose resources there are not deleted yet.
+func (e *Engine) Holding(cluster string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, q := range e.queues {
+		for gw, en := range q.entries {
+			if slices.Contains(en.clusters, cluster) || slices.Contains(en.model.Clusters, cluster) {
+				out = append(out, gw)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // knownLocked keeps the clusters of cs that the last Set's translation read.
 func (e *Engine) knownLocked(cs []string) []string {
 	if e.known == nil {

@@ -551,3 +551,31 @@ func TestFollowerQueuesNothing(t *testing.T) {
 		t.Errorf("a's result %+v, %v; want one for version 2", o, ok)
 	}
 }
+
+// TestHolding: a member read as present but empty (its MemberCluster is being deleted) is held
+// by the gateways that had resources in it until they are deleted there: b's whole load balancer,
+// c's part in it; a gateway parked while the member was unknown holds it too.
+func TestHolding(t *testing.T) {
+	f := &fake{}
+	e, _ := start(t, f, Options{})
+	e.Set([]Desired{{Model: model("a", 1, "x"), Version: 1}, {Model: model("b", 1, "y"), Version: 1}, {Model: model("c", 1, "x", "y"), Version: 1}}, []string{"x", "y"})
+	eventually(t, "all ensured", func() bool { return e.Settled("a") && e.Settled("b") && e.Settled("c") })
+	if diff := cmp.Diff([]string{"b", "c"}, e.Holding("y")); diff != "" {
+		t.Errorf("holding y while it has objects (-want +got):\n%s", diff)
+	}
+
+	// y unknown (unreachable): b is parked, c keeps its part in y; both still hold it.
+	e.Set([]Desired{{Model: model("a", 1, "x"), Version: 1}, {Model: model("c", 1, "x"), Version: 1}}, []string{"x"})
+	eventually(t, "c ensured without y", func() bool { return e.Settled("c") && f.count("ensure", "c") == 2 })
+	if diff := cmp.Diff([]string{"b", "c"}, e.Holding("y")); diff != "" {
+		t.Errorf("holding y while it is unknown (-want +got):\n%s", diff)
+	}
+
+	// y read as empty: what was made for it goes, and then nothing holds it.
+	e.Set([]Desired{{Model: model("a", 1, "x"), Version: 1}, {Model: model("c", 1, "x"), Version: 1}}, []string{"x", "y"})
+	eventually(t, "b and c's part in y deleted", func() bool { return f.count("delete", "b") == 1 && f.count("delete", "c") == 1 && e.Settled("c") })
+	eventually(t, "nothing holds y", func() bool { return len(e.Holding("y")) == 0 })
+	if diff := cmp.Diff([]string{"a", "c"}, e.Holding("x")); diff != "" {
+		t.Errorf("holding x (-want +got):\n%s", diff)
+	}
+}
