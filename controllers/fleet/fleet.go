@@ -37,6 +37,9 @@ type Member struct {
 	Recorder events.EventRecorder
 	// Unserved are the kinds fleetgate reads whose CRD the member does not serve, sorted.
 	Unserved []string
+	// Leaving is set while the member's MemberCluster is being deleted: the pipeline reads it as
+	// present but empty, so that what fleetgate made for it is released (Reconciler.release).
+	Leaving bool
 }
 
 // Options configure the fleet.
@@ -94,6 +97,8 @@ type Fleet struct {
 	stopped  bool
 	// observed are the MemberClusters the reconciler has looked at since the start, connected or not.
 	observed map[string]bool
+	// leaving are the members whose MemberCluster is being deleted and still holds FinalizerMember.
+	leaving map[string]bool
 }
 
 // member is one connected member cluster and what its probe last saw.
@@ -142,7 +147,7 @@ func New(o Options) *Fleet {
 		o.Changed = func(string) {}
 	}
 	return &Fleet{o: o, health: make(chan event.GenericEvent, 64), mcs: make(chan event.GenericEvent, 1), members: map[string]*member{}, hubWeight: v1alpha1.DefaultClusterWeight,
-		observed: map[string]bool{}}
+		observed: map[string]bool{}, leaving: map[string]bool{}}
 }
 
 // Members returns the usable members sorted by name, the hub first when it is one.
@@ -173,7 +178,43 @@ func (f *Fleet) Members() []Member {
 
 func (f *Fleet) memberLocked(m *member) Member {
 	return Member{Name: m.name, Weight: m.weight, Reader: m.reader, Writer: m.writer, Recorder: m.cl.GetEventRecorder("fleetgate"),
-		Unserved: m.kinds.unserved()}
+		Unserved: m.kinds.unserved(), Leaving: f.leaving[m.name]}
+}
+
+// Leaving returns the members being deleted whose release is not done, connected or not, sorted:
+// the pipeline reads each as present but empty, so that their load balancers and DNS records are
+// deleted although their objects cannot be read (an unreachable member's are not).
+func (f *Fleet) Leaving() []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]string, 0, len(f.leaving))
+	for n := range f.leaving {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// IsLeaving tells whether the member is being deleted and its release is not done.
+func (f *Fleet) IsLeaving(name string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.leaving[name]
+}
+
+// setLeaving records whether a member is leaving, and tells the pipeline when that changed.
+func (f *Fleet) setLeaving(name string, leaving bool) {
+	f.mu.Lock()
+	changed := f.leaving[name] != leaving
+	if leaving {
+		f.leaving[name] = true
+	} else {
+		delete(f.leaving, name)
+	}
+	f.mu.Unlock()
+	if changed {
+		f.changed(name)
+	}
 }
 
 // NeedLeaderElection: every replica translates, so every replica connects the members.

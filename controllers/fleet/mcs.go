@@ -67,7 +67,8 @@ type export struct {
 // Reconcile derives every ServiceImport from the usable members' exports and writes them and the
 // export conditions.
 func (c *MCS) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	members := c.Fleet.Members()
+	// A leaving member exports nothing any more, and gets no ServiceImports.
+	members := slices.DeleteFunc(c.Fleet.Members(), func(m Member) bool { return m.Leaving })
 	var errs []error
 	byService := map[types.NamespacedName][]*export{}
 	var all []*export

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -35,9 +37,16 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// HubVersion is the hub's Kubernetes version, reported on a MemberCluster named "hub".
 	HubVersion string
+	// Releaser, when set, holds every member's MemberCluster (but the hub's own) with
+	// v1alpha1.FinalizerMember until what fleetgate made for the member is released; nil lets
+	// MemberClusters go at once, their members merely disconnected.
+	Releaser Releaser
+	// ReleaseTimeout is how long a leaving member must have been unreachable before its
+	// MemberCluster goes with its objects uncleaned; zero means DefaultReleaseTimeout.
+	ReleaseTimeout time.Duration
 }
 
-// +kubebuilder:rbac:groups=fleetgate.dev,resources=memberclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleetgate.dev,resources=memberclusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=fleetgate.dev,resources=memberclusters/status,verbs=patch
 
 // SetupWithManager watches MemberClusters, the Secrets in the operator namespace they name, and the
@@ -86,13 +95,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ re
 		return reconcile.Result{}, fmt.Errorf("reading MemberCluster %s: %w", req.Name, err)
 	}
 	hub := mc.Name == v1alpha1.HubCluster && f.o.Hub != nil
-	if !hub && !mc.DeletionTimestamp.IsZero() {
+	leaving := !hub && !mc.DeletionTimestamp.IsZero()
+	if leaving && (r.Releaser == nil || !controllerutil.ContainsFinalizer(&mc, v1alpha1.FinalizerMember)) {
 		f.disconnect(mc.Name)
+		f.setLeaving(mc.Name, false)
 		return reconcile.Result{}, nil
 	}
+	if !hub && !leaving && r.Releaser != nil {
+		if err := r.holdMember(ctx, &mc); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	before := mc.DeepCopy()
+	released := false
 	defer func() {
-		retErr = errors.Join(retErr, r.patchStatus(ctx, before, &mc))
+		if !released {
+			retErr = errors.Join(retErr, r.patchStatus(ctx, before, &mc))
+		}
 	}()
 	var o observation
 	if hub {
@@ -104,7 +123,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ re
 	setReadyCondition(&mc, o)
 	setPrerequisitesCondition(&mc, o)
 	setKubernetesVersion(&mc, o)
-	return reconcile.Result{RequeueAfter: requeueAfter(o, f.o.ProbeInterval)}, nil
+	requeue := requeueAfter(o, f.o.ProbeInterval)
+	if leaving {
+		var after time.Duration
+		var err error
+		if released, after, err = r.release(ctx, &mc, o); err != nil || released {
+			return reconcile.Result{}, err
+		}
+		if requeue == 0 || after < requeue {
+			requeue = after
+		}
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
 // observeHub: the hub is read through the manager's own cache; its MemberCluster carries its weight.
