@@ -24,6 +24,7 @@ import (
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers"
+	"github.com/fleetgate/fleetgate/controllers/fleet"
 	"github.com/fleetgate/fleetgate/dataplane/agent"
 )
 
@@ -46,6 +47,7 @@ type options struct {
 	statusWorkers                            int
 	memberQPS                                float64
 	memberBurst                              int
+	memberReleaseTimeout                     time.Duration
 	dnsShardRecords, dnsShardBytes           int
 }
 
@@ -79,6 +81,7 @@ func main() {
 	flag.IntVar(&o.statusWorkers, "status-workers", controllers.DefaultStatusWorkers, fmt.Sprintf("status writes in flight at most (1-%d); each is one API round trip, so more writers write a cold start's statuses sooner while the API servers have CPU to spare", controllers.MaxStatusWorkers))
 	flag.Float64Var(&o.memberQPS, "member-qps", 100, "API calls per second to each member cluster's API server (reads, status writes, Events); negative: no client-side limit, the API server's priority and fairness decides")
 	flag.IntVar(&o.memberBurst, "member-burst", 200, "API call burst to each member cluster's API server")
+	flag.DurationVar(&o.memberReleaseTimeout, "member-release-timeout", fleet.DefaultReleaseTimeout, "how long a member whose MemberCluster is being deleted must have been unreachable before the MemberCluster goes with fleetgate's finalizers and statuses left on the member's objects (its load balancers and DNS records are deleted first in any case)")
 	flag.BoolVar(&o.mcsController, "mcs-controller", true, "maintain ServiceImports in every member from ServiceExports (disable when another MCS implementation runs)")
 	addAWSFlags(flag.CommandLine, &o)
 	addGCPFlags(flag.CommandLine, &o)
@@ -163,7 +166,7 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 	}
 	setup.StatusWorkers = o.statusWorkers
 	setup.Fleet = &controllers.FleetOptions{Namespace: o.namespace, HubIsMember: o.hubIsMember, MCSController: o.mcsController,
-		MemberQPS: float32(o.memberQPS), MemberBurst: o.memberBurst}
+		MemberQPS: float32(o.memberQPS), MemberBurst: o.memberBurst, ReleaseTimeout: o.memberReleaseTimeout}
 	if o.dnsEndpoints {
 		embedded, err := newEmbeddedDNS(ctx, o, mgr.GetAPIReader(), logger)
 		if err != nil {

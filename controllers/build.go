@@ -28,6 +28,10 @@ type ClusterReader struct {
 	Weight int32
 	// Unserved are the kinds whose CRD the cluster does not serve.
 	Unserved []string
+	// Leaving is set while the cluster's MemberCluster is being deleted: the pipeline reads it as
+	// present but empty, so that the delete paths release what was made for its objects. Reader
+	// is the member's cache while it is usable, for the release paths; nil when it is not.
+	Leaving bool
 }
 
 // referencePolicyGVK is the pre-v0.6 name of ReferenceGrant.
@@ -50,12 +54,15 @@ func buildSnapshot(ctx context.Context, table []kind, sources []ClusterReader, o
 			}
 			s.UnservedKinds[src.Cluster] = src.Unserved
 		}
+		if src.Leaving {
+			continue
+		}
 		for _, k := range table {
 			errs = append(errs, k.read(ctx, src, s))
 		}
 	}
 	for _, src := range sources {
-		if src.LegacyReferencePolicy {
+		if src.LegacyReferencePolicy && !src.Leaving {
 			errs = append(errs, readLegacyPolicies(ctx, src, s))
 		}
 	}

@@ -122,8 +122,12 @@ func (f *finalizers) pass(ctx context.Context) error {
 	want := maps.Clone(f.want)
 	f.mu.Unlock()
 	readers := map[string]client.Reader{}
+	leaving := map[string]bool{}
 	for _, s := range f.sources() {
-		readers[s.Cluster] = s.Reader
+		if s.Reader != nil {
+			readers[s.Cluster] = s.Reader
+		}
+		leaving[s.Cluster] = s.Leaving
 	}
 	var failed error
 	for ref, gw := range want {
@@ -155,7 +159,7 @@ func (f *finalizers) pass(ctx context.Context) error {
 	deleting := map[translate.ObjectRef]bool{}
 	for cluster, r := range readers {
 		for _, kind := range loadBalancerKinds() {
-			if err := f.release(ctx, cluster, kind, r, want, deleting); err != nil {
+			if err := f.release(ctx, cluster, leaving[cluster], kind, r, want, deleting); err != nil {
 				failed = err
 			}
 		}
@@ -184,8 +188,9 @@ func (f *finalizers) prune(want map[translate.ObjectRef]string, deleting map[tra
 }
 
 // release takes the finalizer off the deleting objects of one kind in one cluster once their
-// gateway is settled.
-func (f *finalizers) release(ctx context.Context, cluster, kind string, r client.Reader, want map[translate.ObjectRef]string, deleting map[translate.ObjectRef]bool) error {
+// gateway is settled; in a leaving cluster (whose MemberCluster is being deleted), off every object:
+// fleetgate lets go of them all.
+func (f *finalizers) release(ctx context.Context, cluster string, leaving bool, kind string, r client.Reader, want map[translate.ObjectRef]string, deleting map[translate.ObjectRef]bool) error {
 	probe, err := objectOf(kind)
 	if err != nil {
 		return err
@@ -196,7 +201,7 @@ func (f *finalizers) release(ctx context.Context, cluster, kind string, r client
 	}
 	var failed error
 	for _, obj := range objs {
-		if obj.GetDeletionTimestamp() == nil || !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerLoadBalancer) {
+		if obj.GetDeletionTimestamp() == nil && !leaving || !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerLoadBalancer) {
 			continue
 		}
 		ref := translate.ObjectRef{Cluster: cluster, Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -66,6 +69,11 @@ type FleetOptions struct {
 	// MemberQPS and MemberBurst bound the calls to each member's API server (fleet.Options).
 	MemberQPS   float32
 	MemberBurst int
+	// ReleaseTimeout is how long a member whose MemberCluster is being deleted must have been
+	// unreachable before the MemberCluster goes with fleetgate's finalizers and statuses left on
+	// the member's objects (its load balancers and DNS records are deleted in any case); zero
+	// means fleet.DefaultReleaseTimeout.
+	ReleaseTimeout time.Duration
 }
 
 // CacheOptions keep the informers small: of all Deployments, only the proxies fleetgate made; of
@@ -113,10 +121,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	watchKinds, watchHub := true, true
 	events := []<-chan event.GenericEvent{o.Events.Channel()}
 	var awaiting func(context.Context) ([]string, error)
+	release := &memberRelease{writer: writer}
 	if o.Fleet != nil {
 		memberEvents := NewTrigger()
 		events = append(events, memberEvents.Channel())
-		fl, aw, err := setupFleet(ctx, mgr, o, writer, memberEvents, legacy)
+		fl, aw, err := setupFleet(ctx, mgr, o, writer, memberEvents, legacy, release)
 		if err != nil {
 			return err
 		}
@@ -129,6 +138,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if err := d.setupProvisioning(ctx, mgr, o.Registry, sources, o.MemberClients); err != nil {
 			return fmt.Errorf("setting up provisioning: %w", err)
 		}
+		release.engine, release.finalizers = d.engine, d.finalizers
 		if o.Replica != nil {
 			t := cmp.Or(o.Delivery, o.Events)
 			changed := func() { t.Fire("") }
@@ -145,6 +155,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			changed = func() { t.Fire("") }
 		}
 		dns = newDNSPublisher(mgr.GetClient(), mgr.GetAPIReader(), *o.DNS, changed, mgr.GetLogger().WithName("dns"))
+		release.dns = mgr.GetAPIReader()
 		if err := mgr.Add(dns); err != nil {
 			return fmt.Errorf("adding the DNS publisher: %w", err)
 		}
@@ -192,9 +203,10 @@ func servesLegacyReferencePolicy(mgr ctrl.Manager) bool {
 }
 
 // setupFleet wires the member clusters: their informers fire events, each usable member gets a
-// status target, and the returned functions list the pipeline's sources and the MemberClusters
-// not settled yet (Fleet.Settled).
-func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigger, legacy bool) (func() []ClusterReader, func(context.Context) ([]string, error), error) {
+// status target, leaving members are read as present but empty until release says they are
+// released, and the returned functions list the pipeline's sources and the MemberClusters not
+// settled yet (Fleet.Settled).
+func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *StatusWriter, events *Trigger, legacy bool, release fleet.Releaser) (func() []ClusterReader, func(context.Context) ([]string, error), error) {
 	table := kinds()
 	var hub *fleet.Member
 	if o.Fleet.HubIsMember {
@@ -227,6 +239,7 @@ func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *Status
 	if o.MemberClients != nil {
 		o.MemberClients.bind(fl.Members)
 	}
+	writer.leaving = fl.IsLeaving
 	version := ""
 	if dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig()); err == nil {
 		if v, err := dc.ServerVersion(); err == nil {
@@ -234,10 +247,12 @@ func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *Status
 		}
 	}
 	if err := (&fleet.Reconciler{
-		Fleet:      fl,
-		Client:     mgr.GetClient(),
-		Recorder:   mgr.GetEventRecorder("fleetgate"),
-		HubVersion: version,
+		Fleet:          fl,
+		Client:         mgr.GetClient(),
+		Recorder:       mgr.GetEventRecorder("fleetgate"),
+		HubVersion:     version,
+		Releaser:       release,
+		ReleaseTimeout: o.Fleet.ReleaseTimeout,
 	}).SetupWithManager(mgr, o.SkipNameValidation); err != nil {
 		return nil, nil, fmt.Errorf("setting up the MemberCluster controller: %w", err)
 	}
@@ -253,7 +268,10 @@ func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *Status
 		}
 		var names []string
 		for _, mc := range list.Items {
-			if mc.DeletionTimestamp.IsZero() && (mc.Name != v1alpha1.HubCluster || !o.Fleet.HubIsMember) {
+			// A leaving member is waited for too: the first pass must read it as leaving, so that
+			// the orphan sweep after it finds what was made for it.
+			releasing := controllerutil.ContainsFinalizer(&mc, v1alpha1.FinalizerMember)
+			if (mc.DeletionTimestamp.IsZero() || releasing) && (mc.Name != v1alpha1.HubCluster || !o.Fleet.HubIsMember) {
 				names = append(names, mc.Name)
 			}
 		}
@@ -261,10 +279,18 @@ func setupFleet(ctx context.Context, mgr ctrl.Manager, o Options, writer *Status
 	}
 	return func() []ClusterReader {
 		members := fl.Members()
-		out := make([]ClusterReader, 0, len(members))
+		leaving := fl.Leaving()
+		out := make([]ClusterReader, 0, len(members)+len(leaving))
 		for _, m := range members {
 			out = append(out, ClusterReader{Cluster: m.Name, Reader: m.Reader, Weight: m.Weight, Unserved: m.Unserved,
-				LegacyReferencePolicy: legacy && m.Name == v1alpha1.HubCluster})
+				LegacyReferencePolicy: legacy && m.Name == v1alpha1.HubCluster, Leaving: m.Leaving})
+		}
+		// A leaving member that is not usable is read all the same, as empty: its load balancers
+		// and DNS records are the hub's to delete.
+		for _, n := range leaving {
+			if !slices.ContainsFunc(out, func(c ClusterReader) bool { return c.Cluster == n }) {
+				out = append(out, ClusterReader{Cluster: n, Leaving: true})
+			}
 		}
 		return out
 	}, awaiting, nil

@@ -60,6 +60,9 @@ type StatusWriter struct {
 	notified map[translate.Notice]bool
 	// leader tells whether this replica leads; nil means it does.
 	leader func() bool
+	// leaving tells whether a cluster's MemberCluster is being deleted (fleet.Fleet.IsLeaving):
+	// its objects that dropped out of the results get their kind's released status. Nil: none is.
+	leaving func(cluster string) bool
 	// queue hands out objects by priority: routes and policies that were there when the writer
 	// started (the backlog: every status of a cold start, one API write each) after everything
 	// that changed since, so that a change made meanwhile does not wait minutes behind them.

@@ -34,6 +34,10 @@ type statusKind struct {
 	// cleared is written to an object fleetgate no longer has anything to say about; nil leaves
 	// the object as it is (another controller may own its status).
 	cleared func(ref translate.ObjectRef) desiredStatus
+	// released is written, where cleared is nil, to an object of a leaving cluster (its
+	// MemberCluster is being deleted) that fleetgate wrote before: no other controller takes it
+	// over there, and fleetgate lets go of the whole cluster.
+	released func(ref translate.ObjectRef) desiredStatus
 	// ours tells whether an object's status holds entries fleetgate wrote (its controller name):
 	// the writer looks for those no pass names when it starts leading (StatusWriter.sweeper). Nil
 	// for kinds whose status names no controller.
@@ -79,7 +83,35 @@ func gatewayStatus() *statusKind {
 		return aok && bok && sameButCounts(ga, gb, func(s *translate.GatewayStatus) *[]gwv1.ListenerStatus { return &s.Listeners },
 			func(l *gwv1.ListenerStatus) *int32 { return &l.AttachedRoutes })
 	}
+	// A released Gateway gets back the status the CRD defaults to, whatever fleetgate had set.
+	k.released = func(ref translate.ObjectRef) desiredStatus { return releasedStatus{ref} }
+	merge := k.apply
+	k.apply = func(obj client.Object, want desiredStatus, features []gwv1.SupportedFeature) []metav1.Condition {
+		gw, ok := obj.(*gwv1.Gateway)
+		if _, released := want.(releasedStatus); ok && released {
+			gw.Status = gwv1.GatewayStatus{Conditions: pendingConditions(string(gwv1.GatewayConditionAccepted), string(gwv1.GatewayConditionProgrammed))}
+			return nil
+		}
+		return merge(obj, want, features)
+	}
 	return k
+}
+
+// releasedStatus is the desired status of an object fleetgate lets go of in a leaving cluster.
+type releasedStatus struct{ ref translate.ObjectRef }
+
+func (r releasedStatus) Target() translate.ObjectRef { return r.ref }
+func (r releasedStatus) Same(other any) bool         { o, ok := other.(releasedStatus); return ok && o == r }
+
+// pendingConditions are the conditions the Gateway API CRDs default to before a controller
+// looked at an object: what a released object goes back to.
+func pendingConditions(types ...string) []metav1.Condition {
+	out := make([]metav1.Condition, 0, len(types))
+	for _, t := range types {
+		out = append(out, metav1.Condition{Type: t, Status: metav1.ConditionUnknown, Reason: string(gwv1.GatewayReasonPending),
+			Message: "Waiting for controller", LastTransitionTime: metav1.Unix(0, 0)})
+	}
+	return out
 }
 
 func listenerSetStatus() *statusKind {
@@ -137,8 +169,10 @@ func ingressStatus() *statusKind {
 // serviceStatus: a Service that is not ours any more is left alone, since another controller may
 // own its status.
 func serviceStatus() *statusKind {
-	return statusOf(applied, func(o *corev1.Service, want *translate.ServiceStatus, _ []gwv1.SupportedFeature) []metav1.Condition {
+	k := statusOf(applied, func(o *corev1.Service, want *translate.ServiceStatus, _ []gwv1.SupportedFeature) []metav1.Condition {
 		o.Status.LoadBalancer = *want.LoadBalancer.DeepCopy()
 		return nil
 	})
+	k.released = func(ref translate.ObjectRef) desiredStatus { return &translate.ServiceStatus{Ref: ref} }
+	return k
 }

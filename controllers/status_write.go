@@ -36,6 +36,8 @@ func (w *StatusWriter) write(ctx context.Context, ref translate.ObjectRef) error
 	case known:
 	case k.status.cleared != nil:
 		want = k.status.cleared(ref)
+	case k.status.released != nil && w.leaving != nil && w.leaving(ref.Cluster):
+		want = k.status.released(ref)
 	default:
 		return nil
 	}
@@ -72,6 +74,22 @@ func (w *StatusWriter) write(ctx context.Context, ref translate.ObjectRef) error
 		}
 	}
 	return nil
+}
+
+// release queues objects of a leaving cluster whose status still holds what fleetgate wrote, so
+// that write releases them: those that dropped out of the results were queued then, but an
+// operator that started after the cluster began leaving never named them.
+func (w *StatusWriter) release(refs []translate.ObjectRef) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.started {
+		return
+	}
+	for _, ref := range refs {
+		if _, named := w.desired[ref]; !named {
+			w.queue.Add(ref)
+		}
+	}
 }
 
 // merged reads the object and merges want into it. It returns nil when the object is gone or

@@ -90,6 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ re
 	if err := r.Client.Get(ctx, req.NamespacedName, &mc); err != nil {
 		if apierrors.IsNotFound(err) {
 			f.disconnect(req.Name)
+			f.setLeaving(req.Name, false) // released by the leader, when this replica follows
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("reading MemberCluster %s: %w", req.Name, err)
