@@ -38,6 +38,13 @@ const dnsCRD = "dnsendpoints.externaldns.k8s.io"
 // publication on, on a hub started with o; sync, when not nil, is the embedded publishers.
 func newDNSEnv(t *testing.T, o testbed.Options, sync controllers.DNSSyncer) *awsEnv {
 	t.Helper()
+	return newDNSEnvWith(t, o, sync, controllers.FleetOptions{})
+}
+
+// newDNSEnvWith is newDNSEnv with the fleet options fo (its namespace and HubIsMember are set).
+func newDNSEnvWith(t *testing.T, o testbed.Options, sync controllers.DNSSyncer, fo controllers.FleetOptions) *awsEnv {
+	t.Helper()
+	fo.Namespace, fo.HubIsMember = operatorNamespace, true
 	srv := mototest.ForTest(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", "operator")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "operator")
@@ -64,8 +71,9 @@ func newDNSEnv(t *testing.T, o testbed.Options, sync controllers.DNSSyncer) *aws
 	})
 	must(t, err)
 	runWithProvider(t, e.c, string(v1alpha1.ProviderAWS), p, controllers.Options{
-		Fleet: &controllers.FleetOptions{Namespace: operatorNamespace, HubIsMember: true},
-		DNS:   &controllers.DNSOptions{Namespace: operatorNamespace, Recheck: 500 * time.Millisecond, Sync: sync},
+		Fleet:         &fo,
+		MemberClients: &controllers.MemberClients{}, // as wire.go: finalizers reach the members
+		DNS:           &controllers.DNSOptions{Namespace: operatorNamespace, Recheck: 500 * time.Millisecond, Sync: sync},
 	})
 	creds := &v1alpha1.AWSCredentials{SecretRef: &v1alpha1.ObjectRef{Namespace: "aws-creds", Name: "keys"}}
 	must(t, cl.Create(ctx, &v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: "aws-alb"},
