@@ -1,0 +1,111 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fleetgate/fleetgate/controllers/translate"
+)
+
+// TestBuildSnapshotLeaving: a leaving cluster is read as present but empty: it is in the
+// snapshot's clusters (so that what was made for its objects is deleted) and none of its objects
+// is, whether or not it has a reader.
+func TestBuildSnapshotLeaving(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := func(name string) *gwv1.Gateway {
+		return &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: gwv1.GatewaySpec{GatewayClassName: "fleetgate", Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}
+	}
+	hub := fake.NewClientBuilder().WithScheme(scheme).WithObjects(gw("hub-gw")).Build()
+	member := fake.NewClientBuilder().WithScheme(scheme).WithObjects(gw("member-gw")).Build()
+	tests := []struct {
+		name    string
+		sources []ClusterReader
+		want    []string
+	}{
+		{"member read", []ClusterReader{{Cluster: "hub", Reader: hub}, {Cluster: "m", Reader: member}}, []string{"hub/hub-gw", "m/member-gw"}},
+		{"member leaving, usable", []ClusterReader{{Cluster: "hub", Reader: hub}, {Cluster: "m", Reader: member, Leaving: true}}, []string{"hub/hub-gw"}},
+		{"member leaving, unreachable", []ClusterReader{{Cluster: "hub", Reader: hub}, {Cluster: "m", Leaving: true}}, []string{"hub/hub-gw"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := buildSnapshot(context.Background(), kinds(), tt.sources, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, g := range s.Gateways {
+				got = append(got, g.Cluster+"/"+g.Obj.Name)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("gateways (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"hub", "m"}, translate.Begin(s).Finish().Clusters); diff != "" {
+				t.Errorf("clusters read (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStatusWriterReleasesLeavingGateway: a Gateway that left the results gets back the CRD's
+// default status when its cluster is leaving, and keeps what it has otherwise (another controller
+// may own it now).
+func TestStatusWriterReleasesLeavingGateway(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	programmed := gwv1.GatewayStatus{
+		Addresses:  []gwv1.GatewayStatusAddress{{Value: "198.18.0.7"}},
+		Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", Message: "ready", LastTransitionTime: metav1.Unix(1, 0)}},
+		Listeners:  []gwv1.ListenerStatus{{Name: "http", SupportedKinds: []gwv1.RouteGroupKind{{Kind: "HTTPRoute"}}, Conditions: []metav1.Condition{}}},
+	}
+	released := gwv1.GatewayStatus{Conditions: pendingConditions("Accepted", "Programmed")}
+	tests := []struct {
+		name    string
+		leaving bool
+		want    gwv1.GatewayStatus
+	}{
+		{"leaving", true, released},
+		{"staying", false, programmed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "alb"}, Status: *programmed.DeepCopy()}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(gw).WithStatusSubresource(gw).Build()
+			m, err := NewMetrics(prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := NewStatusWriter(logr.Discard(), nil, m)
+			w.SetTarget("m", statusTarget{Reader: c, Live: c, Writer: c})
+			w.leaving = func(cluster string) bool { return tt.leaving && cluster == "m" }
+			ref := translate.ObjectRef{Cluster: "m", Kind: "Gateway", Namespace: "default", Name: "alb"}
+			if err := w.write(ctx, ref); err != nil {
+				t.Fatal(err)
+			}
+			var got gwv1.Gateway
+			if err := c.Get(ctx, client.ObjectKeyFromObject(gw), &got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got.Status); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+			if releasedGateway(&got) != tt.leaving {
+				t.Errorf("releasedGateway %v, want %v", releasedGateway(&got), tt.leaving)
+			}
+		})
+	}
+}
