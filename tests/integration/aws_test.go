@@ -43,6 +43,10 @@ type awsEnv struct {
 	ec2   *ec2.Client
 	vpc   string
 	fleet string
+	// operator, when set (newDNSEnvWith), starts the operator and returns its stop; stop stops
+	// the one running since the env was made.
+	operator func() (stop func())
+	stop     func()
 }
 
 // newAWSEnv starts moto (skipping outside CI when it is not installed), makes a VPC with two

@@ -60,21 +60,24 @@ func newDNSEnvWith(t *testing.T, o testbed.Options, sync controllers.DNSSyncer, 
 	}
 	must(t, cl.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "aws-creds", Name: "keys"},
 		StringData: map[string]string{"access-key-id": "testing", "secret-access-key": "testing"}}))
-	p, err := awsprovider.New(awsprovider.Options{
-		Fleet:       e.fleet,
-		Defaults:    v1alpha1.AWSOptions{Region: mototest.Region, Endpoint: e.shim.URL()},
-		Secrets:     secretsOf(cl),
-		Probes:      controllers.NewPodProbes(func(string) (client.Client, error) { return cl, nil }),
-		MaxAttempts: 2, MaxBackoff: 50 * time.Millisecond,
-		Registerer: prometheus.NewRegistry(),
-		Log:        testr.New(t),
-	})
-	must(t, err)
-	runWithProvider(t, e.c, string(v1alpha1.ProviderAWS), p, controllers.Options{
-		Fleet:         &fo,
-		MemberClients: &controllers.MemberClients{}, // as wire.go: finalizers reach the members
-		DNS:           &controllers.DNSOptions{Namespace: operatorNamespace, Recheck: 500 * time.Millisecond, Sync: sync},
-	})
+	e.operator = func() func() {
+		p, err := awsprovider.New(awsprovider.Options{
+			Fleet:       e.fleet,
+			Defaults:    v1alpha1.AWSOptions{Region: mototest.Region, Endpoint: e.shim.URL()},
+			Secrets:     secretsOf(cl),
+			Probes:      controllers.NewPodProbes(func(string) (client.Client, error) { return cl, nil }),
+			MaxAttempts: 2, MaxBackoff: 50 * time.Millisecond,
+			Registerer: prometheus.NewRegistry(),
+			Log:        testr.New(t),
+		})
+		must(t, err)
+		return runWithProvider(t, e.c, string(v1alpha1.ProviderAWS), p, controllers.Options{
+			Fleet:         &fo,
+			MemberClients: &controllers.MemberClients{}, // as wire.go: finalizers reach the members
+			DNS:           &controllers.DNSOptions{Namespace: operatorNamespace, Recheck: 500 * time.Millisecond, Sync: sync},
+		})
+	}
+	e.stop = e.operator()
 	creds := &v1alpha1.AWSCredentials{SecretRef: &v1alpha1.ObjectRef{Namespace: "aws-creds", Name: "keys"}}
 	must(t, cl.Create(ctx, &v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: "aws-alb"},
 		Spec: v1alpha1.GatewayClassConfigSpec{Provider: v1alpha1.ProviderAWS,

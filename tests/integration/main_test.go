@@ -96,8 +96,8 @@ func secretsOf(cl client.Client) func(ctx context.Context, ns, name string) (map
 }
 
 // runWithProvider runs the operator on c with p as the provider named name and proxies that
-// acknowledge every config at once; o adds the rest (fleet, DNS).
-func runWithProvider(t *testing.T, c *testbed.Cluster, name string, p providers.Provider, o controllers.Options) {
+// acknowledge every config at once; o adds the rest (fleet, DNS). It returns runOperator's stop.
+func runWithProvider(t *testing.T, c *testbed.Cluster, name string, p providers.Provider, o controllers.Options) (stop func()) {
 	t.Helper()
 	registry := providers.NewRegistry()
 	registry.Register(name, p)
@@ -105,5 +105,5 @@ func runWithProvider(t *testing.T, c *testbed.Cluster, name string, p providers.
 	o.Registry = prometheus.NewRegistry()
 	o.Apply = &controllers.Dataplane{Providers: registry, Configs: newAckingConfigs(func() { delivery.Fire("") }), Delivered: delivery.Fire}
 	o.Delivery = delivery
-	runOperator(t, c, testr.NewWithOptions(t, testr.Options{Verbosity: 0}), o)
+	return runOperator(t, c, testr.NewWithOptions(t, testr.Options{Verbosity: 0}), o)
 }

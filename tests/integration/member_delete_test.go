@@ -213,3 +213,37 @@ func TestMemberClusterDeletionUnreachable(t *testing.T) {
 		t.Errorf("the unreachable member's leftovers %v: want its Gateway's finalizer, which nobody could remove", left)
 	}
 }
+
+// TestMemberClusterDeletedWhileOperatorDown: a MemberCluster deleted while no operator runs is
+// released when one starts: its finalizer held it, the first translation reads the member as
+// leaving, and the orphan sweep finds the load balancer that no process knew of.
+func TestMemberClusterDeletedWhileOperatorDown(t *testing.T) {
+	e := newDNSEnv(t, testbed.Options{}, nil)
+	member := testbed.ForTest(t, "member-c")[0]
+	memberWithGateway(t, e, member)
+	ctx, cl := t.Context(), e.c.Client
+	var mc v1alpha1.MemberCluster
+	must(t, cl.Get(ctx, client.ObjectKey{Name: member.Name}, &mc))
+	if !controllerutil.ContainsFinalizer(&mc, v1alpha1.FinalizerMember) {
+		t.Fatalf("MemberCluster finalizers %v, want %s", mc.Finalizers, v1alpha1.FinalizerMember)
+	}
+
+	e.stop()
+	must(t, cl.Delete(ctx, &mc))
+	must(t, cl.Get(ctx, client.ObjectKey{Name: member.Name}, &mc)) // still there: held
+	if left := e.owned(); len(left) == 0 {
+		t.Fatal("nothing in moto before the restart: the test would prove nothing")
+	}
+	e.operator()
+	took := mcGone(t, cl, member.Name, 90*time.Second)
+	t.Logf("MemberCluster released %v after the operator started again", took)
+	if left := e.owned(); len(left) > 0 {
+		t.Errorf("cloud resources left after the member went: %v", left)
+	}
+	if obj, err := e.dnsEndpoint(member.Name + "/default/alb"); err != nil || obj != nil {
+		t.Errorf("DNSEndpoint of the member's gateway after it went: %v %v", recordsOf(obj), err)
+	}
+	if diff := cmp.Diff([]string(nil), memberLeftovers(t, member)); diff != "" {
+		t.Errorf("fleetgate's leftovers in the member (-want +got):\n%s", diff)
+	}
+}
