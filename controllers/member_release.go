@@ -64,9 +64,7 @@ func (m *memberRelease) Held(ctx context.Context, member string, usable bool) (h
 	if !usable {
 		return hub, nil, nil
 	}
-	m.writer.mu.Lock()
-	target, connected := m.writer.targets[member]
-	m.writer.mu.Unlock()
+	target, connected := m.writer.targetOf(member)
 	if !connected {
 		return hub, []string{"the status writer's connection to the member"}, nil
 	}

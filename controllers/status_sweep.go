@@ -105,6 +105,30 @@ func (w *StatusWriter) sweepCluster(ctx context.Context, cluster string) error {
 	return nil
 }
 
+// release queues objects of a leaving cluster whose status still holds what fleetgate wrote, so
+// that write releases them: those that dropped out of the results were queued then, but an
+// operator that started after the cluster began leaving never named them.
+func (w *StatusWriter) release(refs []translate.ObjectRef) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.started {
+		return
+	}
+	for _, ref := range refs {
+		if _, named := w.desired[ref]; !named {
+			w.queue.Add(ref)
+		}
+	}
+}
+
+// targetOf returns the clients of a cluster, when it is usable.
+func (w *StatusWriter) targetOf(cluster string) (statusTarget, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.targets[cluster]
+	return t, ok
+}
+
 func refOf(cluster, kind string, o client.Object) translate.ObjectRef {
 	return translate.ObjectRef{Cluster: cluster, Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 }

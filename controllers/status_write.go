@@ -76,22 +76,6 @@ func (w *StatusWriter) write(ctx context.Context, ref translate.ObjectRef) error
 	return nil
 }
 
-// release queues objects of a leaving cluster whose status still holds what fleetgate wrote, so
-// that write releases them: those that dropped out of the results were queued then, but an
-// operator that started after the cluster began leaving never named them.
-func (w *StatusWriter) release(refs []translate.ObjectRef) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.started {
-		return
-	}
-	for _, ref := range refs {
-		if _, named := w.desired[ref]; !named {
-			w.queue.Add(ref)
-		}
-	}
-}
-
 // merged reads the object and merges want into it. It returns nil when the object is gone or
 // already has the status wanted, and the top-level conditions whose status or reason changed.
 func (w *StatusWriter) merged(ctx context.Context, k kind, ref translate.ObjectRef, target statusTarget, want desiredStatus) (client.Object, []metav1.Condition, error) {
