@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -71,6 +72,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, skipNameValidation bool)
 		}
 		return out
 	})
+	if err := mgr.Add(elected{r}); err != nil {
+		return fmt.Errorf("adding the MemberClusters' look on election: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("membercluster").
 		// Every replica connects the members; patchStatus writes on the leader only.
 		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: 4, NeedLeaderElection: ptr.To(false)}).
@@ -78,6 +82,40 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, skipNameValidation bool)
 		Watches(&corev1.Secret{}, bySecret).
 		WatchesRawSource(source.Channel(r.Fleet.health, &handler.EnqueueRequestForObject{})).
 		Complete(r)
+}
+
+// elected has the reconciler look at every MemberCluster again once this replica leads: before,
+// it wrote neither their status nor their finalizers, and a connected member is not looked at
+// again without news.
+type elected struct{ r *Reconciler }
+
+// NeedLeaderElection: it starts when this replica is elected.
+func (elected) NeedLeaderElection() bool { return true }
+
+// Start queues every MemberCluster once; a failed list is tried again every second (returning an
+// error would stop the manager).
+func (e elected) Start(ctx context.Context) error {
+	var list v1alpha1.MemberClusterList
+	for {
+		err := e.r.Client.List(ctx, &list)
+		if err == nil {
+			break
+		}
+		e.r.Fleet.o.Log.Error(err, "listing the MemberClusters to look at them as the leader; retrying")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+	for i := range list.Items {
+		select {
+		case e.r.Fleet.health <- event.GenericEvent{Object: &list.Items[i]}:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return nil
 }
 
 // Reconcile connects, reconnects (changed kubeconfig, or back after being unreachable) or

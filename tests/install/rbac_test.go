@@ -200,8 +200,6 @@ func whyUnused(p permission) string {
 		return "informers start with a streaming WatchList on this API server (audited as watch); list is their fallback where WatchList is off"
 	case p == permission{"", "pods", "get"}:
 		return "AWS provider only: target health checks follow a backend pod's readiness probe"
-	case p == permission{"fleetgate.dev", "memberclusters", "patch"}:
-		return "AWS member rules only: the accounts they are in are recorded on the MemberCluster (annotation and finalizer)"
 	case p == permission{"externaldns.k8s.io", "dnsendpoints", "get"}:
 		return "the DNS publisher lists DNSEndpoints' metadata and reads in full only one changed by someone else since it last wrote or read it (external-dns's status, a hand edit); whether this run had one depends on timing"
 	case p.Resource == "dnsendpoints" && (p.Verb == "update" || p.Verb == "delete"):
