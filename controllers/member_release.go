@@ -130,10 +130,17 @@ func (m *memberRelease) inMember(ctx context.Context, member string, r client.Re
 			continue
 		}
 		held := k.status.ours
-		if k.name == "Gateway" {
+		// A Gateway's or ListenerSet's status names no controller: the Gateway's class does.
+		switch k.name {
+		case "Gateway":
 			held = func(o client.Object) bool {
 				gw, ok := o.(*gwv1.Gateway)
 				return ok && ours[string(gw.Spec.GatewayClassName)] && !releasedGateway(gw)
+			}
+		case "ListenerSet":
+			held = func(o client.Object) bool {
+				ls, ok := o.(*gwv1.ListenerSet)
+				return ok && (len(ls.Status.Listeners) > 0 || !pendingOnly(ls.Status.Conditions)) && ourParent(ctx, r, ls, ours)
 			}
 		}
 		if held == nil {
@@ -180,8 +187,25 @@ func ourClasses(ctx context.Context, r client.Reader) (map[string]bool, error) {
 // releasedGateway tells whether a Gateway's status is what the Gateway status kind's released
 // writes: no addresses, no listeners, and only conditions still Unknown/Pending.
 func releasedGateway(gw *gwv1.Gateway) bool {
-	return len(gw.Status.Addresses) == 0 && len(gw.Status.Listeners) == 0 &&
-		!slices.ContainsFunc(gw.Status.Conditions, func(c metav1.Condition) bool {
-			return c.Status != metav1.ConditionUnknown || c.Reason != string(gwv1.GatewayReasonPending)
-		})
+	return len(gw.Status.Addresses) == 0 && len(gw.Status.Listeners) == 0 && pendingOnly(gw.Status.Conditions)
+}
+
+// pendingOnly tells whether every condition is still Unknown/Pending, as the CRDs default them.
+func pendingOnly(conds []metav1.Condition) bool {
+	return !slices.ContainsFunc(conds, func(c metav1.Condition) bool {
+		return c.Status != metav1.ConditionUnknown || c.Reason != string(gwv1.GatewayReasonPending)
+	})
+}
+
+// ourParent tells whether a ListenerSet's parent Gateway is of one of the classes ours names.
+func ourParent(ctx context.Context, r client.Reader, ls *gwv1.ListenerSet, ours map[string]bool) bool {
+	ns := ls.Namespace
+	if p := ls.Spec.ParentRef.Namespace; p != nil {
+		ns = string(*p)
+	}
+	var gw gwv1.Gateway
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(ls.Spec.ParentRef.Name)}, &gw); err != nil {
+		return false // without its parent it is no longer known to be ours
+	}
+	return ours[string(gw.Spec.GatewayClassName)]
 }

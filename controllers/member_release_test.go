@@ -109,3 +109,39 @@ func TestStatusWriterReleasesLeavingGateway(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusWriterReleasesLeavingListenerSet: as a Gateway, a ListenerSet of a leaving cluster
+// gets back the CRD's default status.
+func TestStatusWriterReleasesLeavingListenerSet(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ls := &gwv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "extra"}, Status: gwv1.ListenerSetStatus{
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", Message: "ok", LastTransitionTime: metav1.Unix(1, 0)}},
+		Listeners:  []gwv1.ListenerEntryStatus{{Name: "https", Conditions: []metav1.Condition{}}},
+	}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ls).WithStatusSubresource(ls).Build()
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewStatusWriter(logr.Discard(), nil, m)
+	w.SetTarget("m", statusTarget{Reader: c, Live: c, Writer: c})
+	w.leaving = func(cluster string) bool { return cluster == "m" }
+	if err := w.write(ctx, translate.ObjectRef{Cluster: "m", Kind: "ListenerSet", Namespace: "default", Name: "extra"}); err != nil {
+		t.Fatal(err)
+	}
+	var got gwv1.ListenerSet
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ls), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := gwv1.ListenerSetStatus{Conditions: pendingConditions("Accepted", "Programmed")}
+	if diff := cmp.Diff(want, got.Status); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	if !pendingOnly(got.Status.Conditions) {
+		t.Error("pendingOnly is false for the released status")
+	}
+}

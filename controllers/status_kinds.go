@@ -83,13 +83,21 @@ func gatewayStatus() *statusKind {
 		return aok && bok && sameButCounts(ga, gb, func(s *translate.GatewayStatus) *[]gwv1.ListenerStatus { return &s.Listeners },
 			func(l *gwv1.ListenerStatus) *int32 { return &l.AttachedRoutes })
 	}
-	// A released Gateway gets back the status the CRD defaults to, whatever fleetgate had set.
+	return releasable(k, func(obj client.Object) {
+		if gw, ok := obj.(*gwv1.Gateway); ok {
+			gw.Status = gwv1.GatewayStatus{Conditions: pendingConditions(string(gwv1.GatewayConditionAccepted), string(gwv1.GatewayConditionProgrammed))}
+		}
+	})
+}
+
+// releasable has k give released objects (releasedStatus) the status reset sets: the one the CRD
+// defaults to, whatever fleetgate had set.
+func releasable(k *statusKind, reset func(client.Object)) *statusKind {
 	k.released = func(ref translate.ObjectRef) desiredStatus { return releasedStatus{ref} }
 	merge := k.apply
 	k.apply = func(obj client.Object, want desiredStatus, features []gwv1.SupportedFeature) []metav1.Condition {
-		gw, ok := obj.(*gwv1.Gateway)
-		if _, released := want.(releasedStatus); ok && released {
-			gw.Status = gwv1.GatewayStatus{Conditions: pendingConditions(string(gwv1.GatewayConditionAccepted), string(gwv1.GatewayConditionProgrammed))}
+		if _, released := want.(releasedStatus); released {
+			reset(obj)
 			return nil
 		}
 		return merge(obj, want, features)
@@ -124,7 +132,11 @@ func listenerSetStatus() *statusKind {
 		return aok && bok && sameButCounts(sa, sb, func(s *translate.ListenerSetStatus) *[]gwv1.ListenerEntryStatus { return &s.Listeners },
 			func(l *gwv1.ListenerEntryStatus) *int32 { return &l.AttachedRoutes })
 	}
-	return k
+	return releasable(k, func(obj client.Object) {
+		if ls, ok := obj.(*gwv1.ListenerSet); ok {
+			ls.Status = gwv1.ListenerSetStatus{Conditions: pendingConditions(string(gwv1.ListenerSetConditionAccepted), string(gwv1.ListenerSetConditionProgrammed))}
+		}
+	})
 }
 
 // routeStatus is the status of a route kind O, whose RouteParentStatus list parents points at.
