@@ -78,6 +78,8 @@ type cachedRoute struct {
 type hostMemo struct {
 	pass   uint64
 	groups map[portKey]*hostGroup
+	// slots is fromLastOrder's scratch space, all nil between passes.
+	slots []*route
 	// attached are the attachments each listener had in the last pass: the next sizes its list
 	// once instead of growing it route by route.
 	attached map[listenerKey]int

@@ -400,34 +400,29 @@ func (t *translator) routeStatuses(byKind [][]*route) {
 		}
 		return cmp.Compare(a[0].kind, b[0].kind)
 	})
-	var clusters []string
-	for _, rs := range byKind {
-		for i, r := range rs {
-			if i == 0 || r.cluster != rs[i-1].cluster {
-				clusters = append(clusters, r.cluster)
-			}
-		}
-	}
-	slices.Sort(clusters)
-	clusters = slices.Compact(clusters)
+	// One visit of each route (a cache miss each at 20,000 routes): room for all of them rather
+	// than a count of those with parents first, and each cluster found at the kinds' heads.
 	n := 0
 	for _, rs := range byKind {
-		for _, r := range rs {
-			if r.parents != nil {
-				n++
-			}
-		}
+		n += len(rs)
 	}
 	t.res.Routes = slices.Grow(t.res.Routes, n)
 	next := make([]int, len(byKind))
-	for _, c := range clusters {
+	for {
+		cluster, found := "", false
 		for k, rs := range byKind {
-			for ; next[k] < len(rs) && rs[next[k]].cluster == c; next[k]++ {
-				r := rs[next[k]]
-				if r.parents == nil {
-					continue
+			if next[k] < len(rs) && (!found || rs[next[k]].cluster < cluster) {
+				cluster, found = rs[next[k]].cluster, true
+			}
+		}
+		if !found {
+			return
+		}
+		for k, rs := range byKind {
+			for ; next[k] < len(rs) && rs[next[k]].cluster == cluster; next[k]++ {
+				if r := rs[next[k]]; r.parents != nil {
+					t.res.Routes = append(t.res.Routes, RouteStatus{Ref: r.ref(), Generation: r.generation, Parents: r.parents})
 				}
-				t.res.Routes = append(t.res.Routes, RouteStatus{Ref: r.ref(), Generation: r.generation, Parents: r.parents})
 			}
 		}
 	}
