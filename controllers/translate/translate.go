@@ -23,7 +23,7 @@ type Result struct {
 	GatewayClasses []ClassStatus            `json:"gatewayClasses,omitempty"`
 	Gateways       []GatewayStatus          `json:"gateways,omitempty"`
 	ListenerSets   []ListenerSetStatus      `json:"listenerSets,omitempty"`
-	Routes         []RouteStatus            `json:"routes,omitempty"`
+	Routes         []*RouteStatus           `json:"routes,omitempty"`
 	Policies       []PolicyStatus           `json:"policies,omitempty"`
 	// Ingresses and Services hold status.loadBalancer of our Ingresses and LoadBalancer Services.
 	Ingresses []IngressStatus `json:"ingresses,omitempty"`
