@@ -341,9 +341,17 @@ func (t *translator) sizeAttachments() {
 	}
 	for _, grp := range t.groups {
 		for _, l := range grp.listeners {
-			if n := t.hosts.attached[l.key()]; n > 0 {
-				l.hosts = make([]attachment, 0, n+n/16+1)
+			k := l.key()
+			n := t.hosts.attached[k]
+			if n == 0 {
+				continue
 			}
+			if s := t.hosts.spare[k]; cap(s) >= n {
+				delete(t.hosts.spare, k)
+				l.hosts = s[:0]
+				continue
+			}
+			l.hosts = make([]attachment, 0, n+n/16+1)
 		}
 	}
 }
