@@ -74,7 +74,7 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 		w.read = res.Clusters
 		defer w.wakeSweeperLocked()
 		for i := range res.Routes {
-			set(&res.Routes[i])
+			set(res.Routes[i])
 		}
 		for i := range res.Policies {
 			set(&res.Policies[i])

@@ -25,7 +25,7 @@ func BenchmarkPublish20k(b *testing.B) {
 	res := &translate.Result{}
 	parents := []gwv1.RouteParentStatus{{ControllerName: "fleetgate.dev/gateway-controller", ParentRef: gwv1.ParentReference{Name: "gw"}}}
 	for i := range 20000 {
-		res.Routes = append(res.Routes, translate.RouteStatus{
+		res.Routes = append(res.Routes, &translate.RouteStatus{
 			Ref:     translate.ObjectRef{Cluster: fmt.Sprintf("member-%d", i%10), Kind: "HTTPRoute", Namespace: fmt.Sprintf("ns-%d", i%100), Name: fmt.Sprintf("route-%d", i)},
 			Parents: parents,
 		})
@@ -36,7 +36,7 @@ func BenchmarkPublish20k(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		// A new result each pass, as translation makes, with the same statuses.
-		next := &translate.Result{Routes: append([]translate.RouteStatus(nil), res.Routes...)}
+		next := &translate.Result{Routes: append([]*translate.RouteStatus(nil), res.Routes...)}
 		b.StartTimer()
 		w.Publish(next, translated)
 	}
@@ -58,7 +58,7 @@ func TestPublishFollowsOrder(t *testing.T) {
 			if n[0] == '*' { // a changed status
 				n, p = n[1:], changed
 			}
-			res.Routes = append(res.Routes, translate.RouteStatus{Ref: ref(n), Parents: p})
+			res.Routes = append(res.Routes, &translate.RouteStatus{Ref: ref(n), Parents: p})
 		}
 		return res
 	}
@@ -97,7 +97,7 @@ func TestPublishFollowsOrder(t *testing.T) {
 			t.Errorf("step %d: %d desired, count %d; want %d", i, len(w.desired), w.count[translated], len(res.Routes))
 		}
 		for j := range res.Routes {
-			if d := w.desired[res.Routes[j].Ref]; d == nil || d.want != desiredStatus(&res.Routes[j]) {
+			if d := w.desired[res.Routes[j].Ref]; d == nil || d.want != desiredStatus(res.Routes[j]) {
 				t.Errorf("step %d: %s does not hold this pass's status", i, res.Routes[j].Ref.Name)
 			}
 		}
@@ -108,15 +108,15 @@ func TestPublishFollowsOrder(t *testing.T) {
 // each) are handed out after what changed since and after Gateways; a changed backlog route rises
 // with its change.
 func TestBacklogYieldsToChanges(t *testing.T) {
-	route := func(name string, parent string) translate.RouteStatus {
-		return translate.RouteStatus{Ref: translate.ObjectRef{Cluster: "c", Kind: "HTTPRoute", Namespace: "ns", Name: name},
+	route := func(name string, parent string) *translate.RouteStatus {
+		return &translate.RouteStatus{Ref: translate.ObjectRef{Cluster: "c", Kind: "HTTPRoute", Namespace: "ns", Name: name},
 			Parents: []gwv1.RouteParentStatus{{ControllerName: "fleetgate.dev/gateway-controller", ParentRef: gwv1.ParentReference{Name: gwv1.ObjectName(parent)}}}}
 	}
 	w := NewStatusWriter(logr.Discard(), nil, nil)
 	w.started = true
-	w.Publish(&translate.Result{Routes: []translate.RouteStatus{route("a", "gw"), route("b", "gw"), route("c", "gw"), route("d", "gw")}}, translated)
+	w.Publish(&translate.Result{Routes: []*translate.RouteStatus{route("a", "gw"), route("b", "gw"), route("c", "gw"), route("d", "gw")}}, translated)
 	w.Publish(&translate.Result{Gateways: []translate.GatewayStatus{{Ref: translate.ObjectRef{Cluster: "c", Kind: "Gateway", Namespace: "ns", Name: "gw"}}}}, applied)
-	w.Publish(&translate.Result{Routes: []translate.RouteStatus{route("a", "gw"), route("b", "gw"), route("c", "other"), route("d", "gw"), route("x", "gw")}}, translated)
+	w.Publish(&translate.Result{Routes: []*translate.RouteStatus{route("a", "gw"), route("b", "gw"), route("c", "other"), route("d", "gw"), route("x", "gw")}}, translated)
 	if n := w.queue.Len(); n != 6 {
 		t.Fatalf("%d queued, want 6", n)
 	}
@@ -132,12 +132,12 @@ func TestBacklogYieldsToChanges(t *testing.T) {
 // sweeper finds those whose statuses hold ours: TestSweepClearsWhatNoPassNames); Start queues
 // every object known, routes as backlog, each once.
 func TestFollowerQueuesNothing(t *testing.T) {
-	route := func(name, parent string) translate.RouteStatus {
-		return translate.RouteStatus{Ref: translate.ObjectRef{Cluster: "c", Kind: "HTTPRoute", Namespace: "ns", Name: name},
+	route := func(name, parent string) *translate.RouteStatus {
+		return &translate.RouteStatus{Ref: translate.ObjectRef{Cluster: "c", Kind: "HTTPRoute", Namespace: "ns", Name: name},
 			Parents: []gwv1.RouteParentStatus{{ControllerName: "fleetgate.dev/gateway-controller", ParentRef: gwv1.ParentReference{Name: gwv1.ObjectName(parent)}}}}
 	}
 	w := NewStatusWriter(logr.Discard(), nil, nil)
-	for _, routes := range [][]translate.RouteStatus{
+	for _, routes := range [][]*translate.RouteStatus{
 		{route("a", "gw"), route("b", "gw"), route("c", "gw")},
 		{route("a", "gw"), route("b", "other"), route("d", "gw")}, // c dropped, b changed, d new
 		{route("a", "gw"), route("b", "other")},                   // d dropped
@@ -159,7 +159,7 @@ func TestFollowerQueuesNothing(t *testing.T) {
 	if diff := gocmp.Diff(want, order); diff != "" {
 		t.Errorf("queued at Start (-want +got):\n%s", diff)
 	}
-	w.Publish(&translate.Result{Routes: []translate.RouteStatus{route("a", "gw"), route("b", "gw"), route("d", "gw")}}, translated)
+	w.Publish(&translate.Result{Routes: []*translate.RouteStatus{route("a", "gw"), route("b", "gw"), route("d", "gw")}}, translated)
 	if n := w.queue.Len(); n != 1 {
 		t.Errorf("after Start, a change queued %d objects, want 1", n)
 	}
@@ -210,9 +210,9 @@ func TestSweepClearsWhatNoPassNames(t *testing.T) {
 	w := NewStatusWriter(logr.Discard(), nil, nil)
 	w.SetTarget("c", statusTarget{Reader: c, Writer: c})
 	w.SetTarget("unread", statusTarget{Reader: c, Writer: c})
-	named := translate.RouteStatus{Ref: translate.ObjectRef{Cluster: "c", Kind: "HTTPRoute", Namespace: "ns", Name: "named"},
+	named := &translate.RouteStatus{Ref: translate.ObjectRef{Cluster: "c", Kind: "HTTPRoute", Namespace: "ns", Name: "named"},
 		Parents: status(v1alpha1.ControllerName).Parents}
-	w.Publish(&translate.Result{Routes: []translate.RouteStatus{named}, Clusters: []string{"c"}}, translated)
+	w.Publish(&translate.Result{Routes: []*translate.RouteStatus{named}, Clusters: []string{"c"}}, translated)
 	if len(w.sweep) != 0 {
 		t.Fatal("a follower's sweeper was woken")
 	}
@@ -241,7 +241,7 @@ func TestSweepClearsWhatNoPassNames(t *testing.T) {
 	}
 	w.RemoveTarget("c")
 	w.SetTarget("c", statusTarget{Reader: c, Writer: c})
-	w.Publish(&translate.Result{Routes: []translate.RouteStatus{named}, Clusters: []string{"c"}}, translated)
+	w.Publish(&translate.Result{Routes: []*translate.RouteStatus{named}, Clusters: []string{"c"}}, translated)
 	if len(w.sweep) != 1 {
 		t.Fatal("a pass reading a reconnected cluster did not wake the sweeper")
 	}

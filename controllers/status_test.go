@@ -55,8 +55,8 @@ func TestPublishQueues(t *testing.T) {
 	ref := func(kind, name string) translate.ObjectRef {
 		return translate.ObjectRef{Cluster: "hub", Kind: kind, Namespace: "default", Name: name}
 	}
-	route := func(name string, gen int64) translate.RouteStatus {
-		return translate.RouteStatus{Ref: ref("HTTPRoute", name), Generation: gen}
+	route := func(name string, gen int64) *translate.RouteStatus {
+		return &translate.RouteStatus{Ref: ref("HTTPRoute", name), Generation: gen}
 	}
 	gateway := translate.GatewayStatus{Ref: ref("Gateway", "gw")}
 	withRoutes := func(n int32, reason string) translate.GatewayStatus {
@@ -73,12 +73,12 @@ func TestPublishQueues(t *testing.T) {
 		// later are queued only after the writer's countsDelay.
 		later []string
 	}{
-		{"first routes", translate.Result{Routes: []translate.RouteStatus{route("a", 1), route("b", 1)}}, translated, []string{"a", "b"}, nil},
+		{"first routes", translate.Result{Routes: []*translate.RouteStatus{route("a", 1), route("b", 1)}}, translated, []string{"a", "b"}, nil},
 		{"gateway", translate.Result{Gateways: []translate.GatewayStatus{gateway}}, applied, []string{"gw"}, nil},
-		{"unchanged", translate.Result{Routes: []translate.RouteStatus{route("a", 1), route("b", 1)}}, translated, nil, nil},
-		{"one changed, one new", translate.Result{Routes: []translate.RouteStatus{route("a", 2), route("b", 1), route("c", 1)}}, translated, []string{"a", "c"}, nil},
-		{"one dropped; the gateway of the other part stays", translate.Result{Routes: []translate.RouteStatus{route("a", 2), route("c", 1)}}, translated, []string{"b"}, nil},
-		{"dropped again: nothing", translate.Result{Routes: []translate.RouteStatus{route("a", 2), route("c", 1)}}, translated, nil, nil},
+		{"unchanged", translate.Result{Routes: []*translate.RouteStatus{route("a", 1), route("b", 1)}}, translated, nil, nil},
+		{"one changed, one new", translate.Result{Routes: []*translate.RouteStatus{route("a", 2), route("b", 1), route("c", 1)}}, translated, []string{"a", "c"}, nil},
+		{"one dropped; the gateway of the other part stays", translate.Result{Routes: []*translate.RouteStatus{route("a", 2), route("c", 1)}}, translated, []string{"b"}, nil},
+		{"dropped again: nothing", translate.Result{Routes: []*translate.RouteStatus{route("a", 2), route("c", 1)}}, translated, nil, nil},
 		{"gateway with a route", translate.Result{Gateways: []translate.GatewayStatus{withRoutes(1, "Programmed")}}, applied, []string{"gw"}, nil},
 		{"only attachedRoutes changed: coalesced", translate.Result{Gateways: []translate.GatewayStatus{withRoutes(2, "Programmed")}}, applied, nil, []string{"gw"}},
 		{"a condition changed: at once", translate.Result{Gateways: []translate.GatewayStatus{withRoutes(3, "Pending")}}, applied, []string{"gw"}, nil},

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -478,4 +479,20 @@ func TestSortRuns(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
 	}
+}
+
+// FuzzHostname: the one-scan path gives what trimming and lowering give, for any name.
+func FuzzHostname(f *testing.F) {
+	for _, s := range []string{"", "*", "a.example.com", "A.Example.COM.", " a.b ", "*.x.y", "a.", "é.x", "a\tb", "ǅ.x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		want := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(h), "."))
+		if want == "*" {
+			want = ""
+		}
+		if got := hostname(h); got != want {
+			t.Errorf("hostname(%q) = %q, want %q", h, got, want)
+		}
+	})
 }

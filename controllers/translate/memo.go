@@ -78,6 +78,11 @@ type cachedRoute struct {
 type hostMemo struct {
 	pass   uint64
 	groups map[portKey]*hostGroup
+	// slots is fromLastOrder's scratch space, all nil between passes.
+	slots []*route
+	// spare are, by listener, attachment lists no hostGroup holds any more (update), for
+	// sizeAttachments to fill again: 20,000 attachments were a sixth of what a pass allocated.
+	spare map[listenerKey][]attachment
 	// attached are the attachments each listener had in the last pass: the next sizes its list
 	// once instead of growing it route by route.
 	attached map[listenerKey]int

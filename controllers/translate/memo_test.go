@@ -179,10 +179,10 @@ func TestMemoKeepsUnchangedStatuses(t *testing.T) {
 		t.Fatalf("want 3 route statuses before and after, got %d and %d", len(before.Routes), len(after.Routes))
 	}
 	for i := range after.Routes {
-		b, a := &before.Routes[i], &after.Routes[i]
+		b, a := before.Routes[i], after.Routes[i]
 		shared := &a.Parents[0] == &b.Parents[0]
-		if want := a.Ref.Name != changed.Name; shared != want {
-			t.Errorf("%s: parents shared with the pass before: %v, want %v", a.Ref.Name, shared, want)
+		if want := a.Ref.Name != changed.Name; shared != want || (a == b) != want {
+			t.Errorf("%s: parents shared with the pass before: %v, the very status: %v; want %v", a.Ref.Name, shared, a == b, want)
 		}
 		if got := a.Parents[0].Conditions[0].ObservedGeneration; got != a.Generation {
 			t.Errorf("%s: observedGeneration %d, want %d", a.Ref.Name, got, a.Generation)

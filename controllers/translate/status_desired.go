@@ -61,6 +61,9 @@ func sameAs[S any](s *S, other any) bool {
 // over unchanged share their Parents, which results never modify, and compare at once.
 func (s *RouteStatus) Same(other any) bool {
 	o, ok := other.(*RouteStatus)
+	if ok && o == s {
+		return true // an unchanged route's status, handed on from pass to pass
+	}
 	if !ok || s.Ref != o.Ref || s.Generation != o.Generation || len(s.Parents) != len(o.Parents) {
 		return false
 	}

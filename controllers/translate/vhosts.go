@@ -180,6 +180,13 @@ func (t *translator) ownMatches(c *classInfo, g portGroup, hosts []string) [][]*
 // makes st the port group's hosts of this pass: a new list, sharing the others' routes.
 func (st *hostGroup) update(t *translator, c *classInfo, g portGroup, changed []string) {
 	for i, l := range g.ls {
+		if old := st.attached[i]; cap(old) > 0 && (len(l.hosts) == 0 || &old[:1][0] != &l.hosts[:1][0]) {
+			clear(old[:cap(old)]) // keeps no route alive
+			if t.hosts.spare == nil {
+				t.hosts.spare = map[listenerKey][]attachment{}
+			}
+			t.hosts.spare[l.key()] = old
+		}
 		st.attached[i] = l.hosts
 	}
 	st.pass = t.hosts.pass
