@@ -286,6 +286,11 @@ func (f *Fleet) reportHub(missing string) {
 // changed tells the pipeline and the MCS controller that a member's objects or health changed.
 func (f *Fleet) changed(cluster string) {
 	f.o.Changed(cluster)
+	f.pokeMCS()
+}
+
+// pokeMCS has the MCS controller make a pass.
+func (f *Fleet) pokeMCS() {
 	select {
 	case f.mcs <- event.GenericEvent{Object: &v1alpha1.MemberCluster{}}:
 	default: // a pass is already due

@@ -67,9 +67,16 @@ type export struct {
 // Reconcile derives every ServiceImport from the usable members' exports and writes them and the
 // export conditions.
 func (c *MCS) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	// A leaving member exports nothing any more, and gets no ServiceImports.
-	members := slices.DeleteFunc(c.Fleet.Members(), func(m Member) bool { return m.Leaving })
+	// A leaving member exports nothing any more, and its ServiceImports go (releaseImports).
+	var members []Member
 	var errs []error
+	for _, m := range c.Fleet.Members() {
+		if m.Leaving {
+			errs = append(errs, releaseImports(ctx, m))
+			continue
+		}
+		members = append(members, m)
+	}
 	byService := map[types.NamespacedName][]*export{}
 	var all []*export
 	for _, m := range members {
@@ -262,6 +269,62 @@ func syncImports(ctx context.Context, m Member, desired map[types.NamespacedName
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// managedImports lists the ServiceImports fleetgate made in a member; none when the member does
+// not serve the MCS CRDs.
+func managedImports(ctx context.Context, m Member) ([]mcsv1a1.ServiceImport, error) {
+	var list mcsv1a1.ServiceImportList
+	err := m.Reader.List(ctx, &list, client.MatchingLabels{LabelManagedBy: managedByMCS})
+	if meta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing ServiceImports in %s: %w", m.Name, err)
+	}
+	return list.Items, nil
+}
+
+// releaseImports deletes the ServiceImports fleetgate made in a leaving member: the member takes
+// no part in the fleet's services any more, and its MemberCluster waits for them to go
+// (importsLeft).
+func releaseImports(ctx context.Context, m Member) error {
+	imports, err := managedImports(ctx, m)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := range imports {
+		if err := m.Writer.Delete(ctx, &imports[i]); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting ServiceImport %s/%s in leaving member %s: %w", imports[i].Namespace, imports[i].Name, m.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// importsLeft names the ServiceImports fleetgate made that are still in a leaving member, and
+// has the MCS controller look again while there are some.
+func (f *Fleet) importsLeft(ctx context.Context, name string) ([]string, error) {
+	f.mu.RLock()
+	m, ok := f.members[name]
+	var mem Member
+	if ok {
+		mem = f.memberLocked(m)
+	}
+	f.mu.RUnlock()
+	if !ok {
+		return nil, nil
+	}
+	imports, err := managedImports(ctx, mem)
+	if err != nil || len(imports) == 0 {
+		return nil, err
+	}
+	out := make([]string, 0, len(imports))
+	for _, si := range imports {
+		out = append(out, "ServiceImport "+si.Namespace+"/"+si.Name)
+	}
+	f.pokeMCS()
+	return out, nil
 }
 
 // writeImportStatus lists the exporting clusters on the ServiceImport.

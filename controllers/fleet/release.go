@@ -128,6 +128,13 @@ func (r *Reconciler) release(ctx context.Context, mc *v1alpha1.MemberCluster, o 
 	if err != nil {
 		return false, 0, fmt.Errorf("looking for what fleetgate holds for member %s: %w", mc.Name, err)
 	}
+	if usable {
+		imports, err := f.importsLeft(ctx, mc.Name)
+		if err != nil {
+			return false, 0, fmt.Errorf("looking for ServiceImports fleetgate made in member %s: %w", mc.Name, err)
+		}
+		inMember = append(inMember, imports...)
+	}
 	if slices.Contains(mc.Finalizers, v1alpha1.FinalizerMemberRules) {
 		hub = append(hub, "AWS security group rules (finalizer "+v1alpha1.FinalizerMemberRules+")")
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers"
@@ -111,9 +112,14 @@ func mcGone(t *testing.T, hub client.Client, name string, within time.Duration) 
 // Deleting its MemberCluster deletes the load balancer and the DNSEndpoint, strips fleetgate's
 // finalizer and statuses from the member's objects, and only then lets the MemberCluster go.
 func TestMemberClusterDeletionReleases(t *testing.T) {
-	e := newDNSEnv(t, testbed.Options{}, nil)
+	e := newDNSEnvWith(t, testbed.Options{}, nil, controllers.FleetOptions{MCSController: true})
 	member := testbed.ForTest(t, "member-a")[0]
 	memberWithGateway(t, e, member)
+	// The member exports its backend: fleetgate's MCS controller makes the ServiceImport in it.
+	must(t, member.Client.Create(t.Context(), &mcsv1a1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}))
+	testbed.Eventually(t, 30*time.Second, func() error {
+		return member.Client.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "web"}, &mcsv1a1.ServiceImport{})
+	})
 	if left := memberLeftovers(t, member); len(left) == 0 {
 		t.Fatal("the programmed member holds nothing of fleetgate: the test would prove nothing")
 	}
@@ -132,6 +138,11 @@ func TestMemberClusterDeletionReleases(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string(nil), memberLeftovers(t, member)); diff != "" {
 		t.Errorf("fleetgate's leftovers in the member (-want +got):\n%s", diff)
+	}
+	var imports mcsv1a1.ServiceImportList
+	must(t, member.Client.List(t.Context(), &imports))
+	if len(imports.Items) > 0 {
+		t.Errorf("ServiceImports left in the member after it went: %s/%s and %d more", imports.Items[0].Namespace, imports.Items[0].Name, len(imports.Items)-1)
 	}
 	var evs corev1.EventList
 	must(t, e.c.Client.List(t.Context(), &evs))
