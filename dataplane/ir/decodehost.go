@@ -80,6 +80,10 @@ type hostPool struct {
 	// sameRoutes are the routes last decoded as a host's, and sameJSON their JSON (routes).
 	sameRoutes []Route
 	sameJSON   []byte
+	// sameBackends are the backends last decoded as a route's, and sameBackendsJSON their JSON
+	// (backends).
+	sameBackends     []Backend
+	sameBackendsJSON []byte
 }
 
 // newReusedHostDecoder returns a decoder for many hosts, one after the other.
@@ -113,13 +117,6 @@ func (a *arena[T]) take(n int) []T {
 }
 
 // The arenas of a pool; nil without one.
-func (p *hostPool) backendArena() *arena[Backend] {
-	if p == nil {
-		return nil
-	}
-	return &p.backends
-}
-
 func (p *hostPool) endpointArena() *arena[Endpoint] {
 	if p == nil {
 		return nil
@@ -238,13 +235,39 @@ func (d *hostDecoder) route(r *Route) error {
 		case 2:
 			return d.filters(&r.Filters)
 		case 3:
-			return exact(d, &r.Backends, d.pool.backendArena(), d.backend)
+			return d.backends(&r.Backends)
 		case 4:
 			return d.timeouts(&r.Timeouts)
 		default:
 			return pointer(d, &r.Retry, d.retry)
 		}
 	})
+}
+
+// backends decodes a route's backends. A decoder kept for many hosts gives a route the backends
+// of the route decoded before it when their JSON is the same, as routes does for hosts: routes
+// whose hosts differ (each its own path) still mostly send to the service their neighbour sends
+// to, and the backends (with their endpoints) were half of decoding such a host.
+func (d *hostDecoder) backends(bs *[]Backend) error {
+	p := d.pool
+	if p == nil {
+		return slice(d, bs, d.backend)
+	}
+	if cap(*bs) > 0 {
+		return errType // "backends" given twice: see routes
+	}
+	if len(p.sameBackendsJSON) > 0 && bytes.HasPrefix(d.data[d.i:], p.sameBackendsJSON) {
+		*bs = p.sameBackends
+		d.i += len(p.sameBackendsJSON)
+		return nil
+	}
+	start := d.i
+	if err := exact(d, bs, &p.backends, d.backend); err != nil {
+		p.sameBackends, p.sameBackendsJSON = nil, p.sameBackendsJSON[:0]
+		return err
+	}
+	p.sameBackends, p.sameBackendsJSON = *bs, append(p.sameBackendsJSON[:0], d.data[start:d.i]...)
+	return nil
 }
 
 func (d *hostDecoder) match(m *Match) error {

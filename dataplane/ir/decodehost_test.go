@@ -108,6 +108,46 @@ func TestReusedDecoderSharesRoutes(t *testing.T) {
 	}
 }
 
+// TestReusedDecoderSharesBackends checks that routes with the same backends JSON share one
+// decoded slice, across routes and hosts, and that a route giving "backends" twice changes no
+// other route's.
+func TestReusedDecoderSharesBackends(t *testing.T) {
+	be := `[{"name":"b","weight":1,"endpoints":[{"address":"10.0.0.1","port":80}]}]`
+	route := func(path string) string {
+		return `{"name":"r","match":{"path":{"type":"Exact","value":"` + path + `"}},"backends":` + be + `}`
+	}
+	hosts := []string{
+		`{"hostname":"a","routes":[` + route("/a1") + `,` + route("/a2") + `]}`,
+		`{"hostname":"b","routes":[` + route("/b") + `,{"name":"r","backends":` + be + `,"backends":[{"weight":7,"endpoints":[{"port":81}]}]}]}`,
+		`{"hostname":"c","routes":[` + route("/c") + `]}`,
+	}
+	d := newReusedHostDecoder()
+	var got []VirtualHost
+	for _, h := range hosts {
+		vh, err := d.decode([]byte(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, vh)
+	}
+	for i, h := range hosts {
+		var want VirtualHost
+		if err := json.Unmarshal([]byte(h), &want); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got[i]); diff != "" {
+			t.Errorf("host %d (-json.Unmarshal +reused decoder):\n%s", i, diff)
+		}
+	}
+	// Host b, which gives "backends" twice, is json.Unmarshal's: only a's and c's routes share.
+	first := &got[0].Routes[0].Backends[0]
+	for _, b := range []*Backend{&got[0].Routes[1].Backends[0], &got[2].Routes[0].Backends[0]} {
+		if b != first {
+			t.Error("routes with the same backends JSON do not share their backends")
+		}
+	}
+}
+
 // TestDecodeHost holds DecodeHost to json.Unmarshal on inputs chosen for the corners of
 // encoding/json's semantics, and checks which of them the hand-written decoder takes itself
 // (fast) rather than handing them to json.Unmarshal.

@@ -108,6 +108,9 @@ type compiler struct {
 	// list (as the loader's decoder gives neighbours with the same routes) hash it once.
 	hashed    []ir.Route
 	hashedKey routesKey
+	// backendSets are the backend sets compiled so far by the backends slice they were compiled
+	// from (compileBackends).
+	backendSets map[backendsKey]backendSet
 }
 
 func newCompiler(deps compileDeps, clientCert *ir.Certificate, pools tlsTransports) *compiler {
