@@ -84,6 +84,18 @@ type hostPool struct {
 	// (backends).
 	sameBackends     []Backend
 	sameBackendsJSON []byte
+	// recent are the routes last decoded at the first places of a host's routes, with their
+	// JSON, and at the place of the route being decoded (route).
+	recent [recentRoutes]recentRoute
+	at     int
+}
+
+// recentRoutes is how many places of a host's routes a decoder kept for many hosts remembers.
+const recentRoutes = 8
+
+type recentRoute struct {
+	r    Route
+	json []byte
 }
 
 // newReusedHostDecoder returns a decoder for many hosts, one after the other.
@@ -217,6 +229,7 @@ func (d *hostDecoder) routes(rs *[]Route) error {
 		return nil
 	}
 	start := d.i
+	p.at = 0
 	if err := exact(d, rs, &p.routes, d.route); err != nil {
 		p.sameRoutes, p.sameJSON = nil, p.sameJSON[:0]
 		return err
@@ -225,7 +238,33 @@ func (d *hostDecoder) routes(rs *[]Route) error {
 	return nil
 }
 
+// route decodes a route of a host's routes. A decoder kept for many hosts gives a route the value
+// of the route decoded at the same place of the host before when their JSON is the same: hosts
+// whose routes differ in one (each its own path) often repeat the others (a health check, a
+// catch-all). r is zero, as exact gives it, and the JSON of an object ends where its content
+// says, so those bytes decode to that value; its pointers and slices are only ever read.
 func (d *hostDecoder) route(r *Route) error {
+	p := d.pool
+	if p == nil || p.at >= len(p.recent) {
+		return d.routeFields(r)
+	}
+	m := &p.recent[p.at]
+	p.at++
+	if len(m.json) > 0 && bytes.HasPrefix(d.data[d.i:], m.json) {
+		*r = m.r
+		d.i += len(m.json)
+		return nil
+	}
+	start := d.i
+	if err := d.routeFields(r); err != nil {
+		m.r, m.json = Route{}, m.json[:0]
+		return err
+	}
+	m.r, m.json = *r, append(m.json[:0], d.data[start:d.i]...)
+	return nil
+}
+
+func (d *hostDecoder) routeFields(r *Route) error {
 	return d.object([]string{"name", "match", "filters", "backends", "timeouts", "retry"}, func(f int) error {
 		switch f {
 		case 0:
