@@ -41,6 +41,10 @@ type listenerTable struct {
 	notFound *backendStats
 	// own are the series the listener holds a reference to, apart from its hosts'.
 	own []*routeStats
+	// refs, when set, are all the series references the listener holds, its hosts' included:
+	// those a whole compile took for it. Giving back those of 100k hosts was a walk of the host
+	// map; a patched listener has none, and is walked.
+	refs []*routeStats
 }
 
 type sniRoute struct {
@@ -144,10 +148,12 @@ func (s *compiler) compileConfig(cfg *ir.Config, certs certCache) (*table, error
 	s.acquired = make([]*routeStats, 0, n)
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
+		from := len(s.acquired)
 		lt, err := s.compileListener(l, certs)
 		if err != nil {
 			return nil, fmt.Errorf("listener %q: %w", l.Name, err)
 		}
+		lt.refs = s.acquired[from:len(s.acquired):len(s.acquired)]
 		t.listeners[portKey{l.Port, l.Protocol == ir.ProtocolUDP}] = lt
 	}
 	if s.err != nil {
@@ -360,6 +366,9 @@ func usesTLS(in *ir.VirtualHost) bool {
 
 // stats appends the series every table holding lt refers to through it.
 func (lt *listenerTable) stats(out []*routeStats) []*routeStats {
+	if lt.refs != nil {
+		return append(out, lt.refs...)
+	}
 	out = append(out, lt.own...)
 	if lt.hosts != nil {
 		lt.hosts.each(func(v *vhost) { out = v.stats(out) })

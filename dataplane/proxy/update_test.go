@@ -56,6 +56,19 @@ func checkRefs(t *testing.T, s *Server) {
 		for _, rs := range lt.stats(nil) {
 			want[[2]string{rs.listener, rs.route}]++
 		}
+		// The references a whole compile recorded are those its hosts and itself hold.
+		walked := *lt
+		walked.refs = nil
+		count := func(rss []*routeStats) map[*routeStats]int {
+			m := map[*routeStats]int{}
+			for _, rs := range rss {
+				m[rs]++
+			}
+			return m
+		}
+		if diff := cmp.Diff(count(walked.stats(nil)), count(lt.stats(nil))); diff != "" {
+			t.Errorf("listener %q: recorded references (-walked +recorded):\n%s", lt.name, diff)
+		}
 	}
 	got := map[[2]string]int{}
 	s.metrics.mu.Lock()
