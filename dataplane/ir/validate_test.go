@@ -249,3 +249,41 @@ func TestRegexInstructions(t *testing.T) {
 		t.Error("RegexInstructions(\"(\") = nil error")
 	}
 }
+
+// TestValidateSharedRoutes checks that hosts sharing one routes slice are reported as if each had
+// its own copy: every error of every host, in the same words and order.
+func TestValidateSharedRoutes(t *testing.T) {
+	be := []Backend{{Name: "b", Weight: 1, Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 80}}}}
+	valid := []Route{{Name: "ok", Match: Match{Path: &StringMatch{Type: MatchPrefix, Value: "/"}}, Backends: be}}
+	invalid := []Route{{Name: "bad", Match: Match{Path: &StringMatch{Type: "Bogus", Value: "/"}}, Backends: be}}
+	hosts := []VirtualHost{
+		{Hostname: "a.example.com", Routes: valid},
+		{Hostname: "b.example.com", Routes: valid},
+		{Hostname: "c.example.com", Routes: invalid},
+		{Hostname: "d.example.com", Routes: invalid},
+		{Hostname: "e.example.com", Routes: valid, SingleLabelWildcard: true},
+		{Hostname: "f.example.com", Routes: valid},
+		{Hostname: "a.example.com", Routes: valid},
+	}
+	config := func(hosts []VirtualHost) *Config {
+		return &Config{Gateway: "ns/gw", Listeners: []Listener{{Name: "http", Port: 80, Protocol: ProtocolHTTP, VirtualHosts: hosts}}}
+	}
+	own := make([]VirtualHost, len(hosts))
+	for i, h := range hosts {
+		h.Routes = append([]Route(nil), h.Routes...)
+		own[i] = h
+	}
+	shared, copied := config(hosts).Validate(), config(own).Validate()
+	if shared == nil || copied == nil {
+		t.Fatalf("errors: shared %v, own routes %v", shared, copied)
+	}
+	if shared.Error() != copied.Error() {
+		t.Errorf("shared routes:\n%v\nown routes:\n%v", shared, copied)
+	}
+	for _, want := range []string{`host "c.example.com" route "bad" path: match type "Bogus"`, `host "d.example.com" route "bad"`,
+		`host "e.example.com": singleLabelWildcard`, `host "a.example.com": duplicate host`} {
+		if !strings.Contains(shared.Error(), want) {
+			t.Errorf("error %q does not say %q", shared, want)
+		}
+	}
+}
