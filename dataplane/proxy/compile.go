@@ -115,6 +115,8 @@ type compiler struct {
 	// backendSets are the backend sets compiled so far by the backends slice they were compiled
 	// from (compileBackends).
 	backendSets map[backendsKey]backendSet
+	// placed are the routes compiled last at the first places of a host's routes (sameRoute).
+	placed [8]placedRoute
 }
 
 func newCompiler(deps compileDeps, clientCert *ir.Certificate, pools tlsTransports) *compiler {
@@ -269,14 +271,30 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 		// them again one by one (patchHosts).
 		key = s.routesKey(listener, in.Routes)
 		if set := s.sharedRoutes(key, in.Routes); set != nil {
+			for i := range min(len(s.placed), len(in.Routes)) {
+				s.placed[i] = placedRoute{listener: listener, src: in.Routes[i], r: set.routes[i]}
+			}
 			return &vhost{name: in.Hostname, routeSet: set}, nil
 		}
 	}
 	routes := make([]*route, 0, len(in.Routes))
 	for i := range in.Routes {
-		r, err := s.compileRoute(listener, &in.Routes[i])
+		ri := &in.Routes[i]
+		if !tlsBackends && i < len(s.placed) {
+			if p := &s.placed[i]; p.r != nil && p.listener == listener && sameRoute(&p.src, ri) {
+				if p.r.stats != nil {
+					s.holdStats(p.r.stats)
+				}
+				routes = append(routes, p.r)
+				continue
+			}
+		}
+		r, err := s.compileRoute(listener, ri)
 		if err != nil {
-			return nil, fmt.Errorf("host %q route %q: %w", in.Hostname, in.Routes[i].Name, err)
+			return nil, fmt.Errorf("host %q route %q: %w", in.Hostname, ri.Name, err)
+		}
+		if !tlsBackends && i < len(s.placed) {
+			s.placed[i] = placedRoute{listener: listener, src: *ri, r: r}
 		}
 		routes = append(routes, r)
 	}
@@ -289,6 +307,35 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 		s.sets[key] = append(s.sets[key], sharedSet{src: in.Routes, set: v.routeSet})
 	}
 	return v, nil
+}
+
+// placedRoute is the route compiled last at one place of a host's routes, with its IR.
+type placedRoute struct {
+	listener string
+	src      ir.Route
+	r        *route
+}
+
+// sameRoute tells whether a and b are the same route in memory: every field equal, every pointer
+// and slice the same. The loader's decoder gives a route that repeats the one at its place in the
+// host before that route's value (ir's hostPool.recent), so hosts whose route lists differ in one
+// route compile the others once. Only what compileRoute reads decides, and it reads nothing else.
+func sameRoute(a, b *ir.Route) bool {
+	return a.Name == b.Name && a.Match.Path == b.Match.Path && a.Match.Method == b.Match.Method &&
+		sameSlice(a.Match.Headers, b.Match.Headers) && sameSlice(a.Match.QueryParams, b.Match.QueryParams) &&
+		a.Filters.RequestHeaders == b.Filters.RequestHeaders && a.Filters.ResponseHeaders == b.Filters.ResponseHeaders &&
+		a.Filters.Redirect == b.Filters.Redirect && a.Filters.Rewrite == b.Filters.Rewrite &&
+		sameSlice(a.Filters.Mirrors, b.Filters.Mirrors) && a.Filters.CORS == b.Filters.CORS &&
+		sameSlice(a.Backends, b.Backends) && a.Timeouts == b.Timeouts && a.Retry == b.Retry
+}
+
+// sameSlice tells whether a and b are the same slice: the same elements in memory, or both nil,
+// or both empty and not nil.
+func sameSlice[T any](a, b []T) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0]
 }
 
 // routesKey tells route lists apart cheaply; lists with the same key are compared in full.
