@@ -272,7 +272,7 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 		key = s.routesKey(listener, in.Routes)
 		if set := s.sharedRoutes(key, in.Routes); set != nil {
 			for i := range min(len(s.placed), len(in.Routes)) {
-				s.placed[i] = placedRoute{listener: listener, src: in.Routes[i], r: set.routes[i]}
+				s.placed[i] = placedRoute{listener: listener, src: &in.Routes[i], r: set.routes[i]}
 			}
 			return &vhost{name: in.Hostname, routeSet: set}, nil
 		}
@@ -281,7 +281,7 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 	for i := range in.Routes {
 		ri := &in.Routes[i]
 		if !tlsBackends && i < len(s.placed) {
-			if p := &s.placed[i]; p.r != nil && p.listener == listener && sameRoute(&p.src, ri) {
+			if p := &s.placed[i]; p.r != nil && p.listener == listener && sameRoute(p.src, ri) {
 				if p.r.stats != nil {
 					s.holdStats(p.r.stats)
 				}
@@ -294,7 +294,7 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 			return nil, fmt.Errorf("host %q route %q: %w", in.Hostname, ri.Name, err)
 		}
 		if !tlsBackends && i < len(s.placed) {
-			s.placed[i] = placedRoute{listener: listener, src: *ri, r: r}
+			s.placed[i] = placedRoute{listener: listener, src: ri, r: r}
 		}
 		routes = append(routes, r)
 	}
@@ -309,10 +309,11 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 	return v, nil
 }
 
-// placedRoute is the route compiled last at one place of a host's routes, with its IR.
+// placedRoute is the route compiled last at one place of a host's routes, with its IR (which
+// lives as long as the compile).
 type placedRoute struct {
 	listener string
-	src      ir.Route
+	src      *ir.Route
 	r        *route
 }
 
