@@ -115,7 +115,9 @@ type compiler struct {
 	// backendSets are the backend sets compiled so far by the backends slice they were compiled
 	// from (compileBackends).
 	backendSets map[backendsKey]backendSet
-	// placed are the routes compiled last at the first places of a host's routes (sameRoute).
+	// placed are the routes compiled last at the first places of a host's routes: a route that
+	// is the same (ir.SameRoute) is not compiled again. The loader's decoder gives hosts whose
+	// route lists differ in one route the others of the host before.
 	placed [8]placedRoute
 }
 
@@ -281,7 +283,7 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 	for i := range in.Routes {
 		ri := &in.Routes[i]
 		if !tlsBackends && i < len(s.placed) {
-			if p := &s.placed[i]; p.r != nil && p.listener == listener && sameRoute(p.src, ri) {
+			if p := &s.placed[i]; p.r != nil && p.listener == listener && ir.SameRoute(p.src, ri) {
 				if p.r.stats != nil {
 					s.holdStats(p.r.stats)
 				}
@@ -315,28 +317,6 @@ type placedRoute struct {
 	listener string
 	src      *ir.Route
 	r        *route
-}
-
-// sameRoute tells whether a and b are the same route in memory: every field equal, every pointer
-// and slice the same. The loader's decoder gives a route that repeats the one at its place in the
-// host before that route's value (ir's hostPool.recent), so hosts whose route lists differ in one
-// route compile the others once. Only what compileRoute reads decides, and it reads nothing else.
-func sameRoute(a, b *ir.Route) bool {
-	return a.Name == b.Name && a.Match.Path == b.Match.Path && a.Match.Method == b.Match.Method &&
-		sameSlice(a.Match.Headers, b.Match.Headers) && sameSlice(a.Match.QueryParams, b.Match.QueryParams) &&
-		a.Filters.RequestHeaders == b.Filters.RequestHeaders && a.Filters.ResponseHeaders == b.Filters.ResponseHeaders &&
-		a.Filters.Redirect == b.Filters.Redirect && a.Filters.Rewrite == b.Filters.Rewrite &&
-		sameSlice(a.Filters.Mirrors, b.Filters.Mirrors) && a.Filters.CORS == b.Filters.CORS &&
-		sameSlice(a.Backends, b.Backends) && a.Timeouts == b.Timeouts && a.Retry == b.Retry
-}
-
-// sameSlice tells whether a and b are the same slice: the same elements in memory, or both nil,
-// or both empty and not nil.
-func sameSlice[T any](a, b []T) bool {
-	if len(a) != len(b) || (a == nil) != (b == nil) {
-		return false
-	}
-	return len(a) == 0 || &a[0] == &b[0]
 }
 
 // routesKey tells route lists apart cheaply; lists with the same key are compared in full.
