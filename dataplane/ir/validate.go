@@ -84,10 +84,8 @@ func (l *Listener) validate(at string, b bounds) []error {
 		hosts := make(map[string]bool, len(l.VirtualHosts))
 		// valid are the routes of a host before that had no errors: a host that shares them
 		// (the same slice, as decoders and the controller share equal routes) has none either,
-		// their checks being a function of them and b alone. placed are the routes without errors
-		// at the first places of the hosts before, for a route that is one of them (SameRoute).
+		// their checks being a function of them and b alone.
 		var valid []Route
-		var placed [recentRoutes]*Route
 		for i := range l.VirtualHosts {
 			vh := &l.VirtualHosts[i]
 			if k := HostnameKey(vh.Hostname); hosts[k] {
@@ -101,7 +99,7 @@ func (l *Listener) validate(at string, b bounds) []error {
 				}
 				continue
 			}
-			verrs := vh.validate(b, &placed)
+			verrs := vh.validate(b)
 			for _, err := range verrs {
 				errs = append(errs, fmt.Errorf("%s%w", at, err))
 			}
@@ -146,7 +144,7 @@ func (l *Listener) validate(at string, b bounds) []error {
 // them within a config; duplicates, and whether l may hold virtual hosts at all, are the caller's
 // to check. lim are the limits of the config the host belongs to.
 func ValidateHost(l string, vh *VirtualHost, lim *Limits) error {
-	errs := vh.validate(boundsOf(lim), nil)
+	errs := vh.validate(boundsOf(lim))
 	if len(errs) == 0 {
 		return nil
 	}
@@ -159,29 +157,16 @@ func ValidateHost(l string, vh *VirtualHost, lim *Limits) error {
 
 // validate returns the host's errors, each starting with " host ..." for the caller to prefix
 // with the listener.
-// placed, if set, are routes without errors by their place in a host's routes: a route that is
-// the one at its place is not checked again, and the routes checked here take their places.
-func (vh *VirtualHost) validate(b bounds, placed *[recentRoutes]*Route) []error {
+func (vh *VirtualHost) validate(b bounds) []error {
 	var errs []error
 	if err := vh.validateHost(); err != nil {
 		errs = append(errs, err)
 	}
 	for i := range vh.Routes {
 		r := &vh.Routes[i]
-		known := placed != nil && i < len(placed)
-		if known && placed[i] != nil && SameRoute(placed[i], r) {
-			continue
-		}
 		// The place is formatted only for a route with errors: 100k routes cost no Sprintf.
-		rerrs := r.validate(b)
-		for _, err := range rerrs {
+		for _, err := range r.validate(b) {
 			errs = append(errs, fmt.Errorf(" host %q route %q%w", vh.Hostname, r.Name, err))
-		}
-		if known {
-			placed[i] = nil
-			if len(rerrs) == 0 {
-				placed[i] = r
-			}
 		}
 	}
 	return errs
