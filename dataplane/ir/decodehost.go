@@ -80,6 +80,22 @@ type hostPool struct {
 	// sameRoutes are the routes last decoded as a host's, and sameJSON their JSON (routes).
 	sameRoutes []Route
 	sameJSON   []byte
+	// sameBackends are the backends last decoded as a route's, and sameBackendsJSON their JSON
+	// (backends).
+	sameBackends     []Backend
+	sameBackendsJSON []byte
+	// recent are the routes last decoded at the first places of a host's routes, with their
+	// JSON, and at the place of the route being decoded (route).
+	recent [recentRoutes]recentRoute
+	at     int
+}
+
+// recentRoutes is how many places of a host's routes a decoder kept for many hosts remembers.
+const recentRoutes = 8
+
+type recentRoute struct {
+	r    Route
+	json []byte
 }
 
 // newReusedHostDecoder returns a decoder for many hosts, one after the other.
@@ -113,13 +129,6 @@ func (a *arena[T]) take(n int) []T {
 }
 
 // The arenas of a pool; nil without one.
-func (p *hostPool) backendArena() *arena[Backend] {
-	if p == nil {
-		return nil
-	}
-	return &p.backends
-}
-
 func (p *hostPool) endpointArena() *arena[Endpoint] {
 	if p == nil {
 		return nil
@@ -220,6 +229,7 @@ func (d *hostDecoder) routes(rs *[]Route) error {
 		return nil
 	}
 	start := d.i
+	p.at = 0
 	if err := exact(d, rs, &p.routes, d.route); err != nil {
 		p.sameRoutes, p.sameJSON = nil, p.sameJSON[:0]
 		return err
@@ -228,7 +238,33 @@ func (d *hostDecoder) routes(rs *[]Route) error {
 	return nil
 }
 
+// route decodes a route of a host's routes. A decoder kept for many hosts gives a route the value
+// of the route decoded at the same place of the host before when their JSON is the same: hosts
+// whose routes differ in one (each its own path) often repeat the others (a health check, a
+// catch-all). r is zero, as exact gives it, and the JSON of an object ends where its content
+// says, so those bytes decode to that value; its pointers and slices are only ever read.
 func (d *hostDecoder) route(r *Route) error {
+	p := d.pool
+	if p == nil || p.at >= len(p.recent) {
+		return d.routeFields(r)
+	}
+	m := &p.recent[p.at]
+	p.at++
+	if len(m.json) > 0 && bytes.HasPrefix(d.data[d.i:], m.json) {
+		*r = m.r
+		d.i += len(m.json)
+		return nil
+	}
+	start := d.i
+	if err := d.routeFields(r); err != nil {
+		m.r, m.json = Route{}, m.json[:0]
+		return err
+	}
+	m.r, m.json = *r, append(m.json[:0], d.data[start:d.i]...)
+	return nil
+}
+
+func (d *hostDecoder) routeFields(r *Route) error {
 	return d.object([]string{"name", "match", "filters", "backends", "timeouts", "retry"}, func(f int) error {
 		switch f {
 		case 0:
@@ -238,13 +274,39 @@ func (d *hostDecoder) route(r *Route) error {
 		case 2:
 			return d.filters(&r.Filters)
 		case 3:
-			return exact(d, &r.Backends, d.pool.backendArena(), d.backend)
+			return d.backends(&r.Backends)
 		case 4:
 			return d.timeouts(&r.Timeouts)
 		default:
 			return pointer(d, &r.Retry, d.retry)
 		}
 	})
+}
+
+// backends decodes a route's backends. A decoder kept for many hosts gives a route the backends
+// of the route decoded before it when their JSON is the same, as routes does for hosts: routes
+// whose hosts differ (each its own path) still mostly send to the service their neighbour sends
+// to, and the backends (with their endpoints) were half of decoding such a host.
+func (d *hostDecoder) backends(bs *[]Backend) error {
+	p := d.pool
+	if p == nil {
+		return slice(d, bs, d.backend)
+	}
+	if cap(*bs) > 0 {
+		return errType // "backends" given twice: see routes
+	}
+	if len(p.sameBackendsJSON) > 0 && bytes.HasPrefix(d.data[d.i:], p.sameBackendsJSON) {
+		*bs = p.sameBackends
+		d.i += len(p.sameBackendsJSON)
+		return nil
+	}
+	start := d.i
+	if err := exact(d, bs, &p.backends, d.backend); err != nil {
+		p.sameBackends, p.sameBackendsJSON = nil, p.sameBackendsJSON[:0]
+		return err
+	}
+	p.sameBackends, p.sameBackendsJSON = *bs, append(p.sameBackendsJSON[:0], d.data[start:d.i]...)
+	return nil
 }
 
 func (d *hostDecoder) match(m *Match) error {

@@ -40,6 +40,15 @@ func decodeReused(t testing.TB, data []byte) (VirtualHost, error) {
 	if diff := cmp.Diff(first, again); diff != "" {
 		t.Fatalf("reused decoder on %q, again (-first +second):\n%s", data, diff)
 	}
+	// And once more with its routes one by one the last the decoder saw at their places (recent).
+	d.pool.sameRoutes, d.pool.sameJSON = nil, nil
+	third, terr := d.decode(data)
+	if (err == nil) != (terr == nil) {
+		t.Fatalf("reused decoder on %q: error %v, and %v the third time", data, err, terr)
+	}
+	if diff := cmp.Diff(first, third); diff != "" {
+		t.Fatalf("reused decoder on %q, a third time (-first +third):\n%s", data, diff)
+	}
 	return first, err
 }
 
@@ -105,6 +114,87 @@ func TestReusedDecoderSharesRoutes(t *testing.T) {
 	}
 	if &got[0].Routes[0] != &got[1].Routes[0] || &got[0].Routes[0] != &got[3].Routes[0] {
 		t.Error("hosts a, b and d do not share their routes")
+	}
+}
+
+// TestReusedDecoderSharesBackends checks that routes with the same backends JSON share one
+// decoded slice, across routes and hosts, and that a route giving "backends" twice changes no
+// other route's.
+func TestReusedDecoderSharesBackends(t *testing.T) {
+	be := `[{"name":"b","weight":1,"endpoints":[{"address":"10.0.0.1","port":80}]}]`
+	route := func(path string) string {
+		return `{"name":"r","match":{"path":{"type":"Exact","value":"` + path + `"}},"backends":` + be + `}`
+	}
+	hosts := []string{
+		`{"hostname":"a","routes":[` + route("/a1") + `,` + route("/a2") + `]}`,
+		`{"hostname":"b","routes":[` + route("/b") + `,{"name":"r","backends":` + be + `,"backends":[{"weight":7,"endpoints":[{"port":81}]}]}]}`,
+		`{"hostname":"c","routes":[` + route("/c") + `]}`,
+	}
+	d := newReusedHostDecoder()
+	var got []VirtualHost
+	for _, h := range hosts {
+		vh, err := d.decode([]byte(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, vh)
+	}
+	for i, h := range hosts {
+		var want VirtualHost
+		if err := json.Unmarshal([]byte(h), &want); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got[i]); diff != "" {
+			t.Errorf("host %d (-json.Unmarshal +reused decoder):\n%s", i, diff)
+		}
+	}
+	// Host b, which gives "backends" twice, is json.Unmarshal's: only a's and c's routes share.
+	first := &got[0].Routes[0].Backends[0]
+	for _, b := range []*Backend{&got[0].Routes[1].Backends[0], &got[2].Routes[0].Backends[0]} {
+		if b != first {
+			t.Error("routes with the same backends JSON do not share their backends")
+		}
+	}
+}
+
+// TestReusedDecoderRepeatsRoutes checks that a route whose JSON is the one of the route at its
+// place in the host before gets that route's value (sharing its match), and that every host
+// decodes as json.Unmarshal decodes it.
+func TestReusedDecoderRepeatsRoutes(t *testing.T) {
+	route := func(name, path string) string {
+		return `{"name":"` + name + `","match":{"path":{"type":"Prefix","value":"` + path + `"}},"backends":[{"name":"b","weight":1}]}`
+	}
+	hosts := []string{
+		`{"hostname":"a","routes":[` + route("health", "/healthz") + `,` + route("api", "/a/api") + `,` + route("root", "/") + `]}`,
+		`{"hostname":"b","routes":[` + route("health", "/healthz") + `,` + route("api", "/b/api") + `,` + route("root", "/") + `]}`,
+		// The same routes at other places, and one given twice at the first.
+		`{"hostname":"c","routes":[` + route("root", "/") + `,` + route("health", "/healthz") + `]}`,
+		`{"hostname":"d","routes":[{"name":"root","name":"x"},` + route("health", "/healthz") + `]}`,
+		`{"hostname":"e","routes":[{"name":"x"},` + route("health", "/healthz") + `,` + route("api", "/e/api") + `]}`,
+	}
+	d := newReusedHostDecoder()
+	var got []VirtualHost
+	for _, h := range hosts {
+		vh, err := d.decode([]byte(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, vh)
+	}
+	for i, h := range hosts {
+		var want VirtualHost
+		if err := json.Unmarshal([]byte(h), &want); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got[i]); diff != "" {
+			t.Errorf("host %d (-json.Unmarshal +reused decoder):\n%s", i, diff)
+		}
+	}
+	if got[0].Routes[0].Match.Path != got[1].Routes[0].Match.Path || got[0].Routes[2].Match.Path != got[1].Routes[2].Match.Path {
+		t.Error("hosts a and b do not share their first and last routes")
+	}
+	if got[3].Routes[1].Match.Path != got[4].Routes[1].Match.Path {
+		t.Error("hosts d and e do not share their second route")
 	}
 }
 

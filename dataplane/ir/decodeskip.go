@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -40,7 +41,15 @@ type HostFilter struct {
 	// whole JSON object, read where a host starts, are that host.
 	Expect       func(listener int) int
 	SkipExpected func(listener int, raw []byte) bool
+	// Hosts, if set, is how many hosts the listener is expected to hold (a capacity, not a
+	// check): 100k hosts appended one by one were ~5× their size in copies. It is taken once
+	// growHosts hosts are decoded, so that a reload that decodes a few allocates for a few.
+	Hosts func(listener int) int
 }
+
+// growHosts is how many hosts a listener's slice grows to by appending before it takes the
+// capacity HostFilter.Hosts gives.
+const growHosts = 1024
 
 // readBuffer is what DecodeJSONSkippingReader reads at a time; it grows for a longer value.
 const readBuffer = 256 << 10
@@ -80,6 +89,16 @@ func decodeSkipping(d *skipDecoder, tick func(), f HostFilter) (*Config, error) 
 					return nil
 				}
 				l.VirtualHosts = []VirtualHost{}
+				hint := 0
+				if f.Hosts != nil {
+					hint = f.Hosts(li)
+				}
+				add := func(vh VirtualHost) {
+					if len(l.VirtualHosts) == growHosts && hint > growHosts {
+						l.VirtualHosts = slices.Grow(l.VirtualHosts, hint-growHosts)
+					}
+					l.VirtualHosts = append(l.VirtualHosts, vh)
+				}
 				return d.array(func() error {
 					if f.Expect != nil {
 						if n := f.Expect(li); n > 0 {
@@ -100,7 +119,7 @@ func decodeSkipping(d *skipDecoder, tick func(), f HostFilter) (*Config, error) 
 							raw := d.data[d.i : d.i+n]
 							d.i += n
 							if skipped = f.Skip(li, raw); !skipped {
-								l.VirtualHosts = append(l.VirtualHosts, vh)
+								add(vh)
 							}
 							if tick != nil {
 								tick()
@@ -117,7 +136,7 @@ func decodeSkipping(d *skipDecoder, tick func(), f HostFilter) (*Config, error) 
 						if err != nil {
 							return err
 						}
-						l.VirtualHosts = append(l.VirtualHosts, vh)
+						add(vh)
 					}
 					if tick != nil {
 						tick()

@@ -155,3 +155,69 @@ func TestBaseEqualCoversEveryField(t *testing.T) {
 		t.Error("nil and empty DeniedEndpointCIDRs are BaseEqual")
 	}
 }
+
+// TestSameRouteCoversEveryField changes each field of a route's copy in turn, to another value or
+// to an equal one elsewhere in memory: SameRoute must notice each, or a proxy would take one
+// route's checks or compiled form for another's.
+func TestSameRouteCoversEveryField(t *testing.T) {
+	var r Route
+	fill(reflect.ValueOf(&r).Elem(), map[reflect.Type]bool{})
+	if c := r; !SameRoute(&r, &c) {
+		t.Fatal("a copy of a route is not the same route")
+	}
+	// The fields SameRoute compares: those of Route, and of its Match and Filters.
+	var changes []string
+	var walk func(v reflect.Value, path string)
+	walk = func(v reflect.Value, path string) {
+		for i := range v.NumField() {
+			f, name := v.Field(i), path+"."+v.Type().Field(i).Name
+			switch {
+			case f.Kind() == reflect.Struct && f.Type() != reflect.TypeFor[Timeouts]():
+				walk(f, name)
+			default:
+				changes = append(changes, name)
+			}
+		}
+	}
+	walk(reflect.ValueOf(&r).Elem(), "Route")
+	for n, name := range changes {
+		c := r
+		i := 0
+		var change func(v reflect.Value)
+		change = func(v reflect.Value) {
+			for j := range v.NumField() {
+				f := v.Field(j)
+				if f.Kind() == reflect.Struct && f.Type() != reflect.TypeFor[Timeouts]() {
+					change(f)
+					continue
+				}
+				if i++; i-1 != n {
+					continue
+				}
+				switch f.Kind() {
+				case reflect.String:
+					f.SetString(f.String() + "x")
+				case reflect.Pointer: // an equal value elsewhere
+					p := reflect.New(f.Type().Elem())
+					p.Elem().Set(f.Elem())
+					f.Set(p)
+				case reflect.Slice: // an equal slice elsewhere
+					s := reflect.MakeSlice(f.Type(), f.Len(), f.Len())
+					reflect.Copy(s, f)
+					f.Set(s)
+				case reflect.Struct: // Timeouts
+					f.Field(0).SetInt(f.Field(0).Int() + 1)
+				default:
+					t.Fatalf("%s: a field of kind %s", name, f.Kind())
+				}
+			}
+		}
+		change(reflect.ValueOf(&c).Elem())
+		if SameRoute(&r, &c) || SameRoute(&c, &r) {
+			t.Errorf("SameRoute misses a change of %s", name)
+		}
+	}
+	if len(changes) < 14 {
+		t.Errorf("only %d fields changed: %v", len(changes), changes)
+	}
+}

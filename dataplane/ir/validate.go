@@ -82,6 +82,10 @@ func (l *Listener) validate(at string, b bounds) []error {
 		}
 		// Hosts are keyed by name: a proxy patches them one at a time (Update).
 		hosts := make(map[string]bool, len(l.VirtualHosts))
+		// valid are the routes of a host before that had no errors: a host that shares them
+		// (the same slice, as decoders and the controller share equal routes) has none either,
+		// their checks being a function of them and b alone.
+		var valid []Route
 		for i := range l.VirtualHosts {
 			vh := &l.VirtualHosts[i]
 			if k := HostnameKey(vh.Hostname); hosts[k] {
@@ -89,8 +93,18 @@ func (l *Listener) validate(at string, b bounds) []error {
 			} else {
 				hosts[k] = true
 			}
-			for _, err := range vh.validate(b) {
+			if len(vh.Routes) > 0 && len(vh.Routes) == len(valid) && &vh.Routes[0] == &valid[0] {
+				if err := vh.validateHost(); err != nil {
+					errs = append(errs, fmt.Errorf("%s%w", at, err))
+				}
+				continue
+			}
+			verrs := vh.validate(b)
+			for _, err := range verrs {
 				errs = append(errs, fmt.Errorf("%s%w", at, err))
+			}
+			if valid = nil; len(verrs) == 0 {
+				valid = vh.Routes
 			}
 		}
 	case ProtocolTLS:
@@ -145,16 +159,25 @@ func ValidateHost(l string, vh *VirtualHost, lim *Limits) error {
 // with the listener.
 func (vh *VirtualHost) validate(b bounds) []error {
 	var errs []error
-	if vh.SingleLabelWildcard && !strings.HasPrefix(vh.Hostname, "*.") {
-		errs = append(errs, fmt.Errorf(" host %q: singleLabelWildcard on a host that is not a wildcard", vh.Hostname))
+	if err := vh.validateHost(); err != nil {
+		errs = append(errs, err)
 	}
-	for _, r := range vh.Routes {
+	for i := range vh.Routes {
+		r := &vh.Routes[i]
 		// The place is formatted only for a route with errors: 100k routes cost no Sprintf.
 		for _, err := range r.validate(b) {
 			errs = append(errs, fmt.Errorf(" host %q route %q%w", vh.Hostname, r.Name, err))
 		}
 	}
 	return errs
+}
+
+// validateHost returns the error of the host's own fields, apart from its routes.
+func (vh *VirtualHost) validateHost() error {
+	if vh.SingleLabelWildcard && !strings.HasPrefix(vh.Hostname, "*.") {
+		return fmt.Errorf(" host %q: singleLabelWildcard on a host that is not a wildcard", vh.Hostname)
+	}
+	return nil
 }
 
 // validate returns the route's errors, each starting where in the route it lies (" path: ...")
@@ -254,7 +277,8 @@ func validatePathModifier(at string, p *PathModifier, prefixMatch bool) []error 
 
 func validateBackends(at string, backends []Backend) []error {
 	var errs []error
-	for _, b := range backends {
+	for i := range backends {
+		b := &backends[i]
 		// The place is formatted only for a backend with filters: 300k backends cost no Sprintf.
 		if m := b.Filters.RequestHeaders; m != nil {
 			errs = append(errs, validateHeaderModifier(fmt.Sprintf("%s backend %q request headers", at, b.Name), m)...)
@@ -278,7 +302,8 @@ func validateBackends(at string, backends []Backend) []error {
 				}
 			}
 		}
-		for _, e := range b.Endpoints {
+		for j := range b.Endpoints {
+			e := &b.Endpoints[j]
 			if e.Address == "" || e.Port == 0 || e.Port > 65535 {
 				errs = append(errs, fmt.Errorf("%s backend %q: bad endpoint %q:%d", at, b.Name, e.Address, e.Port))
 			}

@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -247,5 +248,53 @@ func TestRegexInstructions(t *testing.T) {
 	}
 	if _, _, err := RegexInstructions("(", DefaultMaxRegexInstructions, 0); err == nil {
 		t.Error("RegexInstructions(\"(\") = nil error")
+	}
+}
+
+// TestValidateSharedRoutes checks that hosts sharing one routes slice are reported as if each had
+// its own copy: every error of every host, in the same words and order.
+func TestValidateSharedRoutes(t *testing.T) {
+	be := []Backend{{Name: "b", Weight: 1, Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 80}}}}
+	valid := []Route{{Name: "ok", Match: Match{Path: &StringMatch{Type: MatchPrefix, Value: "/"}}, Backends: be}}
+	invalid := []Route{{Name: "bad", Match: Match{Path: &StringMatch{Type: "Bogus", Value: "/"}}, Backends: be}}
+	hosts := []VirtualHost{
+		{Hostname: "a.example.com", Routes: valid},
+		{Hostname: "b.example.com", Routes: valid},
+		{Hostname: "c.example.com", Routes: invalid},
+		{Hostname: "d.example.com", Routes: invalid},
+		{Hostname: "e.example.com", Routes: valid, SingleLabelWildcard: true},
+		{Hostname: "f.example.com", Routes: valid},
+		{Hostname: "a.example.com", Routes: valid},
+		// Routes of their own that repeat the ones at their places before, as decoders give them.
+		{Hostname: "g.example.com", Routes: []Route{valid[0], invalid[0]}},
+		{Hostname: "h.example.com", Routes: []Route{valid[0], invalid[0]}},
+		{Hostname: "i.example.com", Routes: []Route{invalid[0], valid[0]}},
+		{Hostname: "j.example.com", Routes: []Route{invalid[0], valid[0]}},
+	}
+	config := func(hosts []VirtualHost) *Config {
+		return &Config{Gateway: "ns/gw", Listeners: []Listener{{Name: "http", Port: 80, Protocol: ProtocolHTTP, VirtualHosts: hosts}}}
+	}
+	// Each host's routes its own, nothing shared in memory.
+	var own []VirtualHost
+	raw, err := json.Marshal(hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &own); err != nil {
+		t.Fatal(err)
+	}
+	shared, copied := config(hosts).Validate(), config(own).Validate()
+	if shared == nil || copied == nil {
+		t.Fatalf("errors: shared %v, own routes %v", shared, copied)
+	}
+	if shared.Error() != copied.Error() {
+		t.Errorf("shared routes:\n%v\nown routes:\n%v", shared, copied)
+	}
+	for _, want := range []string{`host "c.example.com" route "bad" path: match type "Bogus"`, `host "d.example.com" route "bad"`,
+		`host "g.example.com" route "bad"`, `host "h.example.com" route "bad"`, `host "i.example.com" route "bad"`, `host "j.example.com" route "bad"`,
+		`host "e.example.com": singleLabelWildcard`, `host "a.example.com": duplicate host`} {
+		if !strings.Contains(shared.Error(), want) {
+			t.Errorf("error %q does not say %q", shared, want)
+		}
 	}
 }

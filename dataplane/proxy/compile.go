@@ -41,6 +41,10 @@ type listenerTable struct {
 	notFound *backendStats
 	// own are the series the listener holds a reference to, apart from its hosts'.
 	own []*routeStats
+	// refs, when set, are all the series references the listener holds, its hosts' included:
+	// those a whole compile took for it. Giving back those of 100k hosts was a walk of the host
+	// map; a patched listener has none, and is walked.
+	refs []*routeStats
 }
 
 type sniRoute struct {
@@ -108,6 +112,13 @@ type compiler struct {
 	// list (as the loader's decoder gives neighbours with the same routes) hash it once.
 	hashed    []ir.Route
 	hashedKey routesKey
+	// backendSets are the backend sets compiled so far by the backends slice they were compiled
+	// from (compileBackends).
+	backendSets map[backendsKey]backendSet
+	// placed are the routes compiled last at the first places of a host's routes: a route that
+	// is the same (ir.SameRoute) is not compiled again. The loader's decoder gives hosts whose
+	// route lists differ in one route the others of the host before.
+	placed [8]placedRoute
 }
 
 func newCompiler(deps compileDeps, clientCert *ir.Certificate, pools tlsTransports) *compiler {
@@ -131,12 +142,22 @@ func (s *compiler) compileConfig(cfg *ir.Config, certs certCache) (*table, error
 	}
 	t := &table{version: cfg.Version, listeners: make(map[portKey]*listenerTable, len(cfg.Listeners)), limits: lim}
 	s.lim = lim
+	// A reference per route and listener: 300k appended one by one were ~5× their size in copies.
+	n := len(cfg.Listeners)
+	for i := range cfg.Listeners {
+		for j := range cfg.Listeners[i].VirtualHosts {
+			n += len(cfg.Listeners[i].VirtualHosts[j].Routes)
+		}
+	}
+	s.acquired = make([]*routeStats, 0, n)
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
+		from := len(s.acquired)
 		lt, err := s.compileListener(l, certs)
 		if err != nil {
 			return nil, fmt.Errorf("listener %q: %w", l.Name, err)
 		}
+		lt.refs = s.acquired[from:len(s.acquired):len(s.acquired)]
 		t.listeners[portKey{l.Port, l.Protocol == ir.ProtocolUDP}] = lt
 	}
 	if s.err != nil {
@@ -252,14 +273,30 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 		// them again one by one (patchHosts).
 		key = s.routesKey(listener, in.Routes)
 		if set := s.sharedRoutes(key, in.Routes); set != nil {
+			for i := range min(len(s.placed), len(in.Routes)) {
+				s.placed[i] = placedRoute{listener: listener, src: &in.Routes[i], r: set.routes[i]}
+			}
 			return &vhost{name: in.Hostname, routeSet: set}, nil
 		}
 	}
 	routes := make([]*route, 0, len(in.Routes))
 	for i := range in.Routes {
-		r, err := s.compileRoute(listener, &in.Routes[i])
+		ri := &in.Routes[i]
+		if !tlsBackends && i < len(s.placed) {
+			if p := &s.placed[i]; p.r != nil && p.listener == listener && ir.SameRoute(p.src, ri) {
+				if p.r.stats != nil {
+					s.holdStats(p.r.stats)
+				}
+				routes = append(routes, p.r)
+				continue
+			}
+		}
+		r, err := s.compileRoute(listener, ri)
 		if err != nil {
-			return nil, fmt.Errorf("host %q route %q: %w", in.Hostname, in.Routes[i].Name, err)
+			return nil, fmt.Errorf("host %q route %q: %w", in.Hostname, ri.Name, err)
+		}
+		if !tlsBackends && i < len(s.placed) {
+			s.placed[i] = placedRoute{listener: listener, src: ri, r: r}
 		}
 		routes = append(routes, r)
 	}
@@ -272,6 +309,14 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 		s.sets[key] = append(s.sets[key], sharedSet{src: in.Routes, set: v.routeSet})
 	}
 	return v, nil
+}
+
+// placedRoute is the route compiled last at one place of a host's routes, with its IR (which
+// lives as long as the compile).
+type placedRoute struct {
+	listener string
+	src      *ir.Route
+	r        *route
 }
 
 // routesKey tells route lists apart cheaply; lists with the same key are compared in full.
@@ -349,6 +394,9 @@ func usesTLS(in *ir.VirtualHost) bool {
 
 // stats appends the series every table holding lt refers to through it.
 func (lt *listenerTable) stats(out []*routeStats) []*routeStats {
+	if lt.refs != nil {
+		return append(out, lt.refs...)
+	}
 	out = append(out, lt.own...)
 	if lt.hosts != nil {
 		lt.hosts.each(func(v *vhost) { out = v.stats(out) })

@@ -3,7 +3,6 @@ package proxy
 import (
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"testing"
 
@@ -199,13 +198,18 @@ func TestBackendSharing(t *testing.T) {
 		{Name: "a", Weight: 1, Endpoints: ep(80), Filters: ir.Filters{RequestHeaders: &ir.HeaderModifier{Set: []ir.Header{{Name: "x", Value: "1"}}}}},
 		{Name: "b", Weight: 1, Endpoints: ep(80)},
 	}
-	var routes []ir.Route
-	for i, b := range backends {
-		routes = append(routes, ir.Route{Name: strconv.Itoa(i), Match: ir.Match{Path: exact("/" + strconv.Itoa(i))}, Backends: []ir.Backend{b}})
+	build := func() []ir.Route {
+		var routes []ir.Route
+		for i, b := range backends {
+			routes = append(routes, ir.Route{Name: strconv.Itoa(i), Match: ir.Match{Path: exact("/" + strconv.Itoa(i))}, Backends: []ir.Backend{b}})
+		}
+		return routes
 	}
 	// y's routes differ from x's by one more route, so that the hosts do not share one route set
-	// (TestRouteSetSharing) and share backends only.
-	yRoutes := append(slices.Clone(routes), ir.Route{Name: "more", Backends: []ir.Backend{backends[0]}})
+	// (TestRouteSetSharing), and are built apart, so that they do not share routes
+	// (TestCompileSharedRoutes): they share backends only.
+	routes := build()
+	yRoutes := append(build(), ir.Route{Name: "more", Backends: []ir.Backend{backends[0]}})
 	cfg := &ir.Config{Listeners: []ir.Listener{{Name: "h", Port: 80, Protocol: ir.ProtocolHTTP,
 		VirtualHosts: []ir.VirtualHost{{Hostname: "x", Routes: routes}, {Hostname: "y", Routes: yRoutes}}}}}
 	s, err := New(Options{Registry: prometheus.NewRegistry()})

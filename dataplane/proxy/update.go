@@ -141,6 +141,7 @@ func (s *compiler) patch(old *table, base *ir.Config, u *ir.Update, certs certCa
 			continue
 		default:
 			cp := *p
+			cp.refs = nil // its hosts change
 			lt = &cp
 		}
 		var hosts *hostMap[*vhost]

@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -55,6 +57,19 @@ func checkRefs(t *testing.T, s *Server) {
 	for _, lt := range s.cur.Load().listeners {
 		for _, rs := range lt.stats(nil) {
 			want[[2]string{rs.listener, rs.route}]++
+		}
+		// The references a whole compile recorded are those its hosts and itself hold.
+		walked := *lt
+		walked.refs = nil
+		count := func(rss []*routeStats) map[*routeStats]int {
+			m := map[*routeStats]int{}
+			for _, rs := range rss {
+				m[rs]++
+			}
+			return m
+		}
+		if diff := cmp.Diff(count(walked.stats(nil)), count(lt.stats(nil))); diff != "" {
+			t.Errorf("listener %q: recorded references (-walked +recorded):\n%s", lt.name, diff)
 		}
 	}
 	got := map[[2]string]int{}
@@ -453,4 +468,98 @@ func TestUpdateFoldsLargePatch(t *testing.T) {
 			checkRefs(t, s)
 		})
 	}
+}
+
+// TestCompileSharedRoutes compiles random configs whose hosts repeat routes the way the loader's
+// decoder gives them (a route that is the one at its place in the host before is a copy of it,
+// sharing its match and backends) and the same configs through a JSON round trip (nothing
+// shared): every host must compile to the same routes, the repeated ones compiled once.
+func TestCompileSharedRoutes(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 22))
+	be := func(name string) []ir.Backend {
+		return []ir.Backend{{Name: name, Weight: 1, Endpoints: []ir.Endpoint{{Address: "10.0.0.1", Port: 80}}}}
+	}
+	// Templates that differ in one field each, sharing the rest in memory.
+	slash, a := prefix("/"), be("a")
+	templates := []ir.Route{
+		{Name: "health", Match: ir.Match{Path: exact("/healthz")}, Backends: a},
+		{Name: "root", Match: ir.Match{Path: slash}, Backends: a},
+		{Name: "root", Match: ir.Match{Path: slash}, Backends: be("b")},
+		{Name: "root2", Match: ir.Match{Path: slash}, Backends: a},
+		{Name: "root", Match: ir.Match{Path: slash, Method: "GET"}, Backends: a},
+		{Name: "root", Match: ir.Match{Path: slash}, Backends: a, Timeouts: ir.Timeouts{Request: time.Second}},
+		{Name: "root", Match: ir.Match{Path: slash}, Backends: a, Retry: &ir.Retry{Attempts: 2}},
+		{Name: "root", Match: ir.Match{Path: slash}, Backends: a, Filters: ir.Filters{Redirect: &ir.Redirect{StatusCode: 301, Hostname: "new.example.com"}}},
+		{Name: "re", Match: ir.Match{Path: regex("/x[0-9]+")}, Backends: a},
+	}
+	describe := func(s *Server) map[string]string {
+		out := map[string]string{}
+		for name, v := range hostPtrs(s, "http") {
+			var b strings.Builder
+			for _, r := range v.routes {
+				fmt.Fprintf(&b, "%s %d %q %s re=%v h=%d q=%d t=%v/%v retry=%v redirect=%v stats=%s/%s", r.name, r.pathType, r.path, r.method,
+					r.re != nil, len(r.headers), len(r.query), r.timeout, r.beTimeout, r.retry != nil, r.redirect != nil, r.stats.listener, r.stats.route)
+				for i, be := range r.backends.list {
+					fmt.Fprintf(&b, " %s:%d:%s", be.name, r.backends.cum[i], r.backends.stats[i].name)
+				}
+				b.WriteString("; ")
+			}
+			out[name] = b.String()
+		}
+		return out
+	}
+	for round := range 20 {
+		var hosts []ir.VirtualHost
+		var prev []ir.Route
+		for h := range 50 {
+			routes := make([]ir.Route, 1+rnd.IntN(4))
+			for i := range routes {
+				switch {
+				case i < len(prev) && rnd.IntN(2) == 0:
+					routes[i] = prev[i] // the one at its place before: shared, as the decoder gives it
+				case rnd.IntN(3) != 0:
+					routes[i] = templates[rnd.IntN(len(templates))]
+				default:
+					routes[i] = ir.Route{Name: "own", Match: ir.Match{Path: prefix("/h" + strconv.Itoa(h) + "/" + strconv.Itoa(i))}, Backends: be("c")}
+				}
+			}
+			prev = routes
+			hosts = append(hosts, ir.VirtualHost{Hostname: "h" + strconv.Itoa(h) + ".example.com", Routes: routes})
+		}
+		cfg, _ := httpConfig(t, hosts...)
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var copied ir.Config
+		if err := json.Unmarshal(raw, &copied); err != nil {
+			t.Fatal(err)
+		}
+		copied.Listeners[0].Port = freePort(t, false)
+		shared, own := newProxy(t, cfg), newProxy(t, &copied)
+		if diff := cmp.Diff(describe(own), describe(shared)); diff != "" {
+			t.Fatalf("round %d: compiled hosts (-own routes +shared routes):\n%s", round, diff)
+		}
+		checkRefs(t, shared)
+		for _, s := range []*Server{shared, own} {
+			_ = s.Shutdown(t.Context())
+		}
+	}
+	// Hosts whose routes differ in the middle one hold one compiled first and last route.
+	var hosts []ir.VirtualHost
+	for h := range 10 {
+		hosts = append(hosts, ir.VirtualHost{Hostname: "h" + strconv.Itoa(h) + ".example.com", Routes: []ir.Route{templates[0],
+			{Name: "own", Match: ir.Match{Path: prefix("/h" + strconv.Itoa(h))}, Backends: be("c")}, templates[1]}})
+	}
+	cfg, _ := httpConfig(t, hosts...)
+	s := newProxy(t, cfg)
+	compiled := hostPtrs(s, "http")
+	first := compiled[hosts[0].Hostname]
+	for _, h := range hosts[1:] {
+		if v := compiled[h.Hostname]; v.routes[0] != first.routes[0] || v.routes[2] != first.routes[2] || v.routes[1] == first.routes[1] {
+			t.Errorf("host %s: routes %p, %p, %p; the first host's %p, %p, %p", h.Hostname, v.routes[0], v.routes[1], v.routes[2],
+				first.routes[0], first.routes[1], first.routes[2])
+		}
+	}
+	checkRefs(t, s)
 }

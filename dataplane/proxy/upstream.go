@@ -162,6 +162,16 @@ func (b *backend) retryEndpoint(failed []string) (string, bool) {
 }
 
 func (s *compiler) compileBackends(in []ir.Backend, rs *routeStats) backendSet {
+	// Routes of the same name whose backends the decoder shared (one slice) get one set: it is
+	// only read, and its backends are the ones compileBackend would share anyway. Backends with
+	// filters are each a route's own, so a list holding one is compiled every time.
+	var key backendsKey
+	if len(in) > 0 && !hasFilters(in) {
+		key = backendsKey{first: &in[0], n: len(in), rs: rs}
+		if set, ok := s.backendSets[key]; ok {
+			return set
+		}
+	}
 	out := backendSet{list: make([]*backend, 0, len(in)), stats: make([]*backendStats, 0, len(in)), cum: make([]uint64, 0, len(in))}
 	var total uint64
 	for i := range in {
@@ -171,7 +181,29 @@ func (s *compiler) compileBackends(in []ir.Backend, rs *routeStats) backendSet {
 		out.stats = append(out.stats, rs.backend(b.name))
 		out.cum = append(out.cum, total)
 	}
+	if key.first != nil {
+		if s.backendSets == nil {
+			s.backendSets = map[backendsKey]backendSet{}
+		}
+		s.backendSets[key] = out
+	}
 	return out
+}
+
+// backendsKey is a decoded backends slice and the series of the route it is compiled for.
+type backendsKey struct {
+	first *ir.Backend
+	n     int
+	rs    *routeStats
+}
+
+func hasFilters(in []ir.Backend) bool {
+	for i := range in {
+		if f := &in[i].Filters; f.RequestHeaders != nil || f.ResponseHeaders != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // compileBackend returns the compiled backend, shared with earlier routes naming the same one. The

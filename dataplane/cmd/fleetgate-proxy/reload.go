@@ -152,6 +152,14 @@ func (ld *loader) applyChanges(src io.ReadSeeker, tick func(), held []hostEntry)
 		sum        hostSum
 	}
 	tried.at = -1
+	// perListener counts the hosts held by listener: the file most likely has as many.
+	var perListener []int
+	for _, h := range held {
+		for int(h.listener) >= len(perListener) {
+			perListener = append(perListener, 0)
+		}
+		perListener[h.listener]++
+	}
 	filter := ir.HostFilter{
 		Skip: func(l int, raw []byte) bool {
 			e := hostEntry{listener: int32(l), length: uint32(len(raw))}
@@ -189,6 +197,12 @@ func (ld *loader) applyChanges(src io.ReadSeeker, tick func(), held []hostEntry)
 			}
 			return 0
 		},
+		Hosts: func(l int) int {
+			if l < len(perListener) {
+				return perListener[l]
+			}
+			return 0
+		},
 		SkipExpected: func(l int, raw []byte) bool {
 			h := held[len(next)]
 			if sum := ld.sum(l, raw); sum != h.sum {
@@ -216,6 +230,15 @@ func (ld *loader) applyChanges(src io.ReadSeeker, tick func(), held []hostEntry)
 		at[e.listener]++
 		decoded++
 	}
+	if kept == 0 {
+		// Every host was decoded: the whole config is at hand, and compiles faster than a patch
+		// replacing every host. Its validation refuses a host given twice.
+		if err := ld.srv.Apply(cfg); err != nil {
+			return 0, fmt.Errorf("applying %s: %w", ld.path, err)
+		}
+		ld.hosts, ld.listeners = next, names
+		return decoded, nil
+	}
 	unmoved := kept == len(held) && len(next) == len(held) && heldAt == nil // every host at its place
 	var inNext map[hostSum]bool
 	if !unmoved {
@@ -226,15 +249,6 @@ func (ld *loader) applyChanges(src io.ReadSeeker, tick func(), held []hostEntry)
 			}
 			inNext[e.sum] = true
 		}
-	}
-	if kept == 0 {
-		// Every host was decoded: the whole config is at hand, and compiles faster than a patch
-		// replacing every host.
-		if err := ld.srv.Apply(cfg); err != nil {
-			return 0, fmt.Errorf("applying %s: %w", ld.path, err)
-		}
-		ld.hosts, ld.listeners = next, names
-		return decoded, nil
 	}
 	u := &ir.Update{Gateway: cfg.Gateway, Version: cfg.Version, Base: ir.BaseOf(cfg)}
 	for i := range min(len(names), len(ld.listeners)) {

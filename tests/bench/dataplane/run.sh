@@ -96,7 +96,7 @@ run_wrk() {
 }
 
 start_fleetgate() { # $1 hostnames; TLS_PORT, TLS_CERT and TLS_KEY add the HTTPS listener
-	python3 tests/bench/dataplane/genconfig.py "$1" $FG_PORT $BE_PORT >"$WORK/fg.json"
+	DISTINCT_ROUTES=${SWAP_DISTINCT_ROUTES:-} python3 tests/bench/dataplane/genconfig.py "$1" $FG_PORT $BE_PORT >"$WORK/fg.json"
 	GOMAXPROCS=1 taskset -c 0 "$WORK/fleetgate-proxy" -config "$WORK/fg.json" -address 127.0.0.1 -watch 100ms -drain-timeout 2s -denied-endpoint-cidrs= 2>"$WORK/fg.log" &
 	FG_PID=$!
 	PIDS+=($FG_PID)
@@ -284,8 +284,10 @@ start_fleetgate "$n"
 # Two pre-built versions of the table, swapped in by rename while wrk runs.
 # SWAP_CHANGE_HOSTS=1: the two versions differ in every host (each swap decodes and compiles all of
 # them); by default in their version alone (a swap scans the file and compiles the listeners only).
-CHANGE_HOSTS=${SWAP_CHANGE_HOSTS:-} python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 2 >"$WORK/fg.v2"
-CHANGE_HOSTS=${SWAP_CHANGE_HOSTS:-} python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 3 >"$WORK/fg.v3"
+# SWAP_DISTINCT_ROUTES=1: every host's routes are its own (genconfig.py's DISTINCT_ROUTES), in the
+# table served first too.
+CHANGE_HOSTS=${SWAP_CHANGE_HOSTS:-} DISTINCT_ROUTES=${SWAP_DISTINCT_ROUTES:-} python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 2 >"$WORK/fg.v2"
+CHANGE_HOSTS=${SWAP_CHANGE_HOSTS:-} DISTINCT_ROUTES=${SWAP_DISTINCT_ROUTES:-} python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 3 >"$WORK/fg.v3"
 before=$(grep -c '"config reloaded"' "$WORK/fg.log" || true)
 # Each swap is started once the previous one is served (a paced 100k swap takes seconds), for
 # SWAP_DUR; wrk runs as long.

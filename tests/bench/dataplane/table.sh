@@ -3,7 +3,7 @@
 # (GOMAXPROCS=1, pinned to core 0, as run.sh runs it) serves genconfig.py's table of 1 and of HOSTS
 # hostnames; for each, its resident memory (VmRSS; VmHWM is the peak) once the table is served and
 # after two swaps (each a new version of the file, by rename; SWAP_CHANGE_HOSTS=1: every host
-# changes), and the time each swap took ("took" of the proxy's "config reloaded" lines). Prints one
+# changes; SWAP_DISTINCT_ROUTES=1: every host's routes are its own, in every version), and the time each swap took ("took" of the proxy's "config reloaded" lines). Prints one
 # line per table size and the memory per hostname above the 1-hostname process.
 # FG_BIN measures a prebuilt fleetgate-proxy (a baseline built from another commit, say).
 set -euo pipefail
@@ -19,7 +19,7 @@ mem() { awk '/VmRSS|VmHWM/ {sub(":", "", $1); printf "%s=%d KiB ", $1, $2}' "/pr
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$PID/status"; }
 declare -A base
 for n in 1 "$HOSTS"; do
-	gen() { CHANGE_HOSTS=${SWAP_CHANGE_HOSTS:-} python3 tests/bench/dataplane/genconfig.py "$n" 18091 18090 "$1"; }
+	gen() { CHANGE_HOSTS=${SWAP_CHANGE_HOSTS:-} DISTINCT_ROUTES=${SWAP_DISTINCT_ROUTES:-} python3 tests/bench/dataplane/genconfig.py "$n" 18091 18090 "$1"; }
 	gen 1 >"$WORK/fg.json"
 	GOMAXPROCS=1 taskset -c 0 "$WORK/fleetgate-proxy" -config "$WORK/fg.json" -address 127.0.0.1 \
 		-denied-endpoint-cidrs= -watch 100ms 2>"$WORK/log" &
