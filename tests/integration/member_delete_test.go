@@ -89,6 +89,21 @@ func memberLeftovers(t *testing.T, member *testbed.Cluster) []string {
 	return left
 }
 
+// checkReleased reports what fleetgate left after member's MemberCluster went: cloud resources,
+// the DNSEndpoint of its gateway, and fleetgate's finalizers and statuses in the member.
+func checkReleased(t *testing.T, e *awsEnv, member *testbed.Cluster) {
+	t.Helper()
+	if left := e.owned(); len(left) > 0 {
+		t.Errorf("cloud resources left after the member went: %v", left)
+	}
+	if obj, err := e.dnsEndpoint(member.Name + "/default/alb"); err != nil || obj != nil {
+		t.Errorf("DNSEndpoint of the member's gateway after it went: %v %v", recordsOf(obj), err)
+	}
+	if diff := cmp.Diff([]string(nil), memberLeftovers(t, member)); diff != "" {
+		t.Errorf("fleetgate's leftovers in the member (-want +got):\n%s", diff)
+	}
+}
+
 // mcGone waits until the hub's MemberCluster name is gone, and returns how long that took.
 func mcGone(t *testing.T, hub client.Client, name string, within time.Duration) time.Duration {
 	t.Helper()
@@ -130,15 +145,7 @@ func TestMemberClusterDeletionReleases(t *testing.T) {
 	t.Logf("MemberCluster released %v after its deletion", took)
 
 	// Everything was released before the MemberCluster went: nothing is waited for any more.
-	if left := e.owned(); len(left) > 0 {
-		t.Errorf("cloud resources left after the member went: %v", left)
-	}
-	if obj, err := e.dnsEndpoint(member.Name + "/default/alb"); err != nil || obj != nil {
-		t.Errorf("DNSEndpoint of the member's gateway after it went: %v %v", recordsOf(obj), err)
-	}
-	if diff := cmp.Diff([]string(nil), memberLeftovers(t, member)); diff != "" {
-		t.Errorf("fleetgate's leftovers in the member (-want +got):\n%s", diff)
-	}
+	checkReleased(t, e, member)
 	var imports mcsv1a1.ServiceImportList
 	must(t, member.Client.List(t.Context(), &imports))
 	if len(imports.Items) > 0 {
@@ -248,13 +255,5 @@ func TestMemberClusterDeletedWhileOperatorDown(t *testing.T) {
 	e.operator()
 	took := mcGone(t, cl, member.Name, 90*time.Second)
 	t.Logf("MemberCluster released %v after the operator started again", took)
-	if left := e.owned(); len(left) > 0 {
-		t.Errorf("cloud resources left after the member went: %v", left)
-	}
-	if obj, err := e.dnsEndpoint(member.Name + "/default/alb"); err != nil || obj != nil {
-		t.Errorf("DNSEndpoint of the member's gateway after it went: %v %v", recordsOf(obj), err)
-	}
-	if diff := cmp.Diff([]string(nil), memberLeftovers(t, member)); diff != "" {
-		t.Errorf("fleetgate's leftovers in the member (-want +got):\n%s", diff)
-	}
+	checkReleased(t, e, member)
 }
