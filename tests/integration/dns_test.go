@@ -110,18 +110,24 @@ func routeTo(name, parent string, hosts ...string) *gwv1.HTTPRoute {
 	return r
 }
 
-// dnsEndpoint returns the DNSEndpoint of the gateway key, or nil.
+// dnsEndpoint returns the DNSEndpoint of the gateway key, or nil. These tests' owners have too few
+// records to be sharded: a second DNSEndpoint of the key (a stale shard, a duplicate) is an error.
 func (e *awsEnv) dnsEndpoint(key string) (*dnsv1a1.DNSEndpoint, error) {
 	var list dnsv1a1.DNSEndpointList
 	if err := e.c.Client.List(e.t.Context(), &list); err != nil {
 		return nil, err
 	}
+	var found *dnsv1a1.DNSEndpoint
 	for i := range list.Items {
-		if list.Items[i].Annotations[providers.AnnotationGateway] == key {
-			return &list.Items[i], nil
+		if list.Items[i].Annotations[providers.AnnotationGateway] != key {
+			continue
 		}
+		if found != nil {
+			return nil, fmt.Errorf("DNSEndpoints %s and %s both hold records of %s", found.Name, list.Items[i].Name, key)
+		}
+		found = &list.Items[i]
 	}
-	return nil, nil
+	return found, nil
 }
 
 // recordsOf are an endpoint's records as "name type targets [set=… weight=…]", sorted.
