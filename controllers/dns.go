@@ -514,10 +514,13 @@ func (p *dnsPublisher) publishOwner(ctx context.Context, o *records.Owner, cur [
 
 // ownerVerdict is the verdict of an owner whose records were written.
 func ownerVerdict(o *records.Owner) dnsVerdict {
-	var published []string
-	for _, n := range o.Names {
-		if _, lost := o.Conflicts[n]; !lost {
-			published = append(published, n)
+	published := o.Names // all of them, unless some were lost: a copy of 20,000 names per publication otherwise
+	if len(o.Conflicts) > 0 {
+		published = nil
+		for _, n := range o.Names {
+			if _, lost := o.Conflicts[n]; !lost {
+				published = append(published, n)
+			}
 		}
 	}
 	if len(o.Conflicts) == 0 {

@@ -162,3 +162,15 @@ func BenchmarkDeliveryPassDNS(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkOwnerVerdict is the verdict of a gateway of 20,000 names that lost none, as every
+// publication after a route change makes it.
+func BenchmarkOwnerVerdict(b *testing.B) {
+	o := benchOwner(20000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := ownerVerdict(&o); v.status != metav1.ConditionTrue {
+			b.Fatalf("verdict %+v", v)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package records
 
 import (
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strconv"
@@ -495,4 +496,148 @@ func FuzzHostname(f *testing.F) {
 			t.Errorf("hostname(%q) = %q, want %q", h, got, want)
 		}
 	})
+}
+
+// spliceWorld is a gateway's world that TestMemoSpliceMatchesBuild changes step by step: routes
+// (objects kept between snapshots, as informer caches keep them), listeners, addresses, a second
+// gateway, retained records.
+type spliceWorld struct {
+	routes    []*gwv1.HTTPRoute
+	next      int
+	listeners int // which of the listener sets below: a second listener without hostname repeats every name
+	fixed     string
+	second    bool // a second gateway (two owners), for one pass
+	addr      string
+	retained  map[string][]Retained // for one pass
+}
+
+func (w *spliceWorld) route(r *rand.Rand, pool []string) *gwv1.HTTPRoute {
+	w.next++
+	rt := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "r" + strconv.Itoa(w.next), Generation: 1,
+		UID: types.UID("uid-r" + strconv.Itoa(w.next)), ResourceVersion: strconv.Itoa(w.next),
+		CreationTimestamp: metav1.NewTime(epoch.Add(time.Duration(w.next) * time.Second))}}
+	rt.Spec.ParentRefs = []gwv1.ParentReference{{Name: "web"}}
+	for range 1 + r.IntN(3) {
+		rt.Spec.Hostnames = append(rt.Spec.Hostnames, gwv1.Hostname(pool[r.IntN(len(pool))]))
+	}
+	rt.Spec.Rules = []gwv1.HTTPRouteRule{{}}
+	return rt
+}
+
+func (w *spliceWorld) snapshot() (*snapshot.Snapshot, map[string]translate.Programmed) {
+	s := base(nil)
+	hosts := [][]string{{""}, {"", ""}, {"", w.fixed}, {"", "", w.fixed}}[w.listeners]
+	gw := gateway("hub", "web", 0, nil, hosts...)
+	gw.Obj.Generation = int64(w.listeners*10 + len(w.fixed)) // as the API server does: the translate.Memo compares them
+	s.Gateways = append(s.Gateways, gw)
+	programmed := map[string]translate.Programmed{"hub/infra/web": addressed(ip(w.addr))}
+	if w.second {
+		s.Gateways = append(s.Gateways, gateway("hub", "other", 1, nil, "other.example.com"))
+		programmed["hub/infra/other"] = addressed(ip("192.0.2.99"))
+	}
+	for _, rt := range w.routes {
+		s.HTTPRoutes = append(s.HTTPRoutes, snapshot.Object[gwv1.HTTPRoute]{Cluster: "hub", Obj: rt})
+	}
+	return s.Sort(), programmed
+}
+
+// TestMemoSpliceMatchesBuild: through random runs of changes translated by a translate.Memo (which
+// hands on unchanged hosts as the operator's passes do), Memo.Build's owners equal Build's, and
+// most passes took the splice.
+func TestMemoSpliceMatchesBuild(t *testing.T) {
+	pool := []string{"*.wild.example.com", "Upper.Example.com", "fixed.example.com", "fixed-2.example.com"}
+	for i := range 60 {
+		pool = append(pool, "h"+strconv.Itoa(i)+".example.com")
+	}
+	for seed := range uint64(8) {
+		r := rand.New(rand.NewPCG(seed, 22))
+		w := &spliceWorld{fixed: "fixed.example.com", addr: "192.0.2.1"}
+		for range 30 {
+			w.routes = append(w.routes, w.route(r, pool))
+		}
+		tr := translate.NewMemo()
+		m := &Memo{}
+		spliced := 0
+		for step := range 300 {
+			switch op := r.IntN(100); {
+			case op < 35:
+				w.routes = append(w.routes, w.route(r, pool))
+			case op < 65 && len(w.routes) > 0:
+				i := r.IntN(len(w.routes))
+				w.routes = slices.Delete(w.routes, i, i+1)
+			case op < 85 && len(w.routes) > 0: // a new version of a route, other hostnames
+				i := r.IntN(len(w.routes))
+				nr := w.route(r, pool)
+				nr.Name, nr.UID, nr.CreationTimestamp = w.routes[i].Name, w.routes[i].UID, w.routes[i].CreationTimestamp
+				w.routes[i] = nr
+			case op < 87:
+				w.listeners = r.IntN(4)
+			case op < 89: // the same listeners, another fixed name
+				w.fixed = []string{"fixed.example.com", "fixed-2.example.com"}[r.IntN(2)]
+			case op < 92:
+				w.addr = "192.0.2." + strconv.Itoa(1+r.IntN(3))
+			case op < 95: // for this pass only, as below
+				w.second = true
+			case op < 98:
+				w.retained = map[string][]Retained{"h1.example.com": {{Key: "member-x/infra/web"}}}
+			}
+			s, programmed := w.snapshot()
+			res := tr.Translate(s)
+			if m.single != nil && len(w.retained) == 0 {
+				if cs := claimsOf(s, res, programmed); len(cs) == 1 {
+					if _, ok := m.single.splice(cs[0]); ok {
+						spliced++
+					}
+				}
+			}
+			want := Build(s, res, programmed, w.retained)
+			got := m.Build(s, res, programmed, w.retained)
+			if diff := cmp.Diff(summary(want), summary(got)); diff != "" {
+				t.Fatalf("seed %d step %d: Memo.Build differs from Build (-Build +Memo.Build):\n%s", seed, step, diff)
+			}
+			if !slices.EqualFunc(got, want, func(a, b Owner) bool { return a.Equal(&b) }) {
+				t.Fatalf("seed %d step %d: Memo.Build's owners are not Equal to Build's", seed, step)
+			}
+			w.second, w.retained = false, nil
+		}
+		if spliced < 150 {
+			t.Errorf("seed %d: %d of 300 passes spliced, want most", seed, spliced)
+		}
+	}
+}
+
+// BenchmarkMemoBuildOneChange is one gateway serving 20,000 route hostnames, each call after one
+// route added or removed, the results of a translate.Memo as the operator's passes make them
+// (unchanged hosts handed on, route objects shared between the snapshots).
+func BenchmarkMemoBuildOneChange(b *testing.B) {
+	s := base(nil)
+	s.Gateways = append(s.Gateways, gateway("hub", "web", 0, nil, ""))
+	for i := range 20001 {
+		rt := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "r" + strconv.Itoa(i), Generation: 1,
+			UID: types.UID("uid-" + strconv.Itoa(i)), ResourceVersion: strconv.Itoa(100 + i),
+			CreationTimestamp: metav1.NewTime(epoch.Add(time.Duration(i) * time.Second))}}
+		rt.Spec.ParentRefs = []gwv1.ParentReference{{Name: "web"}}
+		rt.Spec.Hostnames = []gwv1.Hostname{gwv1.Hostname("r" + strconv.Itoa(i) + ".example.com")}
+		rt.Spec.Rules = []gwv1.HTTPRouteRule{{}}
+		s.HTTPRoutes = append(s.HTTPRoutes, snapshot.Object[gwv1.HTTPRoute]{Cluster: "hub", Obj: rt})
+	}
+	more := *s.Sort()
+	less := more
+	less.HTTPRoutes = slices.DeleteFunc(slices.Clone(more.HTTPRoutes), func(o snapshot.Object[gwv1.HTTPRoute]) bool { return o.Obj.Name == "r20000" })
+	snaps := [2]*snapshot.Snapshot{&less, &more}
+	programmed := map[string]translate.Programmed{"hub/infra/web": addressed(ip("192.0.2.1"))}
+	tr := translate.NewMemo()
+	var results [2]*translate.Result
+	results[0] = tr.Translate(snaps[0])
+	results[1] = tr.Translate(snaps[1])
+	m := &Memo{}
+	m.Build(snaps[0], results[0], programmed, nil)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if owners := m.Build(snaps[i%2], results[i%2], programmed, nil); len(owners) != 1 || len(owners[0].Endpoints) != 20000+i%2 {
+			b.Fatalf("%d owners, want 1 with %d records", len(owners), 20000+i%2)
+		}
+	}
 }

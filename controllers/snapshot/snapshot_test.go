@@ -120,7 +120,8 @@ func TestDependencies(t *testing.T) {
 
 // TestSortFromMatchesSort: snapshots of the same objects (the same pointers, as informer caches
 // hand them out) in a new random order each time, some added, deleted or replaced by a new
-// version, sorted through one Order, come out as Sort sorts them; so do copies of every object.
+// version, sorted through one Order, come out as Sort sorts them; so do copies of every object,
+// lists holding an object twice, and lists leaving one out that comes back in the next.
 func TestSortFromMatchesSort(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(12, 22))
 	clusters := []string{"hub", "east", "west"}
@@ -133,7 +134,7 @@ func TestSortFromMatchesSort(t *testing.T) {
 		add()
 	}
 	var o Order
-	for step := range 60 {
+	for step := range 400 {
 		for range rnd.IntN(4) {
 			add() // new, or a new version of one
 		}
@@ -143,7 +144,14 @@ func TestSortFromMatchesSort(t *testing.T) {
 			}
 		}
 		list := slices.Collect(maps.Values(live)) // map order: random, as a cache lists
-		if step%20 == 19 {
+		if step%7 == 3 && len(list) > 0 {
+			list = append(list, list[rnd.IntN(len(list))]) // one object twice
+		}
+		if step%5 == 2 && len(list) > 0 {
+			i := rnd.IntN(len(list)) // one object left out of this list only
+			list = slices.Delete(list, i, i+1)
+		}
+		if step%50 == 49 {
 			for i := range list {
 				c := *list[i].Obj
 				list[i].Obj = &c // copies, not the same objects
@@ -153,6 +161,11 @@ func TestSortFromMatchesSort(t *testing.T) {
 		got := (&Snapshot{HTTPRoutes: list}).SortFrom(&o).HTTPRoutes
 		if !slices.Equal(want, got) {
 			t.Fatalf("step %d: SortFrom's order differs from Sort's", step)
+		}
+		// Every slot is an object's place or free, and the map holds no object that left.
+		if lo := o.lists["HTTPRoutes"].(*listOrder[gwv1.HTTPRoute]); lo.at != nil &&
+			(int(lo.n) != len(lo.slots)+len(lo.free) || len(lo.at) > len(lo.slots)) {
+			t.Fatalf("step %d: %d slots, %d places + %d free, %d objects mapped", step, lo.n, len(lo.slots), len(lo.free), len(lo.at))
 		}
 	}
 }
