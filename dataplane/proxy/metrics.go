@@ -159,10 +159,15 @@ func (m *metrics) route(listener, route string) *routeStats {
 	return rs
 }
 
-// hold takes one more reference to rs, which the caller already holds one of.
-func (m *metrics) hold(rs *routeStats) {
+// hold takes one more reference to each of rss, which the caller already holds one of.
+func (m *metrics) hold(rss []*routeStats) {
+	if len(rss) == 0 {
+		return
+	}
 	m.mu.Lock()
-	rs.refs++
+	for _, rs := range rss {
+		rs.refs++
+	}
 	m.mu.Unlock()
 }
 
