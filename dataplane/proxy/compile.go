@@ -104,8 +104,6 @@ type compiler struct {
 	lim *limits
 	// acquired are the series references this compile took, to give back if it fails.
 	acquired []*routeStats
-	// pending are those of acquired whose reference holdStats has not taken yet.
-	pending []*routeStats
 	err      error // the first backend that could not be compiled
 	// sets are the route sets compiled so far, to share between hosts with equal routes; nil once
 	// the memo is off (memoTrial).
@@ -139,7 +137,6 @@ func newCompiler(deps compileDeps, clientCert *ir.Certificate, pools tlsTranspor
 
 // compileConfig validates cfg and builds its table. It touches no socket; binding happens in Apply.
 func (s *compiler) compileConfig(cfg *ir.Config, certs certCache) (*table, error) {
-	defer s.flushHolds()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
@@ -175,28 +172,14 @@ func (s *compiler) compileConfig(cfg *ir.Config, certs certCache) (*table, error
 
 // abort gives back the series references of a compile whose table will not be served.
 func (s *compiler) abort() {
-	s.flushHolds()
 	s.metrics.release(s.acquired)
 	s.acquired = nil
 }
 
-// holdStats takes one more reference to rs for the table being compiled. The references to
-// series the compile already holds are taken in batches (flushHolds, before the compile returns):
-// a 100k-host compile takes 300k, a lock each.
+// holdStats takes one more reference to rs for the table being compiled.
 func (s *compiler) holdStats(rs *routeStats) {
+	s.metrics.hold(rs)
 	s.acquired = append(s.acquired, rs)
-	if s.pending = append(s.pending, rs); len(s.pending) == holdBatch {
-		s.flushHolds()
-	}
-}
-
-// holdBatch is how many references holdStats takes under one lock.
-const holdBatch = 256
-
-// flushHolds takes the references holdStats put off.
-func (s *compiler) flushHolds() {
-	s.metrics.hold(s.pending)
-	s.pending = s.pending[:0]
 }
 
 // routeStats returns the series of a route, holding a reference for the table being compiled.

@@ -159,15 +159,10 @@ func (m *metrics) route(listener, route string) *routeStats {
 	return rs
 }
 
-// hold takes one more reference to each of rss, which the caller already holds one of.
-func (m *metrics) hold(rss []*routeStats) {
-	if len(rss) == 0 {
-		return
-	}
+// hold takes one more reference to rs, which the caller already holds one of.
+func (m *metrics) hold(rs *routeStats) {
 	m.mu.Lock()
-	for _, rs := range rss {
-		rs.refs++
-	}
+	rs.refs++
 	m.mu.Unlock()
 }
 

@@ -72,7 +72,6 @@ type hostChanges struct {
 // patch builds the table u makes of old, whose base becomes base. drop are the series references
 // old holds and the new table does not, to give back once it is in service.
 func (s *compiler) patch(old *table, base *ir.Config, u *ir.Update, certs certCache, clientCert bool) (t *table, drop []*routeStats, err error) {
-	defer s.flushHolds()
 	if u.Base != nil {
 		if err := u.Base.Validate(); err != nil {
 			return nil, nil, err
