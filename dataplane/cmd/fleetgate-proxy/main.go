@@ -126,7 +126,6 @@ func reload(log logr.Logger, ld *loader, last time.Time, force bool) time.Time {
 		}
 	}
 	start := time.Now()
-	defer holdCollector()()
 	mtime, decoded, err := ld.load()
 	if err != nil {
 		log.Error(err, "config rejected; still serving the previous one", "version", ld.srv.Version())

@@ -90,23 +90,6 @@ func release() {
 	debug.FreeOSMemory()
 }
 
-// holdCollector raises GOGC to reloadGCPercent (unless it is higher or off) until the returned
-// func restores it, once release has collected: a swap's garbage (~150 MB at 100k hosts with
-// routes of their own) made the collector mark the whole heap — both tables — once or twice
-// during the reload, and release collects everything right after it anyway (restored before, the
-// old goal would start one more cycle). A memory limit (GOMEMLIMIT) still bounds the heap.
-func holdCollector() (restore func()) {
-	prev := debug.SetGCPercent(reloadGCPercent)
-	if prev < 0 || prev > reloadGCPercent {
-		debug.SetGCPercent(prev)
-	}
-	return func() { debug.SetGCPercent(prev) }
-}
-
-// reloadGCPercent lets the heap reach 4× what was live before a reload collects: a 100k-host
-// table of ~75 MB and a reload's garbage fit.
-const reloadGCPercent = 300
-
 // releaseAfter is how many hosts a reload decodes before its garbage is worth a release: that is
 // a full collection, unpaced (tens of ms of the one core at 100k hosts), and a reload that
 // decoded a few hosts left little garbage.

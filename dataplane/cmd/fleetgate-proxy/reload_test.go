@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,28 +232,6 @@ func TestLoaderLooksAway(t *testing.T) {
 func hostIndex(hostname string) int {
 	i, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(hostname, "h"), ".example.com"))
 	return i
-}
-
-// TestHoldCollector: a reload runs with GOGC at least reloadGCPercent, never lower than it was
-// nor on when it was off, and GOGC is as before afterwards.
-func TestHoldCollector(t *testing.T) {
-	orig := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(orig)
-	for _, tt := range []struct{ before, during int }{
-		{100, reloadGCPercent},
-		{reloadGCPercent - 1, reloadGCPercent},
-		{reloadGCPercent + 500, reloadGCPercent + 500},
-		{-1, -1},
-	} {
-		debug.SetGCPercent(tt.before)
-		restore := holdCollector()
-		during := debug.SetGCPercent(tt.during)
-		restore()
-		after := debug.SetGCPercent(100)
-		if during != tt.during || after != tt.before {
-			t.Errorf("GOGC %d: %d during the reload and %d after, want %d and %d", tt.before, during, after, tt.during, tt.before)
-		}
-	}
 }
 
 // BenchmarkReload100k is the file-fed proxy's side of a table swap at 100k hostnames, unpaced: a
