@@ -105,13 +105,17 @@ type compiler struct {
 	// acquired are the series references this compile took, to give back if it fails.
 	acquired []*routeStats
 	err      error // the first backend that could not be compiled
-	// sets are the route sets compiled so far, to share between hosts with equal routes.
+	// sets are the route sets compiled so far, to share between hosts with equal routes; nil once
+	// the memo is off (memoTrial).
 	sets map[routesKey][]sharedSet
 	seed maphash.Seed
-	// hashed and hashedKey are the route list hashed last and its key: hosts that share one
-	// list (as the loader's decoder gives neighbours with the same routes) hash it once.
-	hashed    []ir.Route
-	hashedKey routesKey
+	// setsMissed counts the lists the memo was asked for and did not have, while it never had one.
+	setsMissed int
+	setsHit    bool
+	// last is the route list compiled last, whose memory the next host's list often is (the
+	// loader's decoder gives neighbours with the same routes one slice).
+	last         sharedSet
+	lastListener string
 	// backendSets are the backend sets compiled so far by the backends slice they were compiled
 	// from (compileBackends).
 	backendSets map[backendsKey]backendSet
@@ -271,8 +275,17 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 	if !tlsBackends {
 		// Hosts with TLS backends are compiled on their own: a new client certificate compiles
 		// them again one by one (patchHosts).
-		key = s.routesKey(listener, in.Routes)
-		if set := s.sharedRoutes(key, in.Routes); set != nil {
+		set := s.lastRoutes(listener, in.Routes)
+		if set == nil && s.sets != nil {
+			key = s.routesKey(listener, in.Routes)
+			set = s.sharedRoutes(key, in.Routes)
+			s.setsHit = s.setsHit || set != nil
+			if set == nil {
+				s.setsMissed++
+			}
+		}
+		if set != nil {
+			s.last, s.lastListener = sharedSet{src: in.Routes, set: set}, listener
 			for i := range min(len(s.placed), len(in.Routes)) {
 				s.placed[i] = placedRoute{listener: listener, src: &in.Routes[i], r: set.routes[i]}
 			}
@@ -306,9 +319,44 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 		src := *in
 		v.src = &src
 	} else {
-		s.sets[key] = append(s.sets[key], sharedSet{src: in.Routes, set: v.routeSet})
+		s.last, s.lastListener = sharedSet{src: in.Routes, set: v.routeSet}, listener
+		switch {
+		case s.sets == nil:
+		case !s.setsHit && s.setsMissed >= memoTrial:
+			s.sets = nil
+		default:
+			s.sets[key] = append(s.sets[key], s.last)
+		}
 	}
 	return v, nil
+}
+
+// memoTrial is how many route lists of a compile the equal-routes memo misses, without a hit,
+// before it is turned off for the rest of the compile: in a table whose hosts' routes are each
+// their own every probe misses, and hashing, probing and growing a 100k-entry map was a tenth of
+// the compile. Lists that are one slice in memory are still shared with the host before
+// (lastRoutes); equal lists apart in memory and in the table are then compiled each on its own.
+const memoTrial = 1024
+
+// lastRoutes returns the route set compiled last when routes are its list, the same memory (as
+// the loader's decoder gives hosts that repeat their neighbour's routes), taking the series
+// references of the host that will use it as sharedRoutes does.
+func (s *compiler) lastRoutes(listener string, routes []ir.Route) *routeSet {
+	src := s.last.src
+	if len(routes) == 0 || len(routes) != len(src) || &routes[0] != &src[0] || listener != s.lastListener {
+		return nil
+	}
+	s.holdSet(s.last.set)
+	return s.last.set
+}
+
+// holdSet takes a reference to the series of a shared set's routes for one more host.
+func (s *compiler) holdSet(set *routeSet) {
+	for _, r := range set.routes {
+		if r.stats != nil {
+			s.holdStats(r.stats)
+		}
+	}
 }
 
 // placedRoute is the route compiled last at one place of a host's routes, with its IR (which
@@ -333,9 +381,6 @@ type sharedSet struct {
 
 // routesKey hashes what most often tells route lists apart: their names, paths and backends.
 func (s *compiler) routesKey(listener string, routes []ir.Route) routesKey {
-	if len(routes) > 0 && len(routes) == len(s.hashed) && &routes[0] == &s.hashed[0] && listener == s.hashedKey.listener {
-		return s.hashedKey
-	}
 	var h maphash.Hash
 	h.SetSeed(s.seed)
 	for i := range routes {
@@ -353,8 +398,7 @@ func (s *compiler) routesKey(listener string, routes []ir.Route) routesKey {
 		}
 		h.WriteByte(1)
 	}
-	s.hashed, s.hashedKey = routes, routesKey{listener: listener, hash: h.Sum64()}
-	return s.hashedKey
+	return routesKey{listener: listener, hash: h.Sum64()}
 }
 
 // sharedRoutes returns the route set this compile already made of routes equal to these, if any,
@@ -365,11 +409,7 @@ func (s *compiler) sharedRoutes(key routesKey, routes []ir.Route) *routeSet {
 		if !ir.RoutesEqual(c.src, routes) {
 			continue
 		}
-		for _, r := range c.set.routes {
-			if r.stats != nil {
-				s.holdStats(r.stats)
-			}
-		}
+		s.holdSet(c.set)
 		return c.set
 	}
 	return nil

@@ -492,22 +492,6 @@ func TestCompileSharedRoutes(t *testing.T) {
 		{Name: "root", Match: ir.Match{Path: slash}, Backends: a, Filters: ir.Filters{Redirect: &ir.Redirect{StatusCode: 301, Hostname: "new.example.com"}}},
 		{Name: "re", Match: ir.Match{Path: regex("/x[0-9]+")}, Backends: a},
 	}
-	describe := func(s *Server) map[string]string {
-		out := map[string]string{}
-		for name, v := range hostPtrs(s, "http") {
-			var b strings.Builder
-			for _, r := range v.routes {
-				fmt.Fprintf(&b, "%s %d %q %s re=%v h=%d q=%d t=%v/%v retry=%v redirect=%v stats=%s/%s", r.name, r.pathType, r.path, r.method,
-					r.re != nil, len(r.headers), len(r.query), r.timeout, r.beTimeout, r.retry != nil, r.redirect != nil, r.stats.listener, r.stats.route)
-				for i, be := range r.backends.list {
-					fmt.Fprintf(&b, " %s:%d:%s", be.name, r.backends.cum[i], r.backends.stats[i].name)
-				}
-				b.WriteString("; ")
-			}
-			out[name] = b.String()
-		}
-		return out
-	}
 	for round := range 20 {
 		var hosts []ir.VirtualHost
 		var prev []ir.Route
@@ -537,7 +521,7 @@ func TestCompileSharedRoutes(t *testing.T) {
 		}
 		copied.Listeners[0].Port = freePort(t, false)
 		shared, own := newProxy(t, cfg), newProxy(t, &copied)
-		if diff := cmp.Diff(describe(own), describe(shared)); diff != "" {
+		if diff := cmp.Diff(describeHosts(own), describeHosts(shared)); diff != "" {
 			t.Fatalf("round %d: compiled hosts (-own routes +shared routes):\n%s", round, diff)
 		}
 		checkRefs(t, shared)
@@ -562,4 +546,113 @@ func TestCompileSharedRoutes(t *testing.T) {
 		}
 	}
 	checkRefs(t, s)
+}
+
+// describeHosts prints every field of the compiled routes of each host of listener "http" that
+// TestCompileSharedRoutes varies, with their backends and series.
+func describeHosts(s *Server) map[string]string {
+	out := map[string]string{}
+	for name, v := range hostPtrs(s, "http") {
+		var b strings.Builder
+		for _, r := range v.routes {
+			fmt.Fprintf(&b, "%s %d %q %s re=%v h=%d q=%d t=%v/%v retry=%v redirect=%v stats=%s/%s", r.name, r.pathType, r.path, r.method,
+				r.re != nil, len(r.headers), len(r.query), r.timeout, r.beTimeout, r.retry != nil, r.redirect != nil, r.stats.listener, r.stats.route)
+			for i, be := range r.backends.list {
+				fmt.Fprintf(&b, " %s:%d:%s", be.name, r.backends.cum[i], r.backends.stats[i].name)
+			}
+			b.WriteString("; ")
+		}
+		out[name] = b.String()
+	}
+	return out
+}
+
+// TestCompileMemoTrial: past memoTrial hosts whose route lists are all different, the compile
+// stops looking for equal lists, and shares only a list that is the last host's in memory. Random
+// tables (lists of their own, equal lists apart in memory, one slice for neighbours) must compile
+// to the hosts and series of the same table after a JSON round trip, which shares nothing.
+func TestCompileMemoTrial(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 22))
+	be := func(name string) []ir.Backend {
+		return []ir.Backend{{Name: name, Weight: 1, Endpoints: []ir.Endpoint{{Address: "10.0.0.1", Port: 80}}}}
+	}
+	own := func(h, i int) ir.Route {
+		return ir.Route{Name: "own" + strconv.Itoa(i), Match: ir.Match{Path: prefix("/h" + strconv.Itoa(h))}, Backends: be("b" + strconv.Itoa(h%3))}
+	}
+	for round := range 6 {
+		// Rounds 0-2 begin with memoTrial lists of their own (the memo goes off); the others
+		// repeat a list early (it stays on).
+		distinct := memoTrial
+		if round >= 3 {
+			distinct = 1 + rnd.IntN(20)
+		}
+		var hosts []ir.VirtualHost
+		var lists [][]ir.Route
+		for h := range distinct + 300 {
+			var routes []ir.Route
+			switch k := rnd.IntN(4); {
+			case h < distinct || k == 0:
+				routes = []ir.Route{own(h, 0), own(h, 1)}[:1+rnd.IntN(2)]
+			case k == 1:
+				routes = lists[len(lists)-1] // the host before's slice
+			case k == 2:
+				routes = slices.Clone(lists[rnd.IntN(len(lists))]) // an earlier list, apart in memory
+			default:
+				routes = lists[rnd.IntN(len(lists))] // an earlier host's slice
+			}
+			lists = append(lists, routes)
+			hosts = append(hosts, ir.VirtualHost{Hostname: "h" + strconv.Itoa(h) + ".example.com", Routes: routes})
+		}
+		cfg, _ := httpConfig(t, hosts...)
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var copied ir.Config
+		if err := json.Unmarshal(raw, &copied); err != nil {
+			t.Fatal(err)
+		}
+		copied.Listeners[0].Port = freePort(t, false)
+		shared, apart := newProxy(t, cfg), newProxy(t, &copied)
+		if diff := cmp.Diff(describeHosts(apart), describeHosts(shared)); diff != "" {
+			t.Fatalf("round %d: compiled hosts (-own routes +shared routes):\n%s", round, diff)
+		}
+		checkRefs(t, shared)
+		// The same code compiles both: each host's compiled routes must also be its own IR's.
+		compiled := hostPtrs(shared, "http")
+		for _, h := range hosts {
+			var want, got strings.Builder
+			for _, r := range h.Routes {
+				fmt.Fprintf(&want, "%s %s %s %s; ", r.Name, r.Match.Path.Value, r.Backends[0].Name, r.Name)
+			}
+			for _, r := range compiled[h.Hostname].routes {
+				fmt.Fprintf(&got, "%s %s %s %s; ", r.name, r.path, r.backends.list[0].name, r.stats.route)
+			}
+			if want.String() != got.String() {
+				t.Fatalf("round %d: host %s compiled as %q, its IR is %q", round, h.Hostname, got.String(), want.String())
+			}
+		}
+		// Neighbours given one slice share one compiled set, memo or not.
+		for h := 1; h < len(hosts); h++ {
+			a, b := hosts[h-1], hosts[h]
+			if &a.Routes[0] == &b.Routes[0] && compiled[a.Hostname].routeSet != compiled[b.Hostname].routeSet {
+				t.Errorf("round %d: %s and %s have one route list in memory and two compiled sets", round, a.Hostname, b.Hostname)
+			}
+		}
+		// With the memo on, equal lists anywhere share one.
+		if round >= 3 {
+			first := map[string]*routeSet{}
+			for _, h := range hosts {
+				k := fmt.Sprint(h.Routes)
+				if set, ok := first[k]; ok && compiled[h.Hostname].routeSet != set {
+					t.Errorf("round %d: %s has routes equal to an earlier host's, compiled apart", round, h.Hostname)
+				} else if !ok {
+					first[k] = compiled[h.Hostname].routeSet
+				}
+			}
+		}
+		for _, s := range []*Server{shared, apart} {
+			_ = s.Shutdown(t.Context())
+		}
+	}
 }

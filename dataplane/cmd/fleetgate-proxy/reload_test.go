@@ -9,7 +9,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -123,6 +125,113 @@ func TestLoaderReloads(t *testing.T) {
 			t.Errorf("step %q: answers (-whole +reloaded):\n%s", st.name, diff)
 		}
 	}
+}
+
+// TestLoaderLooksAway: a reload stops looking for moved hosts elsewhere in the hosts in service
+// once lookAway of them were not found there and none was; the hosts it then takes for new are
+// decoded again, and the table served is the whole file's either way.
+func TestLoaderLooksAway(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.Host+r.URL.Path) }))
+	defer backend.Close()
+	bu, _ := url.Parse(backend.URL)
+	bport, _ := strconv.Atoi(bu.Port())
+	const moved = 40
+	n := lookAway + 1 + moved
+	host := func(i int, path string) ir.VirtualHost {
+		return ir.VirtualHost{Hostname: "h" + strconv.Itoa(i) + ".example.com", Routes: []ir.Route{{Name: "r", Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: path}},
+			Backends: []ir.Backend{{Name: "b", Weight: 1, Endpoints: []ir.Endpoint{{Address: "127.0.0.1", Port: uint32(bport)}}}}}}}
+	}
+	// file: the first `changed` hosts get a new path, and the last `moved` hosts come in reverse
+	// order, each away from its place.
+	file := func(version, changed int) *ir.Config {
+		hosts := make([]ir.VirtualHost, n)
+		for i := range n {
+			path := "/"
+			if i < changed {
+				path = "/v" + strconv.Itoa(version)
+			}
+			at := i
+			if i >= n-moved {
+				at = n - 1 - (i - (n - moved))
+			}
+			hosts[at] = host(i, path)
+		}
+		return &ir.Config{Gateway: "ns/gw", Version: uint64(version), Listeners: []ir.Listener{{Name: "http", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: hosts}}}
+	}
+	newServer := func() *proxy.Server {
+		s, err := proxy.New(proxy.Options{Address: "127.0.0.1", PortMap: func(uint32) uint32 { return 0 }, Registry: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Shutdown(t.Context()) })
+		return s
+	}
+	probe := func(s *proxy.Server, version int) []string {
+		var out []string
+		for i := range n {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+s.Addr(80, false).String()+"/v"+strconv.Itoa(version), nil)
+			req.Host = "h" + strconv.Itoa(i) + ".example.com"
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			out = append(out, strconv.Itoa(resp.StatusCode)+" "+string(b))
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name        string
+		changed     int
+		wantDecoded int
+	}{
+		// Fewer changed hosts than lookAway: the moved ones are found.
+		{"moved hosts found", lookAway - 1, lookAway - 1},
+		// lookAway changed hosts before the moved ones: those are decoded again.
+		{"moved hosts decoded", lookAway + 1, lookAway + 1 + moved},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "fg.json")
+			srv := newServer()
+			ld := newLoader(srv, path)
+			for version := 1; version <= 2; version++ {
+				cfg := file(version, tt.changed)
+				if version == 1 {
+					cfg = file(version, 0)
+					cfg.Listeners[0].VirtualHosts = slices.SortedFunc(slices.Values(cfg.Listeners[0].VirtualHosts), func(a, b ir.VirtualHost) int {
+						return hostIndex(a.Hostname) - hostIndex(b.Hostname)
+					})
+				}
+				b, err := json.Marshal(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				_, decoded, err := ld.load()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if version == 2 && decoded != tt.wantDecoded {
+					t.Errorf("decoded %d hosts, want %d", decoded, tt.wantDecoded)
+				}
+				whole := newServer()
+				if err := whole.Apply(cfg); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(probe(whole, version), probe(srv, version)); diff != "" {
+					t.Fatalf("version %d: answers (-whole +reloaded):\n%s", version, diff)
+				}
+			}
+		})
+	}
+}
+
+func hostIndex(hostname string) int {
+	i, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(hostname, "h"), ".example.com"))
+	return i
 }
 
 // BenchmarkReload100k is the file-fed proxy's side of a table swap at 100k hostnames, unpaced: a
