@@ -187,9 +187,6 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool, st *tls.ConnectionSt
 		if p.raw.isDraining() {
 			return
 		}
-		if br.Buffered() == 0 {
-			s.yieldIfBusy()
-		}
 		if _, err := br.Peek(1); err != nil {
 			return
 		}
@@ -253,7 +250,7 @@ func (p *tcpPort) serveHTTP1(c net.Conn, idle *atomic.Bool, st *tls.ConnectionSt
 			// A body is read while relaying, bounded by the body's idle timeout, not the head's.
 			fc.setReadDeadline(c, time.Now(), lt.lim.requestBodyIdleTimeout)
 		}
-		if !s.serveFastCounted(lt, rt, req, fc, br, bw) || req.Close {
+		if !s.serveFast(lt, rt, req, fc, br, bw) || req.Close {
 			return
 		}
 	}

@@ -139,9 +139,6 @@ type Server struct {
 	h2ex sync.Pool
 
 	cur atomic.Pointer[table]
-	// relaying counts the fast path's requests between their head and the end of their answer: a
-	// measure of how many goroutines want the core (yieldBusy).
-	relaying atomic.Int32
 
 	// mu serialises Apply and Shutdown; the request path never takes it.
 	mu       sync.Mutex
