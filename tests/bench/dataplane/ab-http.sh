@@ -9,6 +9,7 @@
 # achieved errors") and the medians with each binary's ratio to nginx per round.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
+. tests/bench/dataplane/lib.sh
 : "${A:?binary A}" "${B:?binary B}"
 REPS=${REPS:-5} DUR=${DUR:-10s} CONNS=${CONNS:-32}
 BE_PORT=18180 FG_PORT=18181 NGX_PORT=18182
@@ -16,22 +17,6 @@ WORK=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
-wait_port() { for _ in $(seq 600); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; return 1; }
-nginx_conf() { # $1 dir, $2 http-block body
-	mkdir -p "$1"
-	cat >"$1/nginx.conf" <<NGX
-worker_processes 1;
-daemon off;
-pid $1/nginx.pid;
-error_log $1/error.log;
-events { worker_connections 4096; }
-http {
-	access_log off;
-	client_body_temp_path $1; proxy_temp_path $1; fastcgi_temp_path $1; uwsgi_temp_path $1; scgi_temp_path $1;
-	$2
-}
-NGX
-}
 nginx_conf "$WORK/backend" "server { listen 127.0.0.1:$BE_PORT backlog=4096; keepalive_requests 1000000; location / { return 200 'ok'; } }"
 taskset -c 1 nginx -p "$WORK/backend" -c "$WORK/backend/nginx.conf" & PIDS+=($!)
 wait_port $BE_PORT
@@ -53,9 +38,6 @@ start() { # NAME → PID, PORT
 	wait_port $PORT
 	sleep 0.2
 }
-stop() { kill "$1"; wait "$1" 2>/dev/null || true; }
-cpu_ticks() { local t=0; for p in $1 $(pgrep -P "$1"); do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo $t; }
-rotated() { local a=($1); local n=${#a[@]} i; for ((i = 0; i < n; i++)); do echo "${a[$(((i + $2) % n))]}"; done; }
 url="http://127.0.0.1"
 max() { # NAME
 	taskset -c 1 wrk -t1 -c"$CONNS" -d2s -H "Host: host0.example.com" "$url:$PORT/" >/dev/null

@@ -12,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 ROOT=$PWD
+. tests/bench/dataplane/lib.sh
 OUT=${OUT:-$ROOT/tests/bench/results}
 WORK=$(mktemp -d)
 DUR=${DUR:-10s}
@@ -31,23 +32,6 @@ done
 if [ -n "${FG_BIN:-}" ]; then cp "$FG_BIN" "$WORK/fleetgate-proxy"; else go build -o "$WORK/fleetgate-proxy" ./dataplane/cmd/fleetgate-proxy; fi
 go build -o "$WORK/loadgen" ./tests/bench/dataplane/loadgen
 
-# A table of 100k hostnames takes seconds to load on a busy shared core: wait up to a minute.
-wait_port() { for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; return 1; }
-nginx_conf() { # $1 dir, $2 http-block body
-	mkdir -p "$1"
-	cat >"$1/nginx.conf" <<NGX
-worker_processes 1;
-daemon off;
-pid $1/nginx.pid;
-error_log $1/error.log;
-events { worker_connections 4096; }
-http {
-	access_log off;
-	client_body_temp_path $1; proxy_temp_path $1; fastcgi_temp_path $1; uwsgi_temp_path $1; scgi_temp_path $1;
-	$2
-}
-NGX
-}
 
 # Backend: nginx answering a 2-byte body, on core 1 with the load generator.
 nginx_conf "$WORK/backend" "server { listen 127.0.0.1:$BE_PORT backlog=4096; keepalive_requests 1000000; location / { return 200 'ok'; } }"
@@ -73,8 +57,6 @@ backend be
 	server s1 127.0.0.1:$BE_PORT
 HAP
 
-# CPU ticks of a process and its children (nginx works in its worker, not its master).
-cpu_ticks() { local t=0; for p in $1 $(pgrep -P "$1"); do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo $t; }
 # run_wrk NAME PORT HOST PID [HOSTS [WRK_ARGS]] → appends "name hosts rps p99 cpu_us_per_req errors" to $WORK/wrk.txt.
 # SCHEME=https speaks TLS; CLOSE=1 sends Connection: close, so every request opens a connection.
 run_wrk() {
@@ -102,7 +84,6 @@ start_fleetgate() { # $1 hostnames; TLS_PORT, TLS_CERT and TLS_KEY add the HTTPS
 	PIDS+=($FG_PID)
 	wait_port $FG_PORT
 }
-stop() { kill "$1"; wait "$1" 2>/dev/null || true; }
 
 # The machine is shared and its load drifts over minutes, so no proxy is measured in one stretch:
 # every measurement is repeated REPS times in rounds, each round starting each proxy afresh and
@@ -132,8 +113,6 @@ start_proxy() {
 	wait_port $PORT
 	sleep 0.2
 }
-# rotated LIST ROUND prints LIST starting at its (ROUND mod length)th word.
-rotated() { local a=($1); local n=${#a[@]} i; for ((i = 0; i < n; i++)); do echo "${a[$(((i + $2) % n))]}"; done; }
 
 : >"$WORK/wrk.txt"
 on() { [[ " $CASES " == *" $1 "* ]]; }
