@@ -511,20 +511,7 @@ func TestCompileSharedRoutes(t *testing.T) {
 			hosts = append(hosts, ir.VirtualHost{Hostname: "h" + strconv.Itoa(h) + ".example.com", Routes: routes})
 		}
 		cfg, _ := httpConfig(t, hosts...)
-		raw, err := json.Marshal(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var copied ir.Config
-		if err := json.Unmarshal(raw, &copied); err != nil {
-			t.Fatal(err)
-		}
-		copied.Listeners[0].Port = freePort(t, false)
-		shared, own := newProxy(t, cfg), newProxy(t, &copied)
-		if diff := cmp.Diff(describeHosts(own), describeHosts(shared)); diff != "" {
-			t.Fatalf("round %d: compiled hosts (-own routes +shared routes):\n%s", round, diff)
-		}
-		checkRefs(t, shared)
+		shared, own := compiledBothWays(t, round, cfg)
 		for _, s := range []*Server{shared, own} {
 			_ = s.Shutdown(t.Context())
 		}
@@ -604,20 +591,7 @@ func TestCompileMemoTrial(t *testing.T) {
 			hosts = append(hosts, ir.VirtualHost{Hostname: "h" + strconv.Itoa(h) + ".example.com", Routes: routes})
 		}
 		cfg, _ := httpConfig(t, hosts...)
-		raw, err := json.Marshal(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var copied ir.Config
-		if err := json.Unmarshal(raw, &copied); err != nil {
-			t.Fatal(err)
-		}
-		copied.Listeners[0].Port = freePort(t, false)
-		shared, apart := newProxy(t, cfg), newProxy(t, &copied)
-		if diff := cmp.Diff(describeHosts(apart), describeHosts(shared)); diff != "" {
-			t.Fatalf("round %d: compiled hosts (-own routes +shared routes):\n%s", round, diff)
-		}
-		checkRefs(t, shared)
+		shared, apart := compiledBothWays(t, round, cfg)
 		// The same code compiles both: each host's compiled routes must also be its own IR's.
 		compiled := hostPtrs(shared, "http")
 		for _, h := range hosts {
@@ -655,4 +629,26 @@ func TestCompileMemoTrial(t *testing.T) {
 			_ = s.Shutdown(t.Context())
 		}
 	}
+}
+
+// compiledBothWays serves cfg as given (its hosts sharing route lists as they do) and after a JSON
+// round trip that shares nothing, on another port; every host must compile the same in both, and
+// the shared one's series references must be right.
+func compiledBothWays(t *testing.T, round int, cfg *ir.Config) (shared, apart *Server) {
+	t.Helper()
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copied ir.Config
+	if err := json.Unmarshal(raw, &copied); err != nil {
+		t.Fatal(err)
+	}
+	copied.Listeners[0].Port = freePort(t, false)
+	shared, apart = newProxy(t, cfg), newProxy(t, &copied)
+	if diff := cmp.Diff(describeHosts(apart), describeHosts(shared)); diff != "" {
+		t.Fatalf("round %d: compiled hosts (-own routes +shared routes):\n%s", round, diff)
+	}
+	checkRefs(t, shared)
+	return shared, apart
 }
