@@ -59,14 +59,6 @@ func TestLoaderReloads(t *testing.T) {
 		{name: "after a refusal", cfg: config("web", host("A.example.com", "/"), host("b.example.com", "/x"), host("e.example.com", "/")), wantDecoded: 1},
 		{name: "every host removed", cfg: config("web")},
 	}
-	newServer := func() *proxy.Server {
-		s, err := proxy.New(proxy.Options{Address: "127.0.0.1", PortMap: func(uint32) uint32 { return 0 }, Registry: prometheus.NewRegistry()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Shutdown(t.Context()) })
-		return s
-	}
 	probe := func(s *proxy.Server) []string {
 		var out []string
 		for _, h := range []string{"a.example.com", "b.example.com", "c.example.com", "d.example.com", "e.example.com", "f.example.com"} {
@@ -85,7 +77,7 @@ func TestLoaderReloads(t *testing.T) {
 		return out
 	}
 	path := filepath.Join(t.TempDir(), "fg.json")
-	srv := newServer()
+	srv := newReloadServer(t)
 	ld := newLoader(srv, path)
 	var served []string
 	for i, st := range steps {
@@ -116,7 +108,7 @@ func TestLoaderReloads(t *testing.T) {
 		if srv.Version() != st.cfg.Version {
 			t.Errorf("step %q: serving version %d, want %d", st.name, srv.Version(), st.cfg.Version)
 		}
-		whole := newServer()
+		whole := newReloadServer(t)
 		if err := whole.Apply(st.cfg); err != nil {
 			t.Fatal(err)
 		}
@@ -158,14 +150,6 @@ func TestLoaderLooksAway(t *testing.T) {
 		}
 		return &ir.Config{Gateway: "ns/gw", Version: uint64(version), Listeners: []ir.Listener{{Name: "http", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: hosts}}}
 	}
-	newServer := func() *proxy.Server {
-		s, err := proxy.New(proxy.Options{Address: "127.0.0.1", PortMap: func(uint32) uint32 { return 0 }, Registry: prometheus.NewRegistry()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Shutdown(t.Context()) })
-		return s
-	}
 	probe := func(s *proxy.Server, version int) []string {
 		var out []string
 		for i := range n {
@@ -193,7 +177,7 @@ func TestLoaderLooksAway(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "fg.json")
-			srv := newServer()
+			srv := newReloadServer(t)
 			ld := newLoader(srv, path)
 			for version := 1; version <= 2; version++ {
 				cfg := file(version, tt.changed)
@@ -217,7 +201,7 @@ func TestLoaderLooksAway(t *testing.T) {
 				if version == 2 && decoded != tt.wantDecoded {
 					t.Errorf("decoded %d hosts, want %d", decoded, tt.wantDecoded)
 				}
-				whole := newServer()
+				whole := newReloadServer(t)
 				if err := whole.Apply(cfg); err != nil {
 					t.Fatal(err)
 				}
@@ -318,4 +302,15 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// newReloadServer is a proxy on ephemeral ports for a reload test, shut down at its end.
+func newReloadServer(t *testing.T) *proxy.Server {
+	t.Helper()
+	s, err := proxy.New(proxy.Options{Address: "127.0.0.1", PortMap: func(uint32) uint32 { return 0 }, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(t.Context()) })
+	return s
 }
