@@ -333,12 +333,7 @@ func TestDNSEndpointsAcrossMembers(t *testing.T) {
 	e := newDNSEnv(t, testbed.Options{}, nil)
 	member := testbed.ForTest(t, "member-a")[0]
 	ctx, cl, mcl := t.Context(), e.c.Client, member.Client
-	var class gwv1.GatewayClass
-	var config v1alpha1.GatewayClassConfig
-	must(t, cl.Get(ctx, client.ObjectKey{Name: "aws-alb"}, &class))
-	must(t, cl.Get(ctx, client.ObjectKey{Name: "aws-alb"}, &config))
-	must(t, mcl.Create(ctx, &v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: "aws-alb"}, Spec: config.Spec}))
-	must(t, mcl.Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "aws-alb"}, Spec: class.Spec}))
+	copyClass(t, e.c, member, "aws-alb")
 	hubEnv, memberEnv := e, &awsEnv{t: t, c: member}
 	memberEnv.backend("web", corev1.ProtocolTCP, 8080, "10.0.2.10")
 	must(t, testbed.RegisterMember(ctx, e.c, member, operatorNamespace, 50, nil))
@@ -372,4 +367,17 @@ func TestDNSEndpointsAcrossMembers(t *testing.T) {
 	if now == nil || now.ResourceVersion != kept.ResourceVersion {
 		t.Errorf("the unreachable member's DNSEndpoint changed or went: %+v", now)
 	}
+}
+
+// copyClass creates in member the GatewayClass name of hub and its GatewayClassConfig, with the
+// same specs.
+func copyClass(t *testing.T, hub, member *testbed.Cluster, name string) {
+	t.Helper()
+	ctx := t.Context()
+	var class gwv1.GatewayClass
+	var config v1alpha1.GatewayClassConfig
+	must(t, hub.Client.Get(ctx, client.ObjectKey{Name: name}, &class))
+	must(t, hub.Client.Get(ctx, client.ObjectKey{Name: name}, &config))
+	must(t, member.Client.Create(ctx, &v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: config.Spec}))
+	must(t, member.Client.Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: class.Spec}))
 }

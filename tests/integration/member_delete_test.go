@@ -28,13 +28,8 @@ import (
 // hub. It returns the member's env.
 func memberWithGateway(t *testing.T, e *awsEnv, member *testbed.Cluster) *awsEnv {
 	t.Helper()
-	ctx, cl, mcl := t.Context(), e.c.Client, member.Client
-	var class gwv1.GatewayClass
-	var config v1alpha1.GatewayClassConfig
-	must(t, cl.Get(ctx, client.ObjectKey{Name: "aws-alb"}, &class))
-	must(t, cl.Get(ctx, client.ObjectKey{Name: "aws-alb"}, &config))
-	must(t, mcl.Create(ctx, &v1alpha1.GatewayClassConfig{ObjectMeta: metav1.ObjectMeta{Name: "aws-alb"}, Spec: config.Spec}))
-	must(t, mcl.Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "aws-alb"}, Spec: class.Spec}))
+	ctx, mcl := t.Context(), member.Client
+	copyClass(t, e.c, member, "aws-alb")
 	me := &awsEnv{t: t, c: member, elb: e.elb, ec2: e.ec2, fleet: e.fleet}
 	me.backend("web", corev1.ProtocolTCP, 8080, "10.0.2.10")
 	must(t, testbed.RegisterMember(ctx, e.c, member, operatorNamespace, 100, nil))
