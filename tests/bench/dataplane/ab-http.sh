@@ -17,12 +17,7 @@ WORK=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
-nginx_conf "$WORK/backend" "server { listen 127.0.0.1:$BE_PORT backlog=4096; keepalive_requests 1000000; location / { return 200 'ok'; } }"
-taskset -c 1 nginx -p "$WORK/backend" -c "$WORK/backend/nginx.conf" & PIDS+=($!)
-wait_port $BE_PORT
-nginx_conf "$WORK/nginx" "upstream be { server 127.0.0.1:$BE_PORT; keepalive 128; keepalive_requests 1000000; }
-	server { listen 127.0.0.1:$NGX_PORT backlog=4096; server_name host0.example.com; keepalive_requests 1000000;
-		location / { proxy_pass http://be; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
+start_backend_and_nginx_conf
 python3 tests/bench/dataplane/genconfig.py 1 $FG_PORT $BE_PORT >"$WORK/fg.json"
 
 start() { # NAME → PID, PORT

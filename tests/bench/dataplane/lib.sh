@@ -22,3 +22,15 @@ cpu_ticks() { local t=0; for p in $1 $(pgrep -P "$1"); do t=$((t + $(awk '{print
 stop() { kill "$1"; wait "$1" 2>/dev/null || true; }
 # rotated LIST ROUND prints LIST starting at its (ROUND mod length)th word.
 rotated() { local a=($1); local n=${#a[@]} i; for ((i = 0; i < n; i++)); do echo "${a[$(((i + $2) % n))]}"; done; }
+# start_backend_and_nginx_conf starts the backend, nginx answering a 2-byte body on core 1 with the
+# load generator, at BE_PORT, and writes the config of nginx the proxy (NGX_PORT, upstream keepalive):
+# the peer every HTTP/1.1 comparison runs against. Needs WORK and PIDS.
+start_backend_and_nginx_conf() {
+	nginx_conf "$WORK/backend" "server { listen 127.0.0.1:$BE_PORT backlog=4096; keepalive_requests 1000000; location / { return 200 'ok'; } }"
+	taskset -c 1 nginx -p "$WORK/backend" -c "$WORK/backend/nginx.conf" &
+	PIDS+=($!)
+	wait_port $BE_PORT
+	nginx_conf "$WORK/nginx" "upstream be { server 127.0.0.1:$BE_PORT; keepalive 128; keepalive_requests 1000000; }
+	server { listen 127.0.0.1:$NGX_PORT backlog=4096; server_name host0.example.com; keepalive_requests 1000000;
+		location / { proxy_pass http://be; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
+}

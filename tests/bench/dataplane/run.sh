@@ -33,14 +33,7 @@ if [ -n "${FG_BIN:-}" ]; then cp "$FG_BIN" "$WORK/fleetgate-proxy"; else go buil
 go build -o "$WORK/loadgen" ./tests/bench/dataplane/loadgen
 
 
-# Backend: nginx answering a 2-byte body, on core 1 with the load generator.
-nginx_conf "$WORK/backend" "server { listen 127.0.0.1:$BE_PORT backlog=4096; keepalive_requests 1000000; location / { return 200 'ok'; } }"
-taskset -c 1 nginx -p "$WORK/backend" -c "$WORK/backend/nginx.conf" & PIDS+=($!)
-wait_port $BE_PORT
-
-nginx_conf "$WORK/nginx" "upstream be { server 127.0.0.1:$BE_PORT; keepalive 128; keepalive_requests 1000000; }
-	server { listen 127.0.0.1:$NGX_PORT backlog=4096; server_name host0.example.com; keepalive_requests 1000000;
-		location / { proxy_pass http://be; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
+start_backend_and_nginx_conf
 cat >"$WORK/haproxy.cfg" <<HAP
 global
 	nbthread 1
