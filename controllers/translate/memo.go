@@ -92,8 +92,28 @@ type hostMemo struct {
 	// world numbers the states of every input besides routes (Memo.world), from 1: a remembered
 	// route attached in a pass of the same number attaches the same way again (route.kept).
 	world uint64
+	// shape is the listener count of each gateway group in the last pass (see sameShape).
+	shape []int
 	// replayed counts the routes the last pass attached as they were before, for tests.
 	replayed int
+}
+
+// sameShape reports whether groups have the listener counts of the last pass, and records them
+// when not. Equal versions imply equal groups, unless a Gateway's spec changed without its
+// generation (never through the API server): a replayed attachment could then point past a
+// listener list, so such a pass starts a new world instead.
+func (h *hostMemo) sameShape(groups []*gatewayGroup) bool {
+	same := len(groups) == len(h.shape)
+	for i := 0; same && i < len(groups); i++ {
+		same = len(groups[i].listeners) == h.shape[i]
+	}
+	if !same {
+		h.shape = h.shape[:0]
+		for _, g := range groups {
+			h.shape = append(h.shape, len(g.listeners))
+		}
+	}
+	return same
 }
 
 // version identifies one object's state.

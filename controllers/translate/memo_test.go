@@ -414,3 +414,34 @@ func TestMemoPlacesNewRoutesByAge(t *testing.T) {
 		t.Errorf("memo differs from a translation from scratch (-Translate +Memo.Translate):\n%s", diff)
 	}
 }
+
+// TestMemoListenersWithoutGeneration: a Gateway whose listeners change while its generation does
+// not (never through the API server, which raises it on every spec change) must not make the Memo
+// replay attachments to listeners that are gone; the pass equals Translate.
+func TestMemoListenersWithoutGeneration(t *testing.T) {
+	fx := readFixtures(t)
+	withListeners := func(n int) *snapshot.Snapshot {
+		s := fleetSnapshot(30)
+		for _, g := range s.Gateways {
+			g.Obj.Spec.Listeners = nil
+			for i := range n {
+				g.Obj.Spec.Listeners = append(g.Obj.Spec.Listeners, gwv1.Listener{
+					Name: gwv1.SectionName(fmt.Sprintf("http-%d", i)), Port: gwv1.PortNumber(80 + i), Protocol: gwv1.HTTPProtocolType})
+			}
+		}
+		return s
+	}
+	c := NewMemo()
+	c.Translate(withListeners(2))
+	c.Translate(withListeners(2))
+	if c.hosts.replayed == 0 {
+		t.Fatal("the second pass replayed no attachment: the test proves nothing")
+	}
+	for _, n := range []int{1, 3, 2} {
+		s := withListeners(n)
+		want := render(t, Translate(s), fx)
+		if diff := cmp.Diff(want, render(t, c.Translate(s), fx)); diff != "" {
+			t.Fatalf("%d listeners: cached translation differs (-Translate +Memo.Translate):\n%s", n, diff)
+		}
+	}
+}

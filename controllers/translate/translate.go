@@ -130,6 +130,9 @@ func begin(s *snapshot.Snapshot, hosts *hostMemo, memo memoFunc, o options) *Pas
 		}
 	}
 	if hosts != nil {
+		if !hosts.sameShape(t.groups) {
+			hosts.world++
+		}
 		t.world = hosts.world
 		t.mixedWeb = len(s.HTTPRoutes) > 0 && len(s.GRPCRoutes) > 0
 	}
