@@ -249,13 +249,13 @@ func (s *Server) exchangeFast(uc *upConn, r *http.Request, fc *fastConn, clientH
 		}
 	}
 	replayable := pending > 0 || r.ContentLength == 0
-	if err := w.Flush(); err != nil {
+	uc.awaitAnswer(fc.lim.backendResponseTimeout)
+	if err := uc.probe.sendThenWait(w); err != nil {
 		if replayable {
 			err = unansweredError{err}
 		}
 		return 0, false, false, err
 	}
-	uc.awaitAnswer(fc.lim.backendResponseTimeout)
 	// No runtime.Gosched here (nor before reading the client's next request), though the read
 	// below often finds nothing yet and costs an EAGAIN read and a park: a yielded goroutine waits
 	// in the global run queue, which the scheduler visits for one goroutine per 61 rounds while
