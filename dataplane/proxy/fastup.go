@@ -256,13 +256,14 @@ func (s *Server) exchangeFast(uc *upConn, r *http.Request, fc *fastConn, clientH
 		}
 		return 0, false, false, err
 	}
-	// No runtime.Gosched here (nor before reading the client's next request), though the read
-	// below often finds nothing yet and costs an EAGAIN read and a park: a yielded goroutine waits
-	// in the global run queue, which the scheduler visits for one goroutine per 61 rounds while
-	// others are runnable. At half of nginx's max rate that made p99 3.4 ms instead of 1.5 ms, for
-	// ~10% more requests per second at saturation. Yielding only while other requests were in relay
-	// (s16, ab-http.sh, 2 × 5 rounds): EAGAIN reads 1.6–1.8 → 0.25–0.35 per request, but only +2–4%
-	// rps and −2–4% CPU per request, p99 +4–8%; not kept.
+	// The client's next request is read as it comes (fast.go): the read often finds nothing yet
+	// and costs an EAGAIN read and a park, but waiting first is not safe there (sendThenWait).
+	// Nor is yielding before it worth it: a yielded goroutine waits in the global run queue, which
+	// the scheduler visits for one goroutine per 61 rounds while others are runnable. At half of
+	// nginx's max rate that made p99 3.4 ms instead of 1.5 ms, for ~10% more requests per second
+	// at saturation. Yielding only while other requests were in relay (s16, ab-http.sh, 2 × 5
+	// rounds): EAGAIN reads 1.6–1.8 → 0.25–0.35 per request, but only +2–4% rps and −2–4% CPU per
+	// request, p99 +4–8%; not kept.
 	a := &fc.answer
 	for {
 		if err := readAnswer(uc.br, &fc.rhead, a); err != nil {

@@ -60,7 +60,8 @@ func (p *connProbe) init(c net.Conn) {
 // nginx, waiting on epoll first, does not pay. Waiting first is safe only because the flush runs
 // inside RawConn.Read's callback, after the runtime reset the descriptor's read readiness: the
 // answer, and a close or reset of the connection, can only arrive after the request, so their
-// wake-up cannot be lost.
+// wake-up cannot be lost. A client's next request follows no write of ours that could be made
+// after such a reset (a pipelining client sends it before our answer): it is read as it comes.
 func (p *connProbe) sendThenWait(w *bufio.Writer) error {
 	if p.raw == nil {
 		return w.Flush()

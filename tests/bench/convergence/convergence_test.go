@@ -5,7 +5,8 @@
 // cold start's size without adding every route one at a time; COLD_PROFILE=file (with
 // FLEETGATE_PPROF) saves a CPU profile of the operator's first COLD_PROFILE_S (20) seconds,
 // THEN_PROFILE=file one of THEN_PROFILE_S (30) seconds of those additions, and THEN_HEAP=file its
-// heap profile at their end. STATUS_WORKERS sets the operator's --status-workers; DURING_ROUTES
+// heap profile at their end (and FILE.before at their start: pprof -base FILE.before FILE shows what
+// the additions allocated). STATUS_WORKERS sets the operator's --status-workers; DURING_ROUTES
 // routes added while the cold start's statuses are written measure a change behind that backlog;
 // RESTART=1 (with FLEETGATE_METRICS) restarts the operator once more at the end and counts the
 // status writes it makes over routes whose statuses are already written.
@@ -350,6 +351,10 @@ func BenchmarkConvergence(b *testing.B) {
 	b.Logf("cold start with %d routes: %d seen Accepted %s after the operator started", cold, acc.count(), acceptedTook.Round(time.Millisecond))
 	<-profiled
 	if then := envInt("THEN_ROUTES", 0); then > 0 {
+		if file := os.Getenv("THEN_HEAP"); file != "" {
+			// The base of what the additions allocate: pprof -sample_index=alloc_space -base FILE.before FILE.
+			save(b, file+".before", "heap")
+		}
 		profiled := make(chan struct{})
 		go func() {
 			defer close(profiled)
