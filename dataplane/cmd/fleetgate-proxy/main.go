@@ -95,7 +95,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	release()
+	ld.release()
 	log.Info("serving", "config", o.configPath, "version", srv.Version())
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -129,12 +129,12 @@ func reload(log logr.Logger, ld *loader, last time.Time, force bool) time.Time {
 	mtime, decoded, err := ld.load()
 	if err != nil {
 		log.Error(err, "config rejected; still serving the previous one", "version", ld.srv.Version())
-		release()
+		ld.release()
 		return last
 	}
 	log.Info("config reloaded", "version", ld.srv.Version(), "took", time.Since(start).String(), "decodedHosts", decoded)
 	if decoded >= releaseAfter {
-		release()
+		ld.release()
 	}
 	return mtime
 }
