@@ -114,8 +114,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 // releaseQuiet is how long reloads must pause before the garbage of the last goes back to the
 // system: a reload that comes sooner decodes into the memory the one before kept (loader.mem)
 // and reuses the pages a release would have given back, where it would have faulted them in
-// again after a full collection. At 100k hosts of their own every swap that was ~15% of a swap's
-// CPU, and swaps that follow each other are where the core is short (s17).
+// again after a full collection. Swaps of 100k hosts with routes of their own ~2 s apart took
+// ~28% less CPU so, for a peak of ~320 MiB instead of ~220 (tests/bench/results/table.md, s17).
 const releaseQuiet = 2 * time.Second
 
 // serve reloads the file on hup, or on tick when its modification time changed, until ctx is

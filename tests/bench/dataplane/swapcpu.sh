@@ -5,7 +5,8 @@
 # swap: the process's CPU time (utime+stime, 10 ms ticks) from the rename to its "config reloaded"
 # line, and in the 1.5 s after it, and the 2 s after the last (the release of the swaps' garbage
 # to the system, once reloads pause); at the end the mean and the peak memory. With requests
-# beside it, this is the core a swap takes from them: BenchmarkReload100k's cpu-ms/op leaves out the file's reading, the release and its page faults.
+# beside it, this is the core a swap takes from them: BenchmarkReload100k's cpu-ms/op leaves out
+# the file's reading, the release and its page faults.
 # FG_BIN measures a prebuilt fleetgate-proxy.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
