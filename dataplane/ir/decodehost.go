@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"slices"
 )
 
 // DecodeHost decodes one virtual host's JSON as json.Unmarshal into a zero VirtualHost does:
@@ -98,9 +99,99 @@ type recentRoute struct {
 	json []byte
 }
 
-// newReusedHostDecoder returns a decoder for many hosts, one after the other.
-func newReusedHostDecoder() *hostDecoder {
-	return &hostDecoder{pool: &hostPool{}}
+// newReusedHostDecoder returns a decoder for many hosts, one after the other; with mem, its
+// arenas cut their chunks from mem, overwriting what the decode before cut from it.
+func newReusedHostDecoder(mem *DecodeMemory) *hostDecoder {
+	p := &hostPool{}
+	if mem != nil {
+		mem.rewind()
+		p.routes.kept, p.backends.kept, p.endpoints.kept, p.matches.kept = &mem.routes, &mem.backends, &mem.endpoints, &mem.matches
+	}
+	return &hostDecoder{pool: p}
+}
+
+// DecodeMemory is the chunks a decode of many hosts cuts its hosts' routes, backends, endpoints
+// and path matches from (HostFilter.Memory), kept for the next decode: a 100k-host reload
+// allocated ~90 MiB of route arrays, faulted their pages in and had the collector walk them, to
+// drop them once compiled. A decode into it overwrites what the decode before cut from it: the
+// caller must hold nothing of the config that decode gave, but what it copied out
+// (VirtualHost.Clone). Dropping it gives the memory back.
+type DecodeMemory struct {
+	routes    chunks[Route]
+	backends  chunks[Backend]
+	endpoints chunks[Endpoint]
+	matches   chunks[StringMatch]
+}
+
+// Clone returns a copy of vh that shares no array a DecodeMemory reuses: its routes, backends
+// (mirrors' too), endpoints and path matches are its own. The rest (strings, and what a decode
+// allocates for one host alone) is shared: no decode overwrites it.
+func (vh *VirtualHost) Clone() *VirtualHost {
+	c := *vh
+	c.Routes = slices.Clone(vh.Routes)
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		if r.Match.Path != nil {
+			p := *r.Match.Path
+			r.Match.Path = &p
+		}
+		r.Filters.Mirrors = cloneMirrors(r.Filters.Mirrors)
+		r.Backends = slices.Clone(r.Backends)
+		for j := range r.Backends {
+			cloneBackend(&r.Backends[j])
+		}
+	}
+	return &c
+}
+
+// cloneBackend gives b arrays of its own (Clone).
+func cloneBackend(b *Backend) {
+	b.Endpoints = slices.Clone(b.Endpoints)
+	b.Filters.Mirrors = cloneMirrors(b.Filters.Mirrors)
+}
+
+func cloneMirrors(ms []Mirror) []Mirror {
+	ms = slices.Clone(ms)
+	for i := range ms {
+		cloneBackend(&ms[i].Backend)
+	}
+	return ms
+}
+
+// chunks are the chunks of one arena: those the current decode took, and those free for it.
+type chunks[T any] struct {
+	used, spare [][]T
+}
+
+// next returns a zero chunk, reusing a spare one when there is one.
+func (c *chunks[T]) next() []T {
+	var s []T
+	if n := len(c.spare); n > 0 {
+		s = c.spare[n-1]
+		c.spare[n-1] = nil
+		c.spare = c.spare[:n-1]
+		clear(s)
+	} else {
+		s = make([]T, chunkLen)
+	}
+	c.used = append(c.used, s)
+	return s
+}
+
+// rewind makes every chunk spare, for a new decode, which takes them in the order this one did.
+func (c *chunks[T]) rewind() {
+	for i := len(c.used) - 1; i >= 0; i-- {
+		c.spare = append(c.spare, c.used[i])
+	}
+	clear(c.used)
+	c.used = c.used[:0]
+}
+
+func (m *DecodeMemory) rewind() {
+	m.routes.rewind()
+	m.backends.rewind()
+	m.endpoints.rewind()
+	m.matches.rewind()
 }
 
 // arena holds the arrays of one element type for a decoder kept for many hosts: each is decoded
@@ -109,9 +200,19 @@ func newReusedHostDecoder() *hostDecoder {
 // encoding/json does, was a third of the decoder's time; decoding into scratch and copying out,
 // still a tenth). None of the element types can hold an array of itself (a mirror's backend is
 // no slice), so one array at a time is decoded into the free part. A piece keeps its chunk
-// alive: the proxy keeps no decoded host but those with TLS backends.
+// alive, unless the chunks are a DecodeMemory's, which the next decode overwrites.
 type arena[T any] struct {
 	free []T // zero elements
+	// kept, if set, is where chunks come from (DecodeMemory).
+	kept *chunks[T]
+}
+
+// chunk returns a new zero chunk.
+func (a *arena[T]) chunk() []T {
+	if a.kept != nil {
+		return a.kept.next()
+	}
+	return make([]T, chunkLen)
 }
 
 // chunkLen is how many elements a chunk holds; a new chunk is taken when less than a quarter of
@@ -121,7 +222,7 @@ const chunkLen = 64
 // take returns n zero elements with no room to append in place.
 func (a *arena[T]) take(n int) []T {
 	if n > len(a.free) {
-		a.free = make([]T, chunkLen)
+		a.free = a.chunk()
 	}
 	s := a.free[:n:n]
 	a.free = a.free[n:]
@@ -615,7 +716,7 @@ func exact[T any](d *hostDecoder, s *[]T, a *arena[T], decode func(*T) error) er
 		return slice(d, s, decode)
 	}
 	if len(a.free) < chunkLen/4 {
-		a.free = make([]T, chunkLen)
+		a.free = a.chunk()
 	}
 	out := a.free[:0]
 	err := slice(d, &out, decode)

@@ -25,8 +25,20 @@ func decodeFast(data []byte) (VirtualHost, error) {
 // set, and a host with more routes, backends and endpoints than most, before: what those left in
 // its scratch slices must not show.
 func decodeReused(t testing.TB, data []byte) (VirtualHost, error) {
-	d := newReusedHostDecoder()
-	for _, h := range [][]byte{filledHost(t), []byte(`{"routes":[{"name":"a","backends":[{"name":"x","endpoints":[{"address":"e1"},{"address":"e2"},{"address":"e3"}]},{"name":"y"}]},{"name":"b"},{"name":"c"},{"name":"d"},{"name":"e"}]}`)} {
+	warm := [][]byte{filledHost(t), []byte(`{"routes":[{"name":"a","backends":[{"name":"x","endpoints":[{"address":"e1"},{"address":"e2"},{"address":"e3"}]},{"name":"y"}]},{"name":"b"},{"name":"c"},{"name":"d"},{"name":"e"}]}`)}
+	// A decode before into the same memory leaves every field of its chunks set: the decoder
+	// below cuts its arrays from them, and must see none of it.
+	mem := &DecodeMemory{}
+	before := newReusedHostDecoder(mem)
+	for range 20 {
+		for _, h := range warm {
+			if _, err := before.decode(h); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	d := newReusedHostDecoder(mem)
+	for _, h := range warm {
 		if _, err := d.decode(h); err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +106,7 @@ func TestReusedDecoderSharesRoutes(t *testing.T) {
 		`{"hostname":"c","routes":` + routes + `,"routes":[{"match":{"path":{"value":"/x"}},"backends":[{"weight":7}]}]}`,
 		`{"hostname":"d","routes":` + routes + `}`,
 	}
-	d := newReusedHostDecoder()
+	d := newReusedHostDecoder(nil)
 	var got []VirtualHost
 	for _, h := range hosts {
 		vh, err := d.decode([]byte(h))
@@ -130,7 +142,7 @@ func TestReusedDecoderSharesBackends(t *testing.T) {
 		`{"hostname":"b","routes":[` + route("/b") + `,{"name":"r","backends":` + be + `,"backends":[{"weight":7,"endpoints":[{"port":81}]}]}]}`,
 		`{"hostname":"c","routes":[` + route("/c") + `]}`,
 	}
-	d := newReusedHostDecoder()
+	d := newReusedHostDecoder(nil)
 	var got []VirtualHost
 	for _, h := range hosts {
 		vh, err := d.decode([]byte(h))
@@ -172,7 +184,7 @@ func TestReusedDecoderRepeatsRoutes(t *testing.T) {
 		`{"hostname":"d","routes":[{"name":"root","name":"x"},` + route("health", "/healthz") + `]}`,
 		`{"hostname":"e","routes":[{"name":"x"},` + route("health", "/healthz") + `,` + route("api", "/e/api") + `]}`,
 	}
-	d := newReusedHostDecoder()
+	d := newReusedHostDecoder(nil)
 	var got []VirtualHost
 	for _, h := range hosts {
 		vh, err := d.decode([]byte(h))
@@ -394,7 +406,7 @@ func FuzzDecodeHost(f *testing.F) {
 		// decodeAt, as the file loader calls it: past white space, on the host and what follows
 		// it in the file.
 		data = bytes.TrimLeft(data, " \t\r\n")
-		at, n, ok := newReusedHostDecoder().decodeAt(append(data[:len(data):len(data)], ",{}]"...))
+		at, n, ok := newReusedHostDecoder(nil).decodeAt(append(data[:len(data):len(data)], ",{}]"...))
 		if ok {
 			var whole VirtualHost
 			if err := json.Unmarshal(data[:n], &whole); err != nil {
@@ -405,7 +417,7 @@ func FuzzDecodeHost(f *testing.F) {
 			}
 		}
 		// A reused decoder's fast path takes less than decodeFast's (no "routes" twice).
-		reusedFast := newReusedHostDecoder()
+		reusedFast := newReusedHostDecoder(nil)
 		reusedFast.data = data
 		if reusedFast.top(new(VirtualHost)) == nil && (!ok || strings.TrimSpace(string(data[n:])) != "") {
 			t.Fatalf("decodeAt(%q) = %d, %v; the hand-written decoder takes it whole", data, n, ok)
@@ -448,7 +460,7 @@ func BenchmarkDecodeHost(b *testing.B) {
 			}
 		})
 		b.Run(tt.name+"/reused", func(b *testing.B) {
-			d := newReusedHostDecoder()
+			d := newReusedHostDecoder(nil)
 			b.ReportAllocs()
 			b.SetBytes(int64(len(tt.raw)))
 			for b.Loop() {

@@ -45,6 +45,9 @@ type HostFilter struct {
 	// check): 100k hosts appended one by one were ~5× their size in copies. It is taken once
 	// growHosts hosts are decoded, so that a reload that decodes a few allocates for a few.
 	Hosts func(listener int) int
+	// Memory, if set, is what the decoded hosts' arrays are cut from, overwriting those of the
+	// config the decode before into it gave (DecodeMemory).
+	Memory *DecodeMemory
 }
 
 // growHosts is how many hosts a listener's slice grows to by appending before it takes the
@@ -56,7 +59,7 @@ const readBuffer = 256 << 10
 
 func decodeSkipping(d *skipDecoder, tick func(), f HostFilter) (*Config, error) {
 	cfg := &Config{}
-	hd := newReusedHostDecoder()
+	hd := newReusedHostDecoder(f.Memory)
 	li := -1
 	seen := false
 	skipped := false // whether Skip took the last host it was given

@@ -315,9 +315,9 @@ func (s *compiler) compileVHost(listener string, in *ir.VirtualHost) (*vhost, er
 	}
 	v := newVHost(in.Hostname, routes)
 	if tlsBackends {
-		// Kept to compile again when the client certificate presented to backends changes.
-		src := *in
-		v.src = &src
+		// Kept to compile again when the client certificate presented to backends changes; a
+		// copy, as the loader decodes its next reload into the arrays in (ir.DecodeMemory).
+		v.src = in.Clone()
 	} else {
 		s.last, s.lastListener = sharedSet{src: in.Routes, set: v.routeSet}, listener
 		switch {

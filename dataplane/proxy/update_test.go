@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -302,6 +303,76 @@ func TestUpdateSeries(t *testing.T) {
 		if diff := cmp.Diff(st.want, series()); diff != "" {
 			t.Errorf("step %d: series (-want +got):\n%s", i, diff)
 		}
+	}
+}
+
+// TestCompiledHostsOwnTheirIR: the loader decodes each reload into the arrays of the one before
+// (ir.DecodeMemory), so a table in service must hold nothing of the IR it was compiled from. Table
+// A is compiled from a decode, B decoded into the same memory, then A's hosts are compared with A's
+// IR: the IR hosts with TLS backends keep (vhost.src), and their compiled routes once a new client
+// certificate has them compiled again from it.
+func TestCompiledHostsOwnTheirIR(t *testing.T) {
+	hosts := func(version string) []ir.VirtualHost {
+		var out []ir.VirtualHost
+		for i := range 200 {
+			proto := ir.AppProtocol("")
+			if i%3 == 0 {
+				proto = ir.AppTLS
+			}
+			be := func(name string) ir.Backend {
+				return ir.Backend{Name: version + name + strconv.Itoa(i), Weight: uint32(1 + i%4), AppProtocol: proto,
+					Endpoints: []ir.Endpoint{{Address: "10.0.0." + strconv.Itoa(1+i%200), Port: 443}, {Address: "10.0.1.1", Port: uint32(8000 + i)}}}
+			}
+			routes := []ir.Route{
+				{Name: "exact", Match: ir.Match{Path: exact("/healthz")}, Backends: []ir.Backend{be("h")}},
+				{Name: "api", Match: ir.Match{Path: prefix("/" + version + "/h" + strconv.Itoa(i))}, Backends: []ir.Backend{be("a"), be("b")},
+					Filters: ir.Filters{Mirrors: []ir.Mirror{{Backend: be("m")}}}},
+				{Name: "root", Match: ir.Match{Path: prefix("/")}, Backends: []ir.Backend{be("r")}},
+			}
+			out = append(out, ir.VirtualHost{Hostname: "h" + strconv.Itoa(i) + ".example.com", Routes: routes[:1+i%3]})
+		}
+		return out
+	}
+	mem := &ir.DecodeMemory{}
+	decode := func(cfg *ir.Config) *ir.Config {
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ir.DecodeJSONSkippingReader(bytes.NewReader(raw), nil, ir.HostFilter{Skip: func(int, []byte) bool { return false }, Memory: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	wantA, _ := httpConfig(t, hosts("a")...)
+	a := newProxy(t, decode(wantA))
+	before := describeHosts(a)
+	cfgB, _ := httpConfig(t, hosts("b")...)
+	newProxy(t, decode(cfgB))
+
+	kept := 0
+	for name, v := range hostPtrs(a, "http") {
+		if v.src == nil {
+			continue
+		}
+		kept++
+		i := slices.IndexFunc(wantA.Listeners[0].VirtualHosts, func(vh ir.VirtualHost) bool { return vh.Hostname == name })
+		if diff := cmp.Diff(&wantA.Listeners[0].VirtualHosts[i], v.src); diff != "" {
+			t.Errorf("host %s: the IR its table keeps, once B is decoded (-A's IR +kept):\n%s", name, diff)
+		}
+	}
+	if kept == 0 {
+		t.Fatal("no host kept its IR: the test tests nothing")
+	}
+	cert, _ := selfSigned(t, "client")
+	base := ir.BaseOf(wantA)
+	base.BackendClientCertificate = &cert
+	if err := a.Update(&ir.Update{Gateway: wantA.Gateway, Version: 2, Base: base}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, describeHosts(a)); diff != "" {
+		t.Errorf("A's hosts compiled again from what they kept, once B is decoded (-A's +now):\n%s", diff)
 	}
 }
 

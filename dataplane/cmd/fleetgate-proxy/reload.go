@@ -29,6 +29,9 @@ type loader struct {
 	// config. A slice, not a map: a reload meets the hosts where they were, and compares each
 	// with the one held at its place before it looks further.
 	hosts []hostEntry
+	// mem is the memory the last reload decoded its hosts into, which the next decodes into
+	// again (the proxy keeps none of it); nil after a release.
+	mem *ir.DecodeMemory
 }
 
 type hostSum [2]uint64
@@ -83,10 +86,12 @@ func (ld *loader) load() (time.Time, int, error) {
 	return fi.ModTime(), decoded, nil
 }
 
-// release hands the garbage of a load back to the system. Decoding a large file leaves hundreds
-// of MB of it, which the runtime would return only slowly: the proxy's memory would stay at its
-// peak for minutes. Called once the new table is served.
-func release() {
+// release hands the garbage of a load back to the system, the memory reloads decode into
+// included. Decoding a large file leaves hundreds of MB of it, which the runtime would return only
+// slowly: the proxy's memory would stay at its peak for minutes. Called once the new table is
+// served.
+func (ld *loader) release() {
+	ld.mem = nil
 	debug.FreeOSMemory()
 }
 
@@ -167,7 +172,11 @@ func (ld *loader) applyChanges(src io.ReadSeeker, tick func(), held []hostEntry)
 		}
 		perListener[h.listener]++
 	}
+	if ld.mem == nil {
+		ld.mem = &ir.DecodeMemory{}
+	}
 	filter := ir.HostFilter{
+		Memory: ld.mem,
 		Skip: func(l int, raw []byte) bool {
 			e := hostEntry{listener: int32(l), length: uint32(len(raw))}
 			if tried.at == len(next) && tried.length == len(raw) {

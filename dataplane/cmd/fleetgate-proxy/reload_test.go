@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -209,6 +211,80 @@ func TestLoaderLooksAway(t *testing.T) {
 					t.Fatalf("version %d: answers (-whole +reloaded):\n%s", version, diff)
 				}
 			}
+		})
+	}
+}
+
+// TestServeReleasesOnceQuiet: reloads that follow each other decode into the memory the one
+// before kept; it goes back to the system once reloads pause for the quiet period.
+func TestServeReleasesOnceQuiet(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		quiet time.Duration
+		// kept: the memory is the first reload's after the second, and still held at the end.
+		kept bool
+	}{
+		{"reloads within the quiet period", time.Hour, true},
+		{"released once quiet", time.Millisecond, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "fg.json")
+			write := func(version int) {
+				be := []ir.Backend{{Name: "b", Weight: 1, Endpoints: []ir.Endpoint{{Address: "127.0.0.1", Port: 8080}}}}
+				hosts := make([]ir.VirtualHost, releaseAfter+10)
+				for i := range hosts {
+					hosts[i] = ir.VirtualHost{Hostname: "h" + strconv.Itoa(i) + ".example.com", Routes: []ir.Route{
+						{Name: "api", Match: ir.Match{Path: &ir.StringMatch{Type: ir.MatchPrefix, Value: "/v" + strconv.Itoa(version) + "/h" + strconv.Itoa(i)}}, Backends: be}}}
+				}
+				b, err := json.Marshal(&ir.Config{Gateway: "ns/gw", Version: uint64(version), Listeners: []ir.Listener{{Name: "http", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: hosts}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				at := time.Unix(int64(1e9+version), 0) // a modification time of its own
+				if err := os.Chtimes(path, at, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv := newReloadServer(t)
+			ld := newLoader(srv, path)
+			write(1)
+			mtime, _, err := ld.load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ld.release()
+			tick := make(chan time.Time)
+			done := make(chan struct{})
+			ctx, cancel := context.WithCancel(t.Context())
+			go func() {
+				defer close(done)
+				ld.serve(ctx, logr.Discard(), mtime, tick, nil, tt.quiet)
+			}()
+			// A tick when the file did not change returns once serve is waiting again: what it
+			// did before is done and seen here.
+			reloadTo := func(version int) *ir.DecodeMemory {
+				write(version)
+				tick <- time.Now()
+				time.Sleep(100 * time.Millisecond)
+				tick <- time.Now()
+				if srv.Version() != uint64(version) {
+					t.Fatalf("serving version %d, want %d", srv.Version(), version)
+				}
+				return ld.mem
+			}
+			first := reloadTo(2)
+			second := reloadTo(3)
+			if got := first != nil && first == second; got != tt.kept {
+				t.Errorf("the second reload decoded into the first's memory: %v, want %v", got, tt.kept)
+			}
+			if got := second != nil; got != tt.kept {
+				t.Errorf("memory held after the second reload: %v, want %v", got, tt.kept)
+			}
+			cancel()
+			<-done
 		})
 	}
 }

@@ -33,7 +33,8 @@ for n in 1 "$HOSTS"; do
 		mv "$WORK/next" "$WORK/fg.json"
 		for _ in $(seq 1200); do [ "$(reloads)" -gt "$before" ] && break; sleep 0.05; done
 	done
-	sleep 1
+	# The proxy gives a reload's garbage back once reloads pause for 2 s (releaseQuiet).
+	sleep 3
 	swapped=$(mem) swapped_kib=$(rss_kib)
 	took=$(sed -n 's/.*"took":"\([^"]*\)".*/\1/p' "$WORK/log" | paste -sd, -)
 	kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
