@@ -2,10 +2,7 @@
 
 package proxy
 
-import (
-	"bufio"
-	"net"
-)
+import "net"
 
 // connProbe cannot peek at a socket here: idle connections are trusted until used, and a failure
 // before any answer is retried (exchangeFast).
@@ -14,5 +11,3 @@ type connProbe struct{}
 func (p *connProbe) init(net.Conn) {}
 
 func (p *connProbe) idleOK() bool { return true }
-
-func (p *connProbe) sendThenWait(w *bufio.Writer) error { return w.Flush() }
