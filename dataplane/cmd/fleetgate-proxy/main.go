@@ -106,7 +106,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		defer t.Stop()
 		tick = t.C
 	}
-	ld.serve(ctx, log, mtime, tick, hup, releaseQuiet)
+	ld.serve(ctx, log, mtime, tick, hup, func() <-chan time.Time { return time.After(releaseQuiet) })
 	log.Info("shutting down")
 	return p.Shutdown(srv)
 }
@@ -119,8 +119,9 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 const releaseQuiet = 2 * time.Second
 
 // serve reloads the file on hup, or on tick when its modification time changed, until ctx is
-// done; quiet after the last reload that left garbage worth it, it releases that garbage.
-func (ld *loader) serve(ctx context.Context, log logr.Logger, mtime time.Time, tick <-chan time.Time, hup <-chan os.Signal, quiet time.Duration) {
+// done; once quiet's channel (made after each reload that left garbage worth it, releaseQuiet)
+// fires with no reload since, it releases that garbage.
+func (ld *loader) serve(ctx context.Context, log logr.Logger, mtime time.Time, tick <-chan time.Time, hup <-chan os.Signal, quiet func() <-chan time.Time) {
 	var due <-chan time.Time // nil: nothing to release
 	for {
 		garbage := false
@@ -136,7 +137,7 @@ func (ld *loader) serve(ctx context.Context, log logr.Logger, mtime time.Time, t
 			due = nil
 		}
 		if garbage {
-			due = time.After(quiet)
+			due = quiet()
 		}
 	}
 }

@@ -219,13 +219,14 @@ func TestLoaderLooksAway(t *testing.T) {
 // before kept; it goes back to the system once reloads pause for the quiet period.
 func TestServeReleasesOnceQuiet(t *testing.T) {
 	for _, tt := range []struct {
-		name  string
-		quiet time.Duration
+		name string
+		// quiet: the quiet period ends after each reload (the test fires it before the next).
+		quiet bool
 		// kept: the memory is the first reload's after the second, and still held at the end.
 		kept bool
 	}{
-		{"reloads within the quiet period", time.Hour, true},
-		{"released once quiet", time.Millisecond, false},
+		{"reloads within the quiet period", false, true},
+		{"released once quiet", true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "fg.json")
@@ -256,19 +257,21 @@ func TestServeReleasesOnceQuiet(t *testing.T) {
 				t.Fatal(err)
 			}
 			ld.release()
-			tick := make(chan time.Time)
+			tick, quiet := make(chan time.Time), make(chan time.Time)
 			done := make(chan struct{})
 			ctx, cancel := context.WithCancel(t.Context())
 			go func() {
 				defer close(done)
-				ld.serve(ctx, logr.Discard(), mtime, tick, nil, tt.quiet)
+				ld.serve(ctx, logr.Discard(), mtime, tick, nil, func() <-chan time.Time { return quiet })
 			}()
-			// A tick when the file did not change returns once serve is waiting again: what it
-			// did before is done and seen here.
+			// Sends return once serve took them, and a tick when the file did not change once
+			// serve is waiting again: what it did before is done and seen here.
 			reloadTo := func(version int) *ir.DecodeMemory {
 				write(version)
 				tick <- time.Now()
-				time.Sleep(100 * time.Millisecond)
+				if tt.quiet {
+					quiet <- time.Now()
+				}
 				tick <- time.Now()
 				if srv.Version() != uint64(version) {
 					t.Fatalf("serving version %d, want %d", srv.Version(), version)
