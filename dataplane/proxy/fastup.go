@@ -262,11 +262,11 @@ func (s *Server) exchangeFast(uc *upConn, r *http.Request, fc *fastConn, clientH
 	// others are runnable. At half of nginx's max rate that made p99 3.4 ms instead of 1.5 ms, for
 	// ~10% more requests per second at saturation. Yielding only while other requests were in relay
 	// (s16, ab-http.sh, 2 × 5 rounds): EAGAIN reads 1.6–1.8 → 0.25–0.35 per request, but only +2–4%
-	// rps and −2–4% CPU per request, p99 +4–8%; not kept. Nor is waiting for the answer before
-	// the first read (s17: the flush inside RawConn.Read's callback, after the runtime resets the
-	// read readiness, so the wake-up cannot be lost): EAGAIN reads fell by ~0.4 per request under
-	// strace, but ab-http.sh (6 rounds, load 1.6–2.4) gave 0.88× nginx's rps against 0.94× and
-	// CPU/req 1.16× against 1.07×, bimodal from round to round: the core idles more in epoll.
+	// rps and −2–4% CPU per request, p99 +4–8%; not kept. Nor, yet, is waiting for the answer
+	// before the first read (s17, commit ecb748f: the flush inside RawConn.Read's callback, after
+	// the runtime resets the read readiness, so the wake-up cannot be lost): EAGAIN reads fell by
+	// ~0.4 per request under strace, but A/Bs disagreed (ab-http.sh 0.88× nginx's rps against
+	// 0.94×; a plainer A/B +4% in 10 of 12 rounds), both binaries bimodal from round to round.
 	a := &fc.answer
 	for {
 		if err := readAnswer(uc.br, &fc.rhead, a); err != nil {
