@@ -88,8 +88,8 @@ func (ld *loader) load() (time.Time, int, error) {
 
 // release hands the garbage of a load back to the system, the memory reloads decode into
 // included. Decoding a large file leaves hundreds of MB of it, which the runtime would return only
-// slowly: the proxy's memory would stay at its peak for minutes. Called once the new table is
-// served.
+// slowly: the proxy's memory would stay at its peak for minutes. Called once the first table is
+// served, and once reloads pause (serve).
 func (ld *loader) release() {
 	ld.mem = nil
 	debug.FreeOSMemory()
