@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -141,6 +143,23 @@ func (m *memberRelease) inMember(ctx context.Context, member string, r client.Re
 			held = func(o client.Object) bool {
 				ls, ok := o.(*gwv1.ListenerSet)
 				return ok && (len(ls.Status.Listeners) > 0 || !pendingOnly(ls.Status.Conditions)) && ourParent(ctx, r, ls, ours)
+			}
+		// Nor does an Ingress's or a LoadBalancer Service's: their class does. An operator that
+		// started after the cluster began leaving knows their addresses from here only.
+		case "Ingress":
+			var classes networkingv1.IngressClassList
+			if err := r.List(ctx, &classes); err != nil && !meta.IsNoMatchError(err) && !isMissingKind(err) {
+				return nil, fmt.Errorf("listing IngressClasses in cluster %s: %w", member, err)
+			}
+			held = func(o client.Object) bool {
+				ing, ok := o.(*networkingv1.Ingress)
+				return ok && len(ing.Status.LoadBalancer.Ingress) > 0 && translate.IngressOfOurs(classes.Items, ing)
+			}
+		case "Service":
+			held = func(o client.Object) bool {
+				svc, ok := o.(*corev1.Service)
+				return ok && len(svc.Status.LoadBalancer.Ingress) > 0 && svc.Spec.LoadBalancerClass != nil &&
+					translate.LoadBalancerClassOfOurs(*svc.Spec.LoadBalancerClass)
 			}
 		}
 		if held == nil {

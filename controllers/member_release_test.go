@@ -7,11 +7,15 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
 	"github.com/fleetgate/fleetgate/controllers/translate"
 )
 
@@ -143,5 +147,90 @@ func TestStatusWriterReleasesLeavingListenerSet(t *testing.T) {
 	}
 	if !pendingOnly(got.Status.Conditions) {
 		t.Error("pendingOnly is false for the released status")
+	}
+}
+
+// TestReleaseFindsIngressAndServiceAddresses: a leaving member's Ingresses of fleetgate's classes
+// and LoadBalancer Services of its load-balancer classes that hold addresses are what fleetgate
+// still holds there, found from the objects alone (an operator restarted after the member began
+// leaving never named them); those of other controllers, and those without addresses, are not.
+func TestReleaseFindsIngressAndServiceAddresses(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := []networkingv1.IngressLoadBalancerIngress{{IP: "198.18.0.9"}}
+	class := func(name, controller string, isDefault bool) *networkingv1.IngressClass {
+		c := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1.IngressClassSpec{Controller: controller}}
+		if isDefault {
+			c.Annotations = map[string]string{networkingv1.AnnotationIsDefaultIngressClass: "true"}
+		}
+		return c
+	}
+	ingress := func(name string, className *string, annotation string, addresses bool) *networkingv1.Ingress {
+		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: networkingv1.IngressSpec{IngressClassName: className}}
+		if annotation != "" {
+			ing.Annotations = map[string]string{"kubernetes.io/ingress.class": annotation}
+		}
+		if addresses {
+			ing.Status.LoadBalancer.Ingress = addr
+		}
+		return ing
+	}
+	service := func(name string, class *string, addresses bool) *corev1.Service {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: class, Ports: []corev1.ServicePort{{Port: 80}}}}
+		if addresses {
+			svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.18.0.10"}}
+		}
+		return svc
+	}
+	tests := []struct {
+		name string
+		objs []client.Object
+		want []string
+	}{
+		{"ours by name, annotation and default; others not", []client.Object{
+			class("fg", v1alpha1.IngressControllerName, true), class("nginx", "k8s.io/ingress-nginx", false),
+			ingress("by-name", ptr.To("fg"), "", true), ingress("by-annotation", nil, "fg", true),
+			ingress("by-default", nil, "", true), ingress("theirs", ptr.To("nginx"), "", true),
+			ingress("no-address", ptr.To("fg"), "", false),
+			service("nlb", ptr.To(v1alpha1.LoadBalancerClassAWSNLB), true), service("in-cluster", ptr.To(v1alpha1.LoadBalancerClassInCluster), true),
+			service("their-lb", ptr.To("example.com/lb"), true), service("no-class", nil, true),
+			service("pending", ptr.To(v1alpha1.LoadBalancerClassGCP), false),
+		}, []string{
+			"status of Ingress default/by-annotation", "status of Ingress default/by-default", "status of Ingress default/by-name",
+			"status of Service default/in-cluster", "status of Service default/nlb",
+		}},
+		{"two default classes: an Ingress without a class is no one's", []client.Object{
+			class("fg", v1alpha1.IngressControllerName, true), class("nginx", "k8s.io/ingress-nginx", true),
+			ingress("no-class", nil, "", true), ingress("by-name", ptr.To("fg"), "", true),
+		}, []string{"status of Ingress default/by-name"}},
+		{"the default class is not ours", []client.Object{
+			class("fg", v1alpha1.IngressControllerName, false), class("nginx", "k8s.io/ingress-nginx", true),
+			ingress("no-class", nil, "", true),
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.objs...).Build()
+			m, err := NewMetrics(prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := NewStatusWriter(logr.Discard(), nil, m)
+			w.SetTarget("m", statusTarget{Reader: c, Live: c, Writer: c})
+			rel := &memberRelease{writer: w}
+			hub, inMember, err := rel.Held(t.Context(), "m", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hub) > 0 {
+				t.Errorf("held in the hub: %v", hub)
+			}
+			if diff := cmp.Diff(tt.want, inMember); diff != "" {
+				t.Errorf("held in the member (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -246,6 +246,30 @@ func ingressClassOf(classes map[string]*ingressClass, ing *networkingv1.Ingress)
 	return def
 }
 
+// IngressOfOurs tells whether ing belongs to an IngressClass of fleetgate's among classes (those
+// of its cluster), by the rules above, whether or not the class's parameters are usable: its
+// status may hold addresses fleetgate wrote.
+func IngressOfOurs(classes []networkingv1.IngressClass, ing *networkingv1.Ingress) bool {
+	ours := func(name string) bool {
+		return slices.ContainsFunc(classes, func(c networkingv1.IngressClass) bool {
+			return c.Name == name && c.Spec.Controller == v1alpha1.IngressControllerName
+		})
+	}
+	if n := ing.Spec.IngressClassName; n != nil {
+		return ours(*n)
+	}
+	if n, ok := ing.Annotations[annotationIngressClass]; ok {
+		return ours(n)
+	}
+	var defaults []networkingv1.IngressClass
+	for _, c := range classes {
+		if c.Annotations[annotationDefaultClass] == "true" {
+			defaults = append(defaults, c)
+		}
+	}
+	return len(defaults) == 1 && defaults[0].Spec.Controller == v1alpha1.IngressControllerName
+}
+
 // ingressGroups groups the Ingresses of our usable classes by gateway key.
 func (t *translator) ingressGroups() []*ingressGroup {
 	classes := t.ingressClasses()

@@ -70,6 +70,12 @@ func lbClassProvider(class string) (v1alpha1.Provider, json.RawMessage, bool) {
 	return "", nil, false
 }
 
+// LoadBalancerClassOfOurs tells whether a Service's spec.loadBalancerClass is one fleetgate serves.
+func LoadBalancerClassOfOurs(class string) bool {
+	_, _, ok := lbClassProvider(class)
+	return ok
+}
+
 // translateLBServices adds the config, model and status of every LoadBalancer Service of ours.
 func (t *translator) translateLBServices() {
 	pol := defaultProxyPolicy() // these Services have no class of ours to configure it

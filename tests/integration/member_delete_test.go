@@ -9,9 +9,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -233,8 +236,23 @@ func TestMemberClusterDeletionUnreachable(t *testing.T) {
 func TestMemberClusterDeletedWhileOperatorDown(t *testing.T) {
 	e := newDNSEnv(t, testbed.Options{}, nil)
 	member := testbed.ForTest(t, "member-c")[0]
-	memberWithGateway(t, e, member)
+	me := memberWithGateway(t, e, member)
 	ctx, cl := t.Context(), e.c.Client
+	// An Ingress and a LoadBalancer Service beside the Gateway. Their statuses name no controller:
+	// the operator started after the member began leaving must find them by their classes.
+	mcl := member.Client
+	must(t, mcl.Create(ctx, &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "aws"},
+		Spec: networkingv1.IngressClassSpec{Controller: v1alpha1.IngressControllerName,
+			Parameters: &networkingv1.IngressClassParametersReference{APIGroup: ptr.To(v1alpha1.Group), Kind: "GatewayClassConfig", Name: "aws-alb"}}}))
+	must(t, mcl.Create(ctx, &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "shop"},
+		Spec: networkingv1.IngressSpec{IngressClassName: ptr.To("aws"),
+			Rules: []networkingv1.IngressRule{ingressRule("shop.example.com", ingressPath(networkingv1.PathTypePrefix, "/", "web"))}}}))
+	must(t, mcl.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "dns"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To(v1alpha1.LoadBalancerClassAWSNLB),
+			Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(5353)}}}}))
+	me.slice("dns", corev1.ProtocolUDP, 5353, "10.0.2.30")
+	me.ingressAddress("shop")
+	me.serviceAddress("dns")
 	var mc v1alpha1.MemberCluster
 	must(t, cl.Get(ctx, client.ObjectKey{Name: member.Name}, &mc))
 	if !controllerutil.ContainsFinalizer(&mc, v1alpha1.FinalizerMember) {
@@ -251,4 +269,11 @@ func TestMemberClusterDeletedWhileOperatorDown(t *testing.T) {
 	took := mcGone(t, cl, member.Name, 90*time.Second)
 	t.Logf("MemberCluster released %v after the operator started again", took)
 	checkReleased(t, e, member)
+	var ing networkingv1.Ingress
+	must(t, mcl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "shop"}, &ing))
+	var svc corev1.Service
+	must(t, mcl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "dns"}, &svc))
+	if len(ing.Status.LoadBalancer.Ingress) > 0 || len(svc.Status.LoadBalancer.Ingress) > 0 {
+		t.Errorf("addresses left in the member: Ingress %+v, Service %+v", ing.Status.LoadBalancer, svc.Status.LoadBalancer)
+	}
 }
