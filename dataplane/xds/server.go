@@ -296,6 +296,9 @@ func (g *gatewayState) diff(gateway string, cfg *ir.Config) (*configDiff, error)
 					// dropped on a backend or member change) compared every route of every host on
 					// every later call.
 					r.vh.Routes = vh.Routes
+					// And its hostname: after a rebuild, the cursor's comparison above read every
+					// host's bytes (a cache miss each) where equal pointers need no read.
+					r.vh.Hostname = vh.Hostname
 					continue
 				}
 			} else {
