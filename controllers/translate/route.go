@@ -25,7 +25,28 @@ const (
 
 // route is any route kind, compiled once (independent of the listeners it attaches to).
 type route struct {
-	kind       string
+	// The fields a pass reads of every remembered route come first, on as few cache lines as
+	// may be: at 20,000 routes a pass is bound by loading them (memo lookup, attachment replay,
+	// route status), not by what it computes.
+
+	kind string
+	// endpointPolicy chose its backends' endpoints (routePolicy); nil if it has none.
+	endpointPolicy *proxyPolicy
+	// rank is its place in the last pass's attachment order, from 1; 0 if it was not in it
+	// (compileRoutes).
+	rank int
+	// kept is where it attached in the last pass that ran attachRoute on it, for a Memo's passes
+	// of the same world (hostMemo.world) to attach it there again.
+	kept keptAttachments
+	// parents is this pass's RouteParentStatus for each of our parents (attachRoute).
+	parents []gwv1.RouteParentStatus
+	// status is the RouteStatus a pass last gave for it, handed on while it is the same: the
+	// published statuses are immutable (the status writer keeps them to compare with the next).
+	status     *RouteStatus
+	generation int64
+	// weightsErr says why a set ClusterWeightsAnnotation is ignored (clusterWeights).
+	weightsErr string
+
 	cluster    string
 	meta       metav1.Object
 	nsName     string    // namespace/name, compared often when sorting
@@ -43,36 +64,21 @@ type route struct {
 	specRules ruleSpecs
 	l4        []ir.Backend // TLSRoute, TCPRoute and UDPRoute
 
-	rules      int
-	badRules   []string // "rule N: message", dropped from the dataplane
-	badReason  string   // the Accepted reason when every rule is invalid
-	refReason  string   // first ResolvedRefs failure
-	refMsgs    []string
-	generation int64
+	rules     int
+	badRules  []string // "rule N: message", dropped from the dataplane
+	badReason string   // the Accepted reason when every rule is invalid
+	refReason string   // first ResolvedRefs failure
+	refMsgs   []string
 	// policies are the BackendTLSPolicies its backends competed for; the route's Gateways are
 	// their ancestors.
 	policies []*tlsPolicy
 	// clusterWeights, from ClusterWeightsAnnotation, split its ServiceImport backends across
-	// clusters instead of the members' weights; weightsErr says why a set annotation is ignored.
+	// clusters instead of the members' weights.
 	clusterWeights map[string]int32
-	weightsErr     string
-	// parents is this pass's RouteParentStatus for each of our parents (attachRoute).
-	parents []gwv1.RouteParentStatus
-	// status is the RouteStatus a pass last gave for it, handed on while it is the same: the
-	// published statuses are immutable (the status writer keeps them to compare with the next).
-	status *RouteStatus
-	// rank is its place in the last pass's attachment order, from 1; 0 if it was not in it
-	// (compileRoutes).
-	rank int
-	// kept is where it attached in the last pass that ran attachRoute on it, for a Memo's passes
-	// of the same world (hostMemo.world) to attach it there again.
-	kept keptAttachments
 
 	// refNotes say which endpoints were left out (untrusted slices, denied addresses); they do
 	// not make ResolvedRefs False, as the references themselves resolve.
 	refNotes []string
-	// endpointPolicy chose its backends' endpoints (routePolicy); nil if it has none.
-	endpointPolicy *proxyPolicy
 	// limits sums up matches for classRules (summarize), so that a route every class serves
 	// whole is judged without reading its matches again on every pass.
 	limits matchLimits
@@ -366,7 +372,7 @@ func (t *translator) replay(r *route) {
 		l.attached++
 		l.last = r
 		l.hosts = append(l.hosts, attachment{route: r, hostnames: k.hostnames})
-		l.hostsKinds[r.kind]++
+		l.web.add(r.kind)
 	}
 	if r.parents != nil && r.weightsErr != "" {
 		t.notice(r.ref(), "Warning", "InvalidClusterWeights", "%s", r.weightsErr)
@@ -547,11 +553,23 @@ func (t *translator) attachToParent(r *route, grp *gatewayGroup, set *listenerSe
 			}
 		default:
 			m.l.hosts = append(m.l.hosts, attachment{route: r, hostnames: m.hosts})
-			m.l.hostsKinds[r.kind]++
+			m.l.web.add(r.kind)
 			t.scratch.kept = append(t.scratch.kept, keptAt{group: grp.idx, listener: m.l.idx, hostnames: m.hosts})
 		}
 	}
 	return cond(string(gwv1.RouteConditionAccepted), true, string(gwv1.RouteReasonAccepted), "Route is accepted", gen)
+}
+
+// webKinds counts the HTTPRoutes and GRPCRoutes attached to a listener.
+type webKinds struct{ http, grpc int }
+
+func (w *webKinds) add(kind string) {
+	switch kind {
+	case kindHTTPRoute:
+		w.http++
+	case kindGRPCRoute:
+		w.grpc++
+	}
 }
 
 // match is a listener a route attaches to, with the hostnames it serves there.
@@ -563,11 +581,11 @@ type match struct {
 // webConflict reports whether an HTTPRoute (GRPCRoute) would share a hostname of listener l with
 // an already attached GRPCRoute (HTTPRoute): the spec accepts only the older of the two.
 func webConflict(l *listener, r *route, hosts []string) bool {
-	other := kindGRPCRoute
+	other := l.web.grpc
 	if r.kind == kindGRPCRoute {
-		other = kindHTTPRoute
+		other = l.web.http
 	}
-	if l.hostsKinds[other] == 0 {
+	if other == 0 {
 		return false
 	}
 	for _, a := range l.hosts {
