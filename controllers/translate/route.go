@@ -42,7 +42,10 @@ type route struct {
 	parents []gwv1.RouteParentStatus
 	// status is the RouteStatus a pass last gave for it, handed on while it is the same: the
 	// published statuses are immutable (the status writer keeps them to compare with the next).
-	status     *RouteStatus
+	status *RouteStatus
+	// statusOf is status's first parent, the element of parents it was made with: compared
+	// without loading status (one object more per route and pass).
+	statusOf   *gwv1.RouteParentStatus
 	generation int64
 	// weightsErr says why a set ClusterWeightsAnnotation is ignored (clusterWeights).
 	weightsErr string
@@ -441,11 +444,17 @@ func (t *translator) routeStatuses(byKind [][]*route) {
 
 // routeStatus returns r's status: the one of the last pass when its parents are the very same
 // (attachRoute keeps a remembered route's parents unless they changed), else a new one.
+// A route's generation is that of the object it was compiled from, which r.status was made with;
+// attachRoute gives r.parents a new array whenever they change, so the first element tells them.
 func (r *route) routeStatus() *RouteStatus {
-	if st := r.status; st != nil && st.Generation == r.generation && len(r.parents) > 0 && len(st.Parents) == len(r.parents) && &st.Parents[0] == &r.parents[0] {
-		return st
+	if r.status != nil && len(r.parents) > 0 && r.statusOf == &r.parents[0] {
+		return r.status
 	}
 	r.status = &RouteStatus{Ref: r.ref(), Generation: r.generation, Parents: r.parents}
+	r.statusOf = nil
+	if len(r.parents) > 0 {
+		r.statusOf = &r.parents[0]
+	}
 	return r.status
 }
 
