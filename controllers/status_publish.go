@@ -30,8 +30,12 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 	at := 0 // the place in last where the next object is looked for first
 	// Every pass names thousands of unchanged routes, most where the last pass named them: a
 	// comparison each (the map lookup hashes the ref), no allocation.
-	set := func(want desiredStatus) {
+	keep := func(d *desiredEntry) {
 		named++
+		d.pass, d.place = pass, len(next)
+		next = append(next, d)
+	}
+	set := func(want desiredStatus) {
 		ref := want.Target()
 		var d *desiredEntry
 		if at < len(last) && last[at].ref == ref {
@@ -66,15 +70,21 @@ func (w *StatusWriter) Publish(res *translate.Result, part statusPart) {
 			}
 			d.want = want
 		}
-		d.pass, d.place = pass, len(next)
-		next = append(next, d)
+		keep(d)
 	}
 	switch part {
 	case translated:
 		w.read = res.Clusters
 		defer w.wakeSweeperLocked()
-		for i := range res.Routes {
-			set(res.Routes[i])
+		for _, st := range res.Routes {
+			// A route whose status is the very one of the last pass, where the last pass named it:
+			// the same entry, told without loading the status (one object per route and pass).
+			if at < len(last) && last[at].want == desiredStatus(st) {
+				keep(last[at])
+				at++
+				continue
+			}
+			set(st)
 		}
 		for i := range res.Policies {
 			set(&res.Policies[i])

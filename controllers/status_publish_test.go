@@ -46,19 +46,34 @@ func BenchmarkPublish20k(b *testing.B) {
 // holds exactly the latest statuses of the objects named, queues the new, changed and dropped
 // ones, and nothing else.
 func TestPublishFollowsOrder(t *testing.T) {
+	for _, reuse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reuse=%v", reuse), func(t *testing.T) { publishFollowsOrder(t, reuse) })
+	}
+}
+
+// publishFollowsOrder is TestPublishFollowsOrder with statuses made anew on every pass, equal when
+// unchanged, or (reuse), as translation does, the very object of the pass before while the status
+// is the same (Publish's fast path).
+func publishFollowsOrder(t *testing.T, reuse bool) {
 	ref := func(name string) translate.ObjectRef {
 		return translate.ObjectRef{Cluster: "c", Kind: "HTTPRoute", Namespace: "ns", Name: name}
 	}
 	parents := []gwv1.RouteParentStatus{{ControllerName: "fleetgate.dev/gateway-controller", ParentRef: gwv1.ParentReference{Name: "gw"}}}
 	changed := []gwv1.RouteParentStatus{{ControllerName: "fleetgate.dev/gateway-controller", ParentRef: gwv1.ParentReference{Name: "other"}}}
+	made := map[string]*translate.RouteStatus{}
 	result := func(names ...string) *translate.Result {
 		res := &translate.Result{}
 		for _, n := range names {
-			p := parents
+			key, p := n, parents
 			if n[0] == '*' { // a changed status
 				n, p = n[1:], changed
 			}
-			res.Routes = append(res.Routes, &translate.RouteStatus{Ref: ref(n), Parents: p})
+			st := made[key]
+			if st == nil || !reuse {
+				st = &translate.RouteStatus{Ref: ref(n), Parents: p}
+				made[key] = st
+			}
+			res.Routes = append(res.Routes, st)
 		}
 		return res
 	}
