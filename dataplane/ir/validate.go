@@ -27,7 +27,14 @@ func boundsOf(l *Limits) bounds {
 
 // Validate reports every structural error in the config, so that a proxy can refuse (NACK) a config
 // it could not serve correctly instead of serving part of it.
-func (c *Config) Validate() error {
+func (c *Config) Validate() error { return c.validate(true) }
+
+// ValidateButDuplicateHosts reports what Validate reports but a host given twice in a listener: for
+// a caller that puts every host in a map by HostnameKey anyway, finds a duplicate there, and then
+// calls Validate for the whole answer. A second map of 100k names was ~6% of a table swap.
+func (c *Config) ValidateButDuplicateHosts() error { return c.validate(false) }
+
+func (c *Config) validate(duplicateHosts bool) error {
 	var errs []error
 	names := map[string]bool{}
 	type portKey struct {
@@ -57,12 +64,12 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: port %d already used by listener %q", at, l.Port, other))
 		}
 		ports[key] = l.Name
-		errs = append(errs, l.validate(at, b)...)
+		errs = append(errs, l.validate(at, b, duplicateHosts)...)
 	}
 	return errors.Join(errs...)
 }
 
-func (l *Listener) validate(at string, b bounds) []error {
+func (l *Listener) validate(at string, b bounds, duplicateHosts bool) []error {
 	var errs []error
 	switch l.Protocol {
 	case ProtocolHTTP, ProtocolHTTPS:
@@ -81,17 +88,22 @@ func (l *Listener) validate(at string, b bounds) []error {
 			}
 		}
 		// Hosts are keyed by name: a proxy patches them one at a time (Update).
-		hosts := make(map[string]bool, len(l.VirtualHosts))
+		var hosts map[string]bool
+		if duplicateHosts {
+			hosts = make(map[string]bool, len(l.VirtualHosts))
+		}
 		// valid are the routes of a host before that had no errors: a host that shares them
 		// (the same slice, as decoders and the controller share equal routes) has none either,
 		// their checks being a function of them and b alone.
 		var valid []Route
 		for i := range l.VirtualHosts {
 			vh := &l.VirtualHosts[i]
-			if k := HostnameKey(vh.Hostname); hosts[k] {
-				errs = append(errs, fmt.Errorf("%s host %q: duplicate host", at, vh.Hostname))
-			} else {
-				hosts[k] = true
+			if hosts != nil {
+				if k := HostnameKey(vh.Hostname); hosts[k] {
+					errs = append(errs, fmt.Errorf("%s host %q: duplicate host", at, vh.Hostname))
+				} else {
+					hosts[k] = true
+				}
 			}
 			if len(vh.Routes) > 0 && len(vh.Routes) == len(valid) && &vh.Routes[0] == &valid[0] {
 				if err := vh.validateHost(); err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestValidate(t *testing.T) {
@@ -296,5 +298,51 @@ func TestValidateSharedRoutes(t *testing.T) {
 		if !strings.Contains(shared.Error(), want) {
 			t.Errorf("error %q does not say %q", shared, want)
 		}
+	}
+}
+
+// TestValidateButDuplicateHosts: it reports every error Validate reports but the duplicate hosts.
+func TestValidateButDuplicateHosts(t *testing.T) {
+	host := func(name string, path *StringMatch) VirtualHost {
+		return VirtualHost{Hostname: name, Routes: []Route{{Name: "r", Match: Match{Path: path},
+			Backends: []Backend{{Name: "b", Weight: 1, Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 80}}}}}}}
+	}
+	bad := &StringMatch{Type: MatchRegex, Value: "("}
+	tests := []struct {
+		name       string
+		hosts      []VirtualHost
+		duplicates int // Validate's duplicate-host errors
+	}{
+		{name: "valid", hosts: []VirtualHost{host("a.example.com", nil), host("b.example.com", nil)}},
+		{name: "duplicates only", hosts: []VirtualHost{host("a.example.com", nil), host("A.example.com.", nil), host("", nil), host("*", nil)}, duplicates: 2},
+		{name: "duplicates and bad routes", hosts: []VirtualHost{host("a.example.com", bad), host("b.example.com", nil), host("a.example.com", nil), host("b.example.com", bad)}, duplicates: 2},
+		{name: "bad routes", hosts: []VirtualHost{host("a.example.com", bad), host("b.example.com", bad)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Config{Gateway: "ns/gw", Listeners: []Listener{{Name: "http", Port: 80, Protocol: ProtocolHTTP, VirtualHosts: tt.hosts},
+				{Name: "tls", Port: 443, Protocol: ProtocolTLS, VirtualHosts: tt.hosts[:1]}}}
+			var want []string
+			duplicates := 0
+			if err := c.Validate(); err != nil {
+				for line := range strings.SplitSeq(err.Error(), "\n") {
+					if strings.HasSuffix(line, ": duplicate host") {
+						duplicates++
+					} else {
+						want = append(want, line)
+					}
+				}
+			}
+			if duplicates != tt.duplicates {
+				t.Fatalf("Validate reports %d duplicate hosts, want %d", duplicates, tt.duplicates)
+			}
+			var got []string
+			if err := c.ValidateButDuplicateHosts(); err != nil {
+				got = strings.Split(err.Error(), "\n")
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("errors (-Validate's but the duplicates +got):\n%s", diff)
+			}
+		})
 	}
 }

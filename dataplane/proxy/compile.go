@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"strings"
@@ -135,10 +136,16 @@ func newCompiler(deps compileDeps, clientCert *ir.Certificate, pools tlsTranspor
 	return s
 }
 
+// errDuplicateHost says a listener's host map already holds a host of that name.
+var errDuplicateHost = errors.New("duplicate host")
+
 // compileConfig validates cfg and builds its table. It touches no socket; binding happens in Apply.
+// Hosts given twice are found by the listeners' host maps, which key them as ir.Validate does
+// (TestHostMapKeysAsIR); a compile that fails answers with Validate's errors when it has any, as
+// if Validate had run first.
 func (s *compiler) compileConfig(cfg *ir.Config, certs certCache) (*table, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid config: %w", err)
+	if cfg.ValidateButDuplicateHosts() != nil {
+		return nil, fmt.Errorf("invalid config: %w", cfg.Validate())
 	}
 	lim, err := s.resolveLimits(cfg.Limits)
 	if err != nil {
@@ -159,6 +166,9 @@ func (s *compiler) compileConfig(cfg *ir.Config, certs certCache) (*table, error
 		from := len(s.acquired)
 		lt, err := s.compileListener(l, certs)
 		if err != nil {
+			if verr := cfg.Validate(); verr != nil {
+				return nil, fmt.Errorf("invalid config: %w", verr)
+			}
 			return nil, fmt.Errorf("listener %q: %w", l.Name, err)
 		}
 		lt.refs = s.acquired[from:len(s.acquired):len(s.acquired)]
@@ -202,18 +212,20 @@ func (s *compiler) compileListener(l *ir.Listener, certs certCache) (*listenerTa
 		if err != nil {
 			return nil, err
 		}
-		addHost(lt.hosts, vh, l.VirtualHosts[i].SingleLabelWildcard)
+		if !addHost(lt.hosts, vh, l.VirtualHosts[i].SingleLabelWildcard) {
+			return nil, fmt.Errorf("host %q: %w", l.VirtualHosts[i].Hostname, errDuplicateHost)
+		}
 		s.pace.Tick()
 	}
 	return lt, nil
 }
 
-func addHost(hosts *hostMap[*vhost], vh *vhost, singleLabel bool) {
+// addHost adds vh to hosts unless they hold a host of its name, and tells whether it did.
+func addHost(hosts *hostMap[*vhost], vh *vhost, singleLabel bool) bool {
 	if singleLabel {
-		hosts.addSingleLabel(vh.name, vh)
-	} else {
-		hosts.add(vh.name, vh)
+		return hosts.addSingleLabel(vh.name, vh)
 	}
+	return hosts.add(vh.name, vh)
 }
 
 // compileListenerBase compiles everything of a listener but its virtual hosts; an HTTP or HTTPS
