@@ -140,16 +140,23 @@ func TestHostMapKeysAsIR(t *testing.T) {
 	}
 }
 
-// TestApplyRefusesDuplicateHosts: Apply finds a listener's host given twice in the host map it
-// builds (its ir.Validate call skips that check) and answers as if Validate had run first, with
-// every error of the config; the table in service stays.
-func TestApplyRefusesDuplicateHosts(t *testing.T) {
+// TestApplyRefusesInvalidHosts: Apply validates each host as it compiles it, and finds a host
+// given twice in a listener's host map (its ir.Validate call skips the hosts), and answers as if
+// Validate had run first, with every error of the config; the table in service stays.
+func TestApplyRefusesInvalidHosts(t *testing.T) {
 	host := func(name string, singleLabel bool) ir.VirtualHost {
 		return ir.VirtualHost{Hostname: name, SingleLabelWildcard: singleLabel, Routes: []ir.Route{{Name: "r",
 			Backends: []ir.Backend{{Name: "b", Weight: 1, Endpoints: []ir.Endpoint{{Address: "10.0.0.1", Port: 80}}}}}}}
 	}
 	badRoute := host("bad.example.com", false)
 	badRoute.Routes[0].Match.Path = regex("(")
+	// Errors the compile itself would not see.
+	badHeader, manyRetries := host("h.example.com", false), host("r.example.com", false)
+	badHeader.Routes[0].Filters.RequestHeaders = &ir.HeaderModifier{Set: []ir.Header{{Name: "X-A", Value: "v\r\nX-B: 1"}}}
+	manyRetries.Routes[0].Retry = &ir.Retry{Attempts: ir.DefaultMaxRetryAttempts + 1}
+	shared := host("s.example.com", false)
+	singleLabelExact := shared
+	singleLabelExact.Hostname, singleLabelExact.SingleLabelWildcard = "t.example.com", true
 	tests := []struct {
 		name  string
 		hosts [][]ir.VirtualHost // by listener
@@ -163,6 +170,10 @@ func TestApplyRefusesDuplicateHosts(t *testing.T) {
 		{name: "on the second listener", hosts: [][]ir.VirtualHost{{host("a.example.com", false)}, {host("b.example.com", false), host("B.example.com", false)}}},
 		{name: "one host on two listeners", hosts: [][]ir.VirtualHost{{host("a.example.com", false)}, {host("a.example.com", false)}}},
 		{name: "a wildcard and its suffix", hosts: [][]ir.VirtualHost{{host("*.a.example", false), host("a.example", false), host("x.a.example", false)}}},
+		{name: "a bad header value", hosts: [][]ir.VirtualHost{{host("a.example.com", false), badHeader}}},
+		{name: "too many retries on the second listener", hosts: [][]ir.VirtualHost{{host("a.example.com", false)}, {manyRetries}}},
+		{name: "single-label wildcard on an exact host sharing valid routes", hosts: [][]ir.VirtualHost{{shared, singleLabelExact}}},
+		{name: "bad host and its duplicate", hosts: [][]ir.VirtualHost{{badHeader, host("b.example.com", false), badHeader}}},
 	}
 	cfg, _ := httpConfig(t, host("a.example.com", false))
 	s := newProxy(t, cfg)
