@@ -158,8 +158,9 @@ func TestApplyRefusesInvalidHosts(t *testing.T) {
 	singleLabelExact := shared
 	singleLabelExact.Hostname, singleLabelExact.SingleLabelWildcard = "t.example.com", true
 	tests := []struct {
-		name  string
-		hosts [][]ir.VirtualHost // by listener
+		name         string
+		hosts        [][]ir.VirtualHost // by listener
+		sourceRanges []string           // of the first listener
 	}{
 		{name: "case and trailing dot", hosts: [][]ir.VirtualHost{{host("a.example.com", false), host("b.example.com", false), host("A.example.com.", false)}}},
 		{name: "empty and star", hosts: [][]ir.VirtualHost{{host("", false), host("*", false)}}},
@@ -174,6 +175,8 @@ func TestApplyRefusesInvalidHosts(t *testing.T) {
 		{name: "too many retries on the second listener", hosts: [][]ir.VirtualHost{{host("a.example.com", false)}, {manyRetries}}},
 		{name: "single-label wildcard on an exact host sharing valid routes", hosts: [][]ir.VirtualHost{{shared, singleLabelExact}}},
 		{name: "bad host and its duplicate", hosts: [][]ir.VirtualHost{{badHeader, host("b.example.com", false), badHeader}}},
+		{name: "a bad listener, a bad host and a duplicate", hosts: [][]ir.VirtualHost{{badHeader, host("b.example.com", false), host("b.example.com", false)}},
+			sourceRanges: []string{"10.0.0.0/33"}},
 	}
 	cfg, _ := httpConfig(t, host("a.example.com", false))
 	s := newProxy(t, cfg)
@@ -184,6 +187,7 @@ func TestApplyRefusesInvalidHosts(t *testing.T) {
 				next.Listeners = append(next.Listeners, ir.Listener{Name: "http" + strconv.Itoa(j), Port: freePort(t, false),
 					Protocol: ir.ProtocolHTTP, VirtualHosts: hosts})
 			}
+			next.Listeners[0].SourceRanges = tt.sourceRanges
 			want, version := "", next.Version
 			if err := next.Validate(); err != nil {
 				want, version = "invalid config: "+err.Error(), s.Version()
