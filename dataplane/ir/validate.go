@@ -27,7 +27,47 @@ func boundsOf(l *Limits) bounds {
 
 // Validate reports every structural error in the config, so that a proxy can refuse (NACK) a config
 // it could not serve correctly instead of serving part of it.
-func (c *Config) Validate() error {
+func (c *Config) Validate() error { return c.validate(true) }
+
+// ValidateButHosts reports what Validate reports but the errors of the listeners' virtual hosts:
+// those HostValidator finds in a host, and a host given twice in a listener. It is for a caller
+// that walks every host anyway, checks each as it takes it, puts it in a map by HostnameKey (where
+// a duplicate shows), and calls Validate for the whole answer when a host fails: a walk of its own
+// over 100k hosts, and a map of their names, were ~15% of a table swap.
+func (c *Config) ValidateButHosts() error { return c.validate(false) }
+
+// HostValidator returns what checks the virtual hosts of c one at a time.
+func (c *Config) HostValidator() *HostValidator { return &HostValidator{b: boundsOf(c.Limits)} }
+
+// HostValidator checks virtual hosts, one at a time, as Validate checks those of a config.
+type HostValidator struct {
+	b bounds
+	// valid are the routes of a host before that had no errors: a host that shares them
+	// (the same slice, as decoders and the controller share equal routes) has none either,
+	// their checks being a function of them and b alone.
+	valid []Route
+}
+
+// Valid tells whether Validate finds no error in vh, duplicates apart.
+func (hv *HostValidator) Valid(vh *VirtualHost) bool { return len(hv.errors(vh)) == 0 }
+
+// errors returns the errors of vh, each starting with " host ..." for the caller to prefix with
+// the listener.
+func (hv *HostValidator) errors(vh *VirtualHost) []error {
+	if len(vh.Routes) > 0 && len(vh.Routes) == len(hv.valid) && &vh.Routes[0] == &hv.valid[0] {
+		if err := vh.validateHost(); err != nil {
+			return []error{err}
+		}
+		return nil
+	}
+	errs := vh.validate(hv.b)
+	if hv.valid = nil; len(errs) == 0 {
+		hv.valid = vh.Routes
+	}
+	return errs
+}
+
+func (c *Config) validate(hosts bool) error {
 	var errs []error
 	names := map[string]bool{}
 	type portKey struct {
@@ -57,12 +97,13 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: port %d already used by listener %q", at, l.Port, other))
 		}
 		ports[key] = l.Name
-		errs = append(errs, l.validate(at, b)...)
+		errs = append(errs, l.validate(at, b, hosts)...)
 	}
 	return errors.Join(errs...)
 }
 
-func (l *Listener) validate(at string, b bounds) []error {
+// validate returns the listener's errors, those of its virtual hosts only when hosts is set.
+func (l *Listener) validate(at string, b bounds, hosts bool) []error {
 	var errs []error
 	switch l.Protocol {
 	case ProtocolHTTP, ProtocolHTTPS:
@@ -80,31 +121,21 @@ func (l *Listener) validate(at string, b bounds) []error {
 				errs = append(errs, fmt.Errorf("%s: client certificate validation without CA certificates", at))
 			}
 		}
+		if !hosts {
+			break
+		}
 		// Hosts are keyed by name: a proxy patches them one at a time (Update).
-		hosts := make(map[string]bool, len(l.VirtualHosts))
-		// valid are the routes of a host before that had no errors: a host that shares them
-		// (the same slice, as decoders and the controller share equal routes) has none either,
-		// their checks being a function of them and b alone.
-		var valid []Route
+		names := make(map[string]bool, len(l.VirtualHosts))
+		hv := HostValidator{b: b}
 		for i := range l.VirtualHosts {
 			vh := &l.VirtualHosts[i]
-			if k := HostnameKey(vh.Hostname); hosts[k] {
+			if k := HostnameKey(vh.Hostname); names[k] {
 				errs = append(errs, fmt.Errorf("%s host %q: duplicate host", at, vh.Hostname))
 			} else {
-				hosts[k] = true
+				names[k] = true
 			}
-			if len(vh.Routes) > 0 && len(vh.Routes) == len(valid) && &vh.Routes[0] == &valid[0] {
-				if err := vh.validateHost(); err != nil {
-					errs = append(errs, fmt.Errorf("%s%w", at, err))
-				}
-				continue
-			}
-			verrs := vh.validate(b)
-			for _, err := range verrs {
+			for _, err := range hv.errors(vh) {
 				errs = append(errs, fmt.Errorf("%s%w", at, err))
-			}
-			if valid = nil; len(verrs) == 0 {
-				valid = vh.Routes
 			}
 		}
 	case ProtocolTLS:

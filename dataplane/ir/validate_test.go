@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestValidate(t *testing.T) {
@@ -296,5 +298,76 @@ func TestValidateSharedRoutes(t *testing.T) {
 		if !strings.Contains(shared.Error(), want) {
 			t.Errorf("error %q does not say %q", shared, want)
 		}
+	}
+}
+
+// TestValidateButHosts: ValidateButHosts reports every error Validate reports but those of the
+// virtual hosts, and a HostValidator finds a host valid exactly when ValidateHost does, as Validate
+// would (duplicates apart), the hosts whose routes are the slice of the host before included.
+func TestValidateButHosts(t *testing.T) {
+	host := func(name string, path *StringMatch) VirtualHost {
+		return VirtualHost{Hostname: name, Routes: []Route{{Name: "r", Match: Match{Path: path},
+			Backends: []Backend{{Name: "b", Weight: 1, Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 80}}}}}}}
+	}
+	bad := &StringMatch{Type: MatchRegex, Value: "("}
+	sharing := func(vh VirtualHost, name string, singleLabel bool) VirtualHost {
+		vh.Hostname, vh.SingleLabelWildcard = name, singleLabel
+		return vh
+	}
+	good, wrong := host("g.example.com", nil), host("w.example.com", bad)
+	tests := []struct {
+		name       string
+		hosts      []VirtualHost
+		valid      []bool // by host
+		duplicates int    // Validate's duplicate-host errors
+	}{
+		{name: "valid", hosts: []VirtualHost{host("a.example.com", nil), host("b.example.com", nil)}, valid: []bool{true, true}},
+		{name: "duplicates only", hosts: []VirtualHost{host("a.example.com", nil), host("A.example.com.", nil), host("", nil), host("*", nil)},
+			valid: []bool{true, true, true, true}, duplicates: 2},
+		{name: "duplicates and bad routes", hosts: []VirtualHost{host("a.example.com", bad), host("b.example.com", nil), host("a.example.com", nil), host("b.example.com", bad)},
+			valid: []bool{false, true, true, false}, duplicates: 2},
+		{name: "routes shared with the host before", hosts: []VirtualHost{good, sharing(good, "*.a.example", true), sharing(good, "b.example", true),
+			sharing(good, "c.example", false), wrong, sharing(wrong, "x.example", false)},
+			valid: []bool{true, true, false, true, false, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Config{Gateway: "ns/gw", Listeners: []Listener{{Name: "http", Port: 80, Protocol: ProtocolHTTP, VirtualHosts: tt.hosts},
+				{Name: "tls", Port: 443, Protocol: ProtocolTLS, VirtualHosts: tt.hosts[:1]}}}
+			var want []string
+			duplicates := 0
+			if err := c.Validate(); err != nil {
+				for line := range strings.SplitSeq(err.Error(), "\n") {
+					switch {
+					case strings.HasSuffix(line, ": duplicate host"):
+						duplicates++
+					case !strings.HasPrefix(line, `listener "http" host `):
+						want = append(want, line)
+					}
+				}
+			}
+			if duplicates != tt.duplicates {
+				t.Fatalf("Validate reports %d duplicate hosts, want %d", duplicates, tt.duplicates)
+			}
+			var got []string
+			if err := c.ValidateButHosts(); err != nil {
+				got = strings.Split(err.Error(), "\n")
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("errors (-Validate's but the hosts' +got):\n%s", diff)
+			}
+			hv := c.HostValidator()
+			var valid, alone []bool
+			for i := range tt.hosts {
+				valid = append(valid, hv.Valid(&tt.hosts[i]))
+				alone = append(alone, ValidateHost("http", &tt.hosts[i], c.Limits) == nil)
+			}
+			if diff := cmp.Diff(tt.valid, valid); diff != "" {
+				t.Errorf("HostValidator.Valid by host (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.valid, alone); diff != "" {
+				t.Errorf("ValidateHost == nil by host (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

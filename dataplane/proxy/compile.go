@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"strings"
@@ -135,11 +136,22 @@ func newCompiler(deps compileDeps, clientCert *ir.Certificate, pools tlsTranspor
 	return s
 }
 
+var (
+	// errInvalidHost says ir.Validate finds errors in a host.
+	errInvalidHost = errors.New("invalid host")
+	// errDuplicateHost says a listener's host map already holds a host of that name.
+	errDuplicateHost = errors.New("duplicate host")
+)
+
 // compileConfig validates cfg and builds its table. It touches no socket; binding happens in Apply.
+// Each virtual host is validated as it is compiled, while it is in the cache, and one given twice
+// is found by the listener's host map, which keys hosts as ir.Validate does (TestHostMapKeysAsIR).
+// A compile that fails answers with Validate's errors when it has any, as if Validate had run first.
 func (s *compiler) compileConfig(cfg *ir.Config, certs certCache) (*table, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid config: %w", err)
+	if cfg.ValidateButHosts() != nil {
+		return nil, fmt.Errorf("invalid config: %w", cfg.Validate())
 	}
+	hv := cfg.HostValidator()
 	lim, err := s.resolveLimits(cfg.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
@@ -157,8 +169,11 @@ func (s *compiler) compileConfig(cfg *ir.Config, certs certCache) (*table, error
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
 		from := len(s.acquired)
-		lt, err := s.compileListener(l, certs)
+		lt, err := s.compileListener(l, certs, hv)
 		if err != nil {
+			if verr := cfg.Validate(); verr != nil {
+				return nil, fmt.Errorf("invalid config: %w", verr)
+			}
 			return nil, fmt.Errorf("listener %q: %w", l.Name, err)
 		}
 		lt.refs = s.acquired[from:len(s.acquired):len(s.acquired)]
@@ -189,7 +204,8 @@ func (s *compiler) routeStats(listener, route string) *routeStats {
 	return rs
 }
 
-func (s *compiler) compileListener(l *ir.Listener, certs certCache) (*listenerTable, error) {
+// compileListener compiles l, validating its virtual hosts with hv.
+func (s *compiler) compileListener(l *ir.Listener, certs certCache, hv *ir.HostValidator) (*listenerTable, error) {
 	lt, err := s.compileListenerBase(l, certs)
 	if err != nil {
 		return nil, err
@@ -198,22 +214,28 @@ func (s *compiler) compileListener(l *ir.Listener, certs certCache) (*listenerTa
 		return lt, nil
 	}
 	for i := range l.VirtualHosts {
-		vh, err := s.compileVHost(l.Name, &l.VirtualHosts[i])
+		in := &l.VirtualHosts[i]
+		if !hv.Valid(in) {
+			return nil, fmt.Errorf("host %q: %w", in.Hostname, errInvalidHost)
+		}
+		vh, err := s.compileVHost(l.Name, in)
 		if err != nil {
 			return nil, err
 		}
-		addHost(lt.hosts, vh, l.VirtualHosts[i].SingleLabelWildcard)
+		if !addHost(lt.hosts, vh, in.SingleLabelWildcard) {
+			return nil, fmt.Errorf("host %q: %w", in.Hostname, errDuplicateHost)
+		}
 		s.pace.Tick()
 	}
 	return lt, nil
 }
 
-func addHost(hosts *hostMap[*vhost], vh *vhost, singleLabel bool) {
+// addHost adds vh to hosts unless they hold a host of its name, and tells whether it did.
+func addHost(hosts *hostMap[*vhost], vh *vhost, singleLabel bool) bool {
 	if singleLabel {
-		hosts.addSingleLabel(vh.name, vh)
-	} else {
-		hosts.add(vh.name, vh)
+		return hosts.addSingleLabel(vh.name, vh)
 	}
+	return hosts.add(vh.name, vh)
 }
 
 // compileListenerBase compiles everything of a listener but its virtual hosts; an HTTP or HTTPS

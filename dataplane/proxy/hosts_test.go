@@ -139,3 +139,69 @@ func TestHostMapKeysAsIR(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyRefusesInvalidHosts: Apply validates each host as it compiles it, and finds a host
+// given twice in a listener's host map (its ir.Validate call skips the hosts), and answers as if
+// Validate had run first, with every error of the config; the table in service stays.
+func TestApplyRefusesInvalidHosts(t *testing.T) {
+	host := func(name string, singleLabel bool) ir.VirtualHost {
+		return ir.VirtualHost{Hostname: name, SingleLabelWildcard: singleLabel, Routes: []ir.Route{{Name: "r",
+			Backends: []ir.Backend{{Name: "b", Weight: 1, Endpoints: []ir.Endpoint{{Address: "10.0.0.1", Port: 80}}}}}}}
+	}
+	badRoute := host("bad.example.com", false)
+	badRoute.Routes[0].Match.Path = regex("(")
+	// Errors the compile itself would not see.
+	badHeader, manyRetries := host("h.example.com", false), host("r.example.com", false)
+	badHeader.Routes[0].Filters.RequestHeaders = &ir.HeaderModifier{Set: []ir.Header{{Name: "X-A", Value: "v\r\nX-B: 1"}}}
+	manyRetries.Routes[0].Retry = &ir.Retry{Attempts: ir.DefaultMaxRetryAttempts + 1}
+	shared := host("s.example.com", false)
+	singleLabelExact := shared
+	singleLabelExact.Hostname, singleLabelExact.SingleLabelWildcard = "t.example.com", true
+	tests := []struct {
+		name         string
+		hosts        [][]ir.VirtualHost // by listener
+		sourceRanges []string           // of the first listener
+	}{
+		{name: "case and trailing dot", hosts: [][]ir.VirtualHost{{host("a.example.com", false), host("b.example.com", false), host("A.example.com.", false)}}},
+		{name: "empty and star", hosts: [][]ir.VirtualHost{{host("", false), host("*", false)}}},
+		{name: "wildcard", hosts: [][]ir.VirtualHost{{host("*.A.example", false), host("*.a.example.", false)}}},
+		{name: "single-label wildcard after a wildcard", hosts: [][]ir.VirtualHost{{host("*.a.example", false), host("*.a.example", true)}}},
+		{name: "wildcard after a single-label wildcard", hosts: [][]ir.VirtualHost{{host("*.a.example", true), host("*.a.example", false)}}},
+		{name: "three times, and a bad route", hosts: [][]ir.VirtualHost{{host("a.example.com", false), badRoute, host("a.example.com", false), host("a.example.com", false)}}},
+		{name: "on the second listener", hosts: [][]ir.VirtualHost{{host("a.example.com", false)}, {host("b.example.com", false), host("B.example.com", false)}}},
+		{name: "one host on two listeners", hosts: [][]ir.VirtualHost{{host("a.example.com", false)}, {host("a.example.com", false)}}},
+		{name: "a wildcard and its suffix", hosts: [][]ir.VirtualHost{{host("*.a.example", false), host("a.example", false), host("x.a.example", false)}}},
+		{name: "a bad header value", hosts: [][]ir.VirtualHost{{host("a.example.com", false), badHeader}}},
+		{name: "too many retries on the second listener", hosts: [][]ir.VirtualHost{{host("a.example.com", false)}, {manyRetries}}},
+		{name: "single-label wildcard on an exact host sharing valid routes", hosts: [][]ir.VirtualHost{{shared, singleLabelExact}}},
+		{name: "bad host and its duplicate", hosts: [][]ir.VirtualHost{{badHeader, host("b.example.com", false), badHeader}}},
+		{name: "a bad listener, a bad host and a duplicate", hosts: [][]ir.VirtualHost{{badHeader, host("b.example.com", false), host("b.example.com", false)}},
+			sourceRanges: []string{"10.0.0.0/33"}},
+	}
+	cfg, _ := httpConfig(t, host("a.example.com", false))
+	s := newProxy(t, cfg)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next := &ir.Config{Gateway: "ns/gw", Version: uint64(i + 2)}
+			for j, hosts := range tt.hosts {
+				next.Listeners = append(next.Listeners, ir.Listener{Name: "http" + strconv.Itoa(j), Port: freePort(t, false),
+					Protocol: ir.ProtocolHTTP, VirtualHosts: hosts})
+			}
+			next.Listeners[0].SourceRanges = tt.sourceRanges
+			want, version := "", next.Version
+			if err := next.Validate(); err != nil {
+				want, version = "invalid config: "+err.Error(), s.Version()
+			}
+			got := ""
+			if err := s.Apply(next); err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Apply's error (-Validate's +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(version, s.Version()); diff != "" {
+				t.Errorf("version in service (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

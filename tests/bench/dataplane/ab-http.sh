@@ -15,7 +15,7 @@ REPS=${REPS:-5} DUR=${DUR:-10s} CONNS=${CONNS:-32}
 BE_PORT=18180 FG_PORT=18181 NGX_PORT=18182
 WORK=$(mktemp -d)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
 start_backend_and_nginx_conf
 python3 tests/bench/dataplane/genconfig.py 1 $FG_PORT $BE_PORT >"$WORK/fg.json"

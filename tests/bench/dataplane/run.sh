@@ -22,7 +22,7 @@ CASES=${CASES:-"http https h2"}
 BE_PORT=18080 FG_PORT=18081 NGX_PORT=18082 HAP_PORT=18083 CADDY_PORT=18084 FG_TLS_PORT=18085 NGX_TLS_PORT=18086
 NGX_H2C_PORT=18087
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
 mkdir -p "$OUT"
 for tool in nginx haproxy wrk taskset python3; do

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../../.."
 HOSTS=${HOSTS:-100000} SWAPS=${SWAPS:-6}
 WORK=$(mktemp -d)
 PID=
-cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$WORK"; }
+cleanup() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi; rm -rf "$WORK"; }
 trap cleanup EXIT
 if [ -n "${FG_BIN:-}" ]; then cp "$FG_BIN" "$WORK/fleetgate-proxy"; else go build -o "$WORK/fleetgate-proxy" ./dataplane/cmd/fleetgate-proxy; fi
 gen() { CHANGE_HOSTS=${SWAP_CHANGE_HOSTS:-} DISTINCT_ROUTES=${SWAP_DISTINCT_ROUTES:-} python3 tests/bench/dataplane/genconfig.py "$HOSTS" 18091 18090 "$1"; }

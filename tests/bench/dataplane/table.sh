@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../../.."
 HOSTS=${HOSTS:-100000}
 WORK=$(mktemp -d)
 PID=
-cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$WORK"; }
+cleanup() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi; rm -rf "$WORK"; }
 trap cleanup EXIT
 if [ -n "${FG_BIN:-}" ]; then cp "$FG_BIN" "$WORK/fleetgate-proxy"; else go build -o "$WORK/fleetgate-proxy" ./dataplane/cmd/fleetgate-proxy; fi
 reloads() { grep -c '"config reloaded"' "$WORK/log" || true; }
