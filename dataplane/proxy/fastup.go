@@ -249,24 +249,24 @@ func (s *Server) exchangeFast(uc *upConn, r *http.Request, fc *fastConn, clientH
 		}
 	}
 	replayable := pending > 0 || r.ContentLength == 0
-	if err := w.Flush(); err != nil {
+	uc.awaitAnswer(fc.lim.backendResponseTimeout)
+	if err := uc.probe.sendThenWait(w); err != nil {
 		if replayable {
 			err = unansweredError{err}
 		}
 		return 0, false, false, err
 	}
-	uc.awaitAnswer(fc.lim.backendResponseTimeout)
-	// No runtime.Gosched here (nor before reading the client's next request), though the read
-	// below often finds nothing yet and costs an EAGAIN read and a park: a yielded goroutine waits
-	// in the global run queue, which the scheduler visits for one goroutine per 61 rounds while
-	// others are runnable. At half of nginx's max rate that made p99 3.4 ms instead of 1.5 ms, for
-	// ~10% more requests per second at saturation. Yielding only while other requests were in relay
-	// (s16, ab-http.sh, 2 × 5 rounds): EAGAIN reads 1.6–1.8 → 0.25–0.35 per request, but only +2–4%
-	// rps and −2–4% CPU per request, p99 +4–8%; not kept. Nor, yet, is waiting for the answer
-	// before the first read (s17, commit ecb748f: the flush inside RawConn.Read's callback, after
-	// the runtime resets the read readiness, so the wake-up cannot be lost): EAGAIN reads fell by
-	// ~0.4 per request under strace, but A/Bs disagreed (ab-http.sh 0.88× nginx's rps against
-	// 0.94×; a plainer A/B +4% in 10 of 12 rounds), both binaries bimodal from round to round.
+	// The request is sent from inside the backend connection's read callback and the answer read
+	// once the connection is readable (connProbe.sendThenWait): a read right after the flush found
+	// nothing yet on nearly every request, an EAGAIN read and a park that nginx, waiting on epoll
+	// first, does not pay. Measured on one box (s17–s18, the proxy's CPU and rps under wrk -c32,
+	// order alternated): ahead in 21 of 28 rounds, median +4–6% rps and −4–7% CPU per request
+	// (ab-http.sh beside nginx: see tests/bench/results/issue22.md). Not done for the client's next
+	// request: a pipelining client may send it before any readiness reset, whose wake-up would be
+	// lost. No runtime.Gosched either: a yielded goroutine waits in the global run queue, which
+	// the scheduler visits for one goroutine per 61 rounds while others are runnable (p99 3.4 ms
+	// instead of 1.5 ms at half of nginx's max rate); yielding only while other requests were in
+	// relay (s16) gave +2–4% rps for a p99 4–8% longer, and was not kept.
 	a := &fc.answer
 	for {
 		if err := readAnswer(uc.br, &fc.rhead, a); err != nil {

@@ -2,7 +2,10 @@
 
 package proxy
 
-import "net"
+import (
+	"bufio"
+	"net"
+)
 
 // connProbe cannot peek at a socket here: idle connections are trusted until used, and a failure
 // before any answer is retried (exchangeFast).
@@ -11,3 +14,5 @@ type connProbe struct{}
 func (p *connProbe) init(net.Conn) {}
 
 func (p *connProbe) idleOK() bool { return true }
+
+func (p *connProbe) sendThenWait(w *bufio.Writer) error { return w.Flush() }
