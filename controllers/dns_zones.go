@@ -30,8 +30,8 @@ func withDNSEndpoint(zone, ep dnsVerdict) dnsVerdict {
 	return zone
 }
 
-// syncZones has every config's records published, the publishers of configs that lost spec.dns
-// forgotten, and returns the verdict of each owner of the pass in a zone.
+// syncZones has every config's records published, those of configs that lost spec.dns (or left
+// the fleet) removed, and returns the verdict of each owner of the pass in a zone.
 func (p *dnsPublisher) syncZones(ctx context.Context, zones map[string]DNSZoneRecords, owners []records.Owner) (map[string]dnsVerdict, error) {
 	byKey := make(map[string]*records.Owner, len(owners))
 	for i := range owners {
@@ -52,16 +52,42 @@ func (p *dnsPublisher) syncZones(ctx context.Context, zones map[string]DNSZoneRe
 			}
 		}
 	}
-	for name := range p.zonesSynced {
+	errs = append(errs, p.retireZones(ctx, zones))
+	return verdicts, errors.Join(errs...)
+}
+
+// retireZones removes the records of the configs that published last time and no longer do:
+// their gateways would otherwise keep names in the zone that nothing serves and nobody removes.
+// The delete budget holds back a large removal for its grace period, so a config retires over
+// several passes; one that comes back publishes again instead.
+func (p *dnsPublisher) retireZones(ctx context.Context, zones map[string]DNSZoneRecords) error {
+	if p.retiring == nil {
+		p.retiring = map[string]v1alpha1.DNSOptions{}
+	}
+	for name, opts := range p.zonesSynced {
 		if _, ok := zones[name]; !ok {
-			p.o.Sync.Forget(name)
+			p.retiring[name] = opts
 		}
 	}
-	p.zonesSynced = map[string]bool{}
-	for name := range zones {
-		p.zonesSynced[name] = true
+	p.zonesSynced = make(map[string]v1alpha1.DNSOptions, len(zones))
+	for name, z := range zones {
+		p.zonesSynced[name] = z.Options
+		delete(p.retiring, name)
 	}
-	return verdicts, errors.Join(errs...)
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(p.retiring)) {
+		opts := p.retiring[name]
+		done, err := p.o.Sync.Retire(ctx, name, opts)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("removing the records of GatewayClassConfig %s from zone %s (%s), which it no longer publishes into: %w",
+				name, strings.Join(opts.Zones, ", "), opts.Provider, err))
+		case done:
+			delete(p.retiring, name)
+			p.log.Info("removed the records of a GatewayClassConfig that no longer publishes", "config", name, "zones", opts.Zones, "provider", opts.Provider)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // zoneVerdict is the verdict of an owner whose class publishes into its zone itself: which names

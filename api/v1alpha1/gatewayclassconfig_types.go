@@ -72,7 +72,8 @@ type GatewayClassConfigSpec struct {
 	// DNS publishes the hostnames of this class's programmed Gateways (and Ingresses) into a DNS
 	// zone directly, for platforms without external-dns: through external-dns's plan and TXT
 	// registry, so that only records fleetgate owns are ever changed. DNSEndpoint objects are
-	// written for external-dns whether or not this is set.
+	// written for external-dns whether or not this is set. Removing it removes the records
+	// fleetgate published into the zone, within MaxDeletesPerPass and DeleteGracePeriod.
 	// +optional
 	DNS *DNSOptions `json:"dns,omitempty"`
 }

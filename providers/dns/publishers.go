@@ -59,11 +59,25 @@ func (s *Publishers) Publish(ctx context.Context, class string, opts v1alpha1.DN
 	return res.Outcomes(), nil
 }
 
-// Forget drops class's publisher (the class is gone, or no longer publishes): its records stay.
-func (s *Publishers) Forget(class string) {
+// Retire removes the records class's publisher owns in the zones of opts (the class's spec.dns
+// went, or its GatewayClassConfig left the fleet): every owner is gone for it. The delete budget
+// still applies: deletions above MaxDeletesPerPass wait out DeleteGracePeriod, so one config
+// edited by mistake cannot empty a zone at once. done is true once nothing is held back; the
+// publisher is then dropped.
+func (s *Publishers) Retire(ctx context.Context, class string, opts v1alpha1.DNSOptions) (done bool, err error) {
+	res, err := s.Sync(ctx, class, opts, map[string][]*endpoint.Endpoint{})
+	if err != nil {
+		return false, err
+	}
+	for _, o := range res.Owners {
+		if len(o.Held) > 0 {
+			return false, nil
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.byClass, class)
+	return true, nil
 }
 
 func (s *Publishers) publisher(ctx context.Context, class string, opts v1alpha1.DNSOptions) (*Publisher, error) {

@@ -3,9 +3,11 @@ package dns
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/testr"
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/external-dns/endpoint"
 
 	"github.com/fleetgate/fleetgate/providers/dns/bindtest"
@@ -55,10 +57,57 @@ func TestPublishers(t *testing.T) {
 	if d := cmp.Diff(Result{Owners: map[string]*OwnerResult{"gw/a": {Updated: recs("app.example.test A")}}}, res); d != "" {
 		t.Errorf("result after the TTL changed (-want +got):\n%s", d)
 	}
-	s.Forget("c")
-	if _, ok := s.byClass["c"]; ok {
-		t.Error("Forget kept the publisher")
+}
+
+// TestPublishersRetire: a class that stops publishing (its spec.dns went, or its config left the
+// fleet) has the records it owns removed, within the delete budget: above it they wait out the
+// grace period, and Retire says it is not done until then. Records of others stay.
+func TestPublishersRetire(t *testing.T) {
+	srv := bindtest.Require(t, testZone, foreignZone...)
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	base := rfc2136Options(srv, func(o *Options) {
+		o.DNS.MaxDeletesPerPass = new(int32(2))
+		o.DNS.DeleteGracePeriod = &metav1.Duration{Duration: 10 * time.Minute}
+		o.Now = clock.now
+	})
+	base.Log = testr.New(t)
+	s := NewPublishers(base)
+	foreign := zoneRecords(t, srv)
+	owners := map[string][]*endpoint.Endpoint{"gw/a": {a("app.example.test", "192.0.2.1"), a("api.example.test", "192.0.2.1")},
+		"gw/b": {a("shop.example.test", "192.0.2.2")}}
+	if _, err := s.Sync(t.Context(), "c", base.DNS, owners); err != nil {
+		t.Fatal(err)
 	}
+	if got := len(zoneRecords(t, srv)) - len(foreign); got != 6 {
+		t.Fatalf("zone holds %d records of ours, want 3 and their TXT records", got)
+	}
+	retire := func(step string, wantDone bool, want []string) {
+		t.Helper()
+		done, err := s.Retire(t.Context(), "c", base.DNS)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if done != wantDone {
+			t.Errorf("%s: done = %v, want %v", step, done, wantDone)
+		}
+		if d := cmp.Diff(want, zoneRecords(t, srv)); d != "" {
+			t.Errorf("%s: zone (-want +got):\n%s", step, d)
+		}
+		if _, kept := s.byClass["c"]; kept == done {
+			t.Errorf("%s: publisher kept = %v with done = %v", step, kept, done)
+		}
+	}
+	retire("above the budget", false, zoneRecords(t, srv))
+	clock.t = clock.t.Add(5 * time.Minute)
+	retire("within the grace period", false, zoneRecords(t, srv))
+	clock.t = clock.t.Add(5 * time.Minute)
+	retire("gone for the grace period", true, foreign)
+
+	// Within the budget the records go at once.
+	if _, err := s.Sync(t.Context(), "c", base.DNS, map[string][]*endpoint.Endpoint{"gw/b": {a("shop.example.test", "192.0.2.2")}}); err != nil {
+		t.Fatal(err)
+	}
+	retire("within the budget", true, foreign)
 }
 
 // TestPublishersShareAZone: two classes of one fleet publishing into the same zone each own only

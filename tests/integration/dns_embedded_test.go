@@ -25,7 +25,7 @@ import (
 // TestDNSEmbeddedRFC2136: a class whose GatewayClassConfig has spec.dns (RFC 2136 to a real
 // BIND9 with TSIG) gets its Gateways' hostnames into the zone without external-dns: the CNAME to
 // the ALB answers soon after the Gateway is Programmed, a record fleetgate did not create is never
-// touched, and deleting the Gateway removes its records.
+// touched, deleting the Gateway removes its records, and so does removing spec.dns.
 func TestDNSEmbeddedRFC2136(t *testing.T) {
 	bind := bindtest.Require(t, "example.test", "untouched 300 IN A 192.0.2.99")
 	var e *awsEnv
@@ -108,5 +108,40 @@ func TestDNSEmbeddedRFC2136(t *testing.T) {
 	})
 	if rrs, err := bind.Query("untouched.example.test", mdns.TypeA); err != nil || len(rrs) != 1 {
 		t.Errorf("after the delete, the record fleetgate did not create: %v, %v", rrs, err)
+	}
+
+	// The config stops publishing (its spec.dns removed; a config that leaves the fleet with its
+	// member is the same to the publisher): the records fleetgate published there are removed,
+	// though their gateway stays, and nobody else's.
+	gw2 := albGateway("shop", "")
+	gw2.Spec.GatewayClassName = "aws-dns"
+	must(t, cl.Create(ctx, gw2))
+	must(t, cl.Create(ctx, routeTo("shop", "shop", "shop.example.test")))
+	shopDNS := e.gatewayAddress("shop")
+	shop := func() string {
+		rrs, err := bind.Query("shop.example.test", mdns.TypeCNAME)
+		if err != nil || len(rrs) == 0 {
+			return ""
+		}
+		return strings.TrimSuffix(rrs[0].(*mdns.CNAME).Target, ".")
+	}
+	testbed.Eventually(t, 30*time.Second, func() error {
+		if got := shop(); got != shopDNS {
+			return fmt.Errorf("shop.example.test CNAME = %q, want %q", got, shopDNS)
+		}
+		return nil
+	})
+	var cfg v1alpha1.GatewayClassConfig
+	must(t, cl.Get(ctx, client.ObjectKey{Name: "aws-dns"}, &cfg))
+	cfg.Spec.DNS = nil
+	must(t, cl.Update(ctx, &cfg))
+	testbed.Eventually(t, 30*time.Second, func() error {
+		if got := shop(); got != "" {
+			return fmt.Errorf("shop.example.test still CNAME %s after spec.dns was removed", got)
+		}
+		return nil
+	})
+	if rrs, err := bind.Query("untouched.example.test", mdns.TypeA); err != nil || len(rrs) != 1 {
+		t.Errorf("after spec.dns was removed, the record fleetgate did not create: %v, %v", rrs, err)
 	}
 }
