@@ -48,6 +48,7 @@ func TestLifelineOutlivesTheSignal(t *testing.T) {
 	}{
 		{mode: "signal", wantGone: false},
 		{mode: "lifeline", wantGone: true},
+		{mode: "lifeline after another extra file", wantGone: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
@@ -70,18 +71,16 @@ func TestLifelineOutlivesTheSignal(t *testing.T) {
 				t.Fatalf("child pid %q: %v", line, err)
 			}
 			t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+			// A child reading the wrong descriptor would be gone already.
+			time.Sleep(100 * time.Millisecond)
+			if alive(child) != nil {
+				t.Fatal("the child is gone while its parent lives")
+			}
 			_ = parent.Process.Kill()
 			_ = parent.Wait()
 			gone := false
-			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				if _, err := os.Stat(fmt.Sprintf("/proc/%d/cmdline", child)); err != nil {
-					gone = true
-					break
-				}
-				if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child)); err == nil && zombie(st) {
-					gone = true // exited, waiting for init to reap it
-					break
-				}
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && !gone; time.Sleep(20 * time.Millisecond) {
+				gone = alive(child) != nil
 			}
 			if gone != tt.wantGone {
 				t.Errorf("child gone 2s after its parent was SIGKILLed: %v, want %v", gone, tt.wantGone)
@@ -104,7 +103,14 @@ func TestHelperParent(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `trap "" TERM; echo $$; if [ -n "$LIFELINE" ]; then exec cat <&"$LIFELINE" >/dev/null; else exec sleep 60; fi`)
 	cmd.Stdout = os.Stdout
 	var err error
-	if mode == "lifeline" {
+	if mode == "lifeline after another extra file" {
+		devNull, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.ExtraFiles = []*os.File{devNull}
+	}
+	if mode != "signal" {
 		_, err = StartWithLifeline(cmd, syscall.SIGTERM, "LIFELINE")
 	} else {
 		_, err = Start(cmd, syscall.SIGTERM)
@@ -115,9 +121,15 @@ func TestHelperParent(t *testing.T) {
 	select {}
 }
 
-// zombie reports whether /proc/<pid>/stat says the process has exited.
-func zombie(stat []byte) bool {
+// alive returns nil while the process runs: neither gone nor a zombie waiting for init.
+func alive(pid int) error {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return err
+	}
 	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(fields) > 0 && fields[0] == "Z"
+	if fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(fields) > 0 && fields[0] == "Z" {
+		return fmt.Errorf("%d has exited", pid)
+	}
+	return nil
 }
