@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -23,9 +24,16 @@ import (
 	"github.com/fleetgate/fleetgate/dataplane/sysmon"
 )
 
+// LifelineEnv names the environment variable that holds the number of the proxy's lifeline: a
+// pipe whose write end only the process that started it holds (providers/tied.StartWithLifeline,
+// which dataplane may not import, so the name is written twice). Its end of file means that
+// process is gone.
+const LifelineEnv = "FLEETGATE_LIFELINE_FD"
+
 // Main is the life of a proxy process named name: it restarts itself for sysmon's sake
-// (sysmon.Reexec), parses args with parse, and calls run until SIGINT or SIGTERM ends its context.
-// It returns the exit code: 0, 2 for a bad command line, 1 when run fails.
+// (sysmon.Reexec), parses args with parse, and calls run until SIGINT, SIGTERM or the end of its
+// lifeline (LifelineEnv, when set) ends its context. It returns the exit code: 0, 2 for a bad
+// command line, 1 when run fails.
 func Main[O any](name string, args []string, stdout, stderr io.Writer,
 	parse func(args []string, output io.Writer) (O, error), run func(ctx context.Context, o O, stdout, stderr io.Writer) error,
 ) int {
@@ -42,11 +50,57 @@ func Main[O any](name string, args []string, stdout, stderr io.Writer,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o, stdout, stderr); err != nil {
+	if fd := os.Getenv(LifelineEnv); fd != "" {
+		var stopWatch func()
+		ctx, stopWatch, err = watchLifeline(ctx, fd)
+		if err != nil {
+			// Without it the proxy could outlive the operator: better not to start.
+			fmt.Fprintln(stderr, name+":", err)
+			return 2
+		}
+		defer stopWatch()
+	}
+	err = run(ctx, o, stdout, stderr)
+	if errors.Is(context.Cause(ctx), errParentGone) {
+		fmt.Fprintln(stderr, name+":", errParentGone)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, name+":", err)
 		return 1
 	}
 	return 0
+}
+
+var errParentGone = errors.New("stopped: the process that started this one is gone (its lifeline closed)")
+
+// watchLifeline returns a context that ends with ctx or at the end of file of the lifeline whose
+// descriptor number is fd: the parent-death signal alone can be lost (sysmon.Reexec runs on any
+// thread, and Linux keeps the signal with the thread that asked for it), an end of file cannot,
+// and it is there even if the parent died before this process looked. stop ends the watch.
+func watchLifeline(ctx context.Context, fd string) (_ context.Context, stop func(), _ error) {
+	n, err := strconv.Atoi(fd)
+	if err != nil || n < 3 {
+		return nil, nil, fmt.Errorf("%s=%q is not a file descriptor above stderr", LifelineEnv, fd)
+	}
+	// Non-blocking, so that the poller reads it and stop's Close ends the read; close-on-exec
+	// (only now, after sysmon.Reexec, which must keep it), so that nothing this process might
+	// start holds it.
+	if err := syscall.SetNonblock(n, true); err != nil {
+		return nil, nil, fmt.Errorf("lifeline %s=%d: %w", LifelineEnv, n, err)
+	}
+	syscall.CloseOnExec(n)
+	f := os.NewFile(uintptr(n), "lifeline")
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := io.Copy(io.Discard, f)
+		if errors.Is(err, os.ErrClosed) {
+			return // stopped
+		}
+		cancel(errParentGone)
+	}()
+	return ctx, func() { _ = f.Close(); <-done; cancel(nil) }, nil
 }
 
 // Process is a proxy process's setup from its Flags: logger, access log, metrics registry and GC

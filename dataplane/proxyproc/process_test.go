@@ -8,6 +8,8 @@ import (
 	"flag"
 	"io"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -58,6 +60,81 @@ func TestMainExitCodes(t *testing.T) {
 			code := Main("px", nil, io.Discard, &stderr, parse, run)
 			if code != tt.wantCode {
 				t.Errorf("exit code %d, want %d", code, tt.wantCode)
+			}
+			if diff := cmp.Diff(tt.wantStderr, stderr.String()); diff != "" {
+				t.Errorf("stderr (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMainLifeline: the end of file of the lifeline named by LifelineEnv ends run's context,
+// whether the parent went while the proxy ran or before it looked; an open lifeline leaves it
+// alone; a lifeline that is not an open descriptor stops the proxy before it starts.
+func TestMainLifeline(t *testing.T) {
+	t.Setenv("GODEBUG", "schedtrace=0") // as in TestMainExitCodes
+	tests := []struct {
+		name string
+		// fd is LifelineEnv's value; "pipe" stands for the read end of a fresh pipe.
+		fd string
+		// closeBefore closes the write end before Main, closeDuring once run has started.
+		closeBefore, closeDuring bool
+		wantEnded                bool
+		wantCode                 int
+		wantStderr               string
+	}{
+		{name: "parent gone while running", fd: "pipe", closeDuring: true, wantEnded: true,
+			wantStderr: "px: stopped: the process that started this one is gone (its lifeline closed)\n"},
+		{name: "parent gone before the proxy looked", fd: "pipe", closeBefore: true, wantEnded: true,
+			wantStderr: "px: stopped: the process that started this one is gone (its lifeline closed)\n"},
+		{name: "parent alive", fd: "pipe", wantEnded: false},
+		{name: "not a number", fd: "three", wantCode: 2, wantStderr: `px: FLEETGATE_LIFELINE_FD="three" is not a file descriptor above stderr` + "\n"},
+		{name: "stdin", fd: "0", wantCode: 2, wantStderr: `px: FLEETGATE_LIFELINE_FD="0" is not a file descriptor above stderr` + "\n"},
+		{name: "not open", fd: "987654", wantCode: 2, wantStderr: "px: lifeline FLEETGATE_LIFELINE_FD=987654: bad file descriptor\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fd := tt.fd
+			var w *os.File
+			if fd == "pipe" {
+				r, pw, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				w = pw
+				defer w.Close()
+				// Main owns (and closes) the descriptor it is given, as a started process would.
+				n, err := syscall.Dup(int(r.Fd()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Close()
+				fd = strconv.Itoa(n)
+				if tt.closeBefore {
+					w.Close()
+				}
+			}
+			t.Setenv(LifelineEnv, fd)
+			var stderr bytes.Buffer
+			ended := false
+			parse := func([]string, io.Writer) (string, error) { return "opts", nil }
+			run := func(ctx context.Context, _ string, _, _ io.Writer) error {
+				if tt.closeDuring {
+					w.Close()
+				}
+				select {
+				case <-ctx.Done():
+					ended = true
+				case <-time.After(time.Second):
+				}
+				return nil
+			}
+			code := Main("px", nil, io.Discard, &stderr, parse, run)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d", code, tt.wantCode)
+			}
+			if ended != tt.wantEnded {
+				t.Errorf("context ended: %v, want %v", ended, tt.wantEnded)
 			}
 			if diff := cmp.Diff(tt.wantStderr, stderr.String()); diff != "" {
 				t.Errorf("stderr (-want +got):\n%s", diff)

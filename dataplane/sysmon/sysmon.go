@@ -27,7 +27,10 @@ const Setting = "schedtrace=2147483647"
 // Reexec replaces the process with a fresh start of the same program and arguments, Setting added
 // to GODEBUG. It does nothing when GODEBUG already sets schedtrace, which ends the loop after the
 // re-exec and lets an explicit GODEBUG=schedtrace=0 opt out. It returns only if it does nothing or
-// the exec fails, in which case the program can run on as it is.
+// the exec fails, in which case the program can run on as it is. Linux keeps a parent-death
+// signal with the thread that asked for it, and the main goroutine need not be on the main
+// thread by now: a restart from another one drops the signal, which is why a local proxy has a
+// lifeline too (proxyproc.LifelineEnv).
 func Reexec() error {
 	env, ok := Environ(os.Environ())
 	if !ok {

@@ -6,7 +6,8 @@
 // with the gateway it belongs to, holding the proxy's credentials and log) and its Services
 // (service.go, labelled like any provider's resource) outlive the operator; List finds gateways
 // by them and Delete removes them. Its proxy process is the operator's child and dies with it
-// (Pdeathsig): it is never listed on its own, and an Ensure after a restart starts it again.
+// (Pdeathsig, and a lifeline pipe whose end of file it drains and stops at: tied): it is never
+// listed on its own, and an Ensure after a restart starts it again.
 package local
 
 import (
@@ -294,8 +295,9 @@ func (p *Provider) start(gateway, dir string, addr netip.Addr) (*proc, error) {
 	)
 	cmd := exec.Command(p.opts.Command[0], args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The proxies are the operator's children: they must not outlive it and hold its ports.
-	waited, err := tied.Start(cmd, syscall.SIGTERM)
+	// The proxies are the operator's children: they must not outlive it and hold its ports. The
+	// signal can be lost (the proxy re-executes itself, see tied); the lifeline cannot.
+	waited, err := tied.StartWithLifeline(cmd, syscall.SIGTERM, lifelineEnv)
 	if err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting proxy for %s: %w", gateway, err)
@@ -319,6 +321,10 @@ func (p *Provider) start(gateway, dir string, addr netip.Addr) (*proc, error) {
 	}()
 	return pr, nil
 }
+
+// lifelineEnv tells a proxy which descriptor is its lifeline; the proxy reads it as
+// dataplane/proxyproc.LifelineEnv, which providers may not import.
+const lifelineEnv = "FLEETGATE_LIFELINE_FD"
 
 // maxProbes bounds the addresses allocate tries: a listener on a wildcard address takes its port
 // on every loopback address, and no amount of probing finds a free one.

@@ -5,6 +5,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -289,4 +292,67 @@ func TestAddressTaken(t *testing.T) {
 			t.Error("a proxy runs for a gateway with no address")
 		}
 	})
+}
+
+// TestProxyLifeline: a proxy gets a lifeline, a pipe whose read end it holds at the descriptor
+// its environment names, and whose write end only the operator holds, until the proxy is gone.
+func TestProxyLifeline(t *testing.T) {
+	p := newProvider(t, make(chan string, 1))
+	ctx := t.Context()
+	lb := &providers.LoadBalancer{Gateway: "hub/default/a"}
+	if _, err := p.Ensure(ctx, lb); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(p.procs[lb.Gateway].cmd.Process.Pid)
+	// It reads as empty while the shell execs sleep.
+	var environ []byte
+	for i := 0; i < 100 && len(environ) == 0; i++ {
+		time.Sleep(time.Duration(i) * time.Millisecond)
+		var err error
+		if environ, err = os.ReadFile(filepath.Join("/proc", pid, "environ")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var fd string
+	for kv := range strings.SplitSeq(string(environ), "\x00") {
+		if v, ok := strings.CutPrefix(kv, lifelineEnv+"="); ok {
+			fd = v
+		}
+	}
+	if fd == "" {
+		t.Fatalf("the proxy's environment has no %s", lifelineEnv)
+	}
+	pipe, err := os.Readlink(filepath.Join("/proc", pid, "fd", fd))
+	if err != nil || !strings.HasPrefix(pipe, "pipe:") {
+		t.Fatalf("the proxy's descriptor %s is %q (%v), want a pipe", fd, pipe, err)
+	}
+	ends := func(pid string) []string {
+		var got []string
+		fds, _ := os.ReadDir(filepath.Join("/proc", pid, "fd"))
+		for _, f := range fds {
+			if l, _ := os.Readlink(filepath.Join("/proc", pid, "fd", f.Name())); l != pipe {
+				continue
+			}
+			info, _ := os.ReadFile(filepath.Join("/proc", pid, "fdinfo", f.Name()))
+			flags := regexp.MustCompile(`flags:\s*([0-7]+)`).FindStringSubmatch(string(info))
+			if flags == nil {
+				t.Fatalf("no flags in /proc/%s/fdinfo/%s: %q", pid, f.Name(), info)
+			}
+			mode, _ := strconv.ParseUint(flags[1], 8, 32)
+			got = append(got, map[uint64]string{syscall.O_RDONLY: "read", syscall.O_WRONLY: "write"}[mode&syscall.O_ACCMODE])
+		}
+		return got
+	}
+	if diff := cmp.Diff([]string{"read"}, ends(pid)); diff != "" {
+		t.Errorf("the proxy's ends of its lifeline (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"write"}, ends("self")); diff != "" {
+		t.Errorf("the operator's ends of the proxy's lifeline (-want +got):\n%s", diff)
+	}
+	if err := p.Delete(ctx, lb); err != nil {
+		t.Fatal(err)
+	}
+	if got := ends("self"); len(got) != 0 {
+		t.Errorf("the operator still holds %v end(s) of a stopped proxy's lifeline", got)
+	}
 }

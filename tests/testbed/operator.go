@@ -105,11 +105,33 @@ func (o *Operator) Kill() {
 // KillChildren SIGKILLs the operator's own child processes (its local proxies) whose command line
 // contains match, as a crash would, and returns how many it killed: never another test's processes.
 func (o *Operator) KillChildren(match string) (int, error) {
+	pids, err := o.Children(match)
+	killed := 0
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return killed, fmt.Errorf("killing %d: %w", pid, err)
+		}
+		killed++
+	}
+	return killed, err
+}
+
+// Children returns the pids of the operator's own child processes whose command line contains
+// match.
+func (o *Operator) Children(match string) ([]int, error) {
+	return Processes(func(ppid int, cmdline string) bool {
+		return ppid == o.cmd.Process.Pid && strings.Contains(cmdline, match)
+	})
+}
+
+// Processes returns the pids of the live processes (not zombies) for which keep, given the
+// parent's pid and the command line (arguments joined by spaces), is true.
+func Processes(keep func(ppid int, cmdline string) bool) ([]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, fmt.Errorf("listing processes: %w", err)
+		return nil, fmt.Errorf("listing processes: %w", err)
 	}
-	parent, killed := o.cmd.Process.Pid, 0
+	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -122,15 +144,16 @@ func (o *Operator) KillChildren(match string) (int, error) {
 		}
 		// stat: pid (comm) state ppid …; comm may hold spaces and parentheses, so read after the last ')'.
 		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(fields) < 2 || fields[1] != strconv.Itoa(parent) || !strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), match) {
+		if len(fields) < 2 || fields[0] == "Z" {
 			continue
 		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			return killed, fmt.Errorf("killing %d: %w", pid, err)
+		ppid, err := strconv.Atoi(fields[1])
+		if err != nil || !keep(ppid, strings.ReplaceAll(string(cmdline), "\x00", " ")) {
+			continue
 		}
-		killed++
+		pids = append(pids, pid)
 	}
-	return killed, nil
+	return pids, nil
 }
 
 // tail returns the last n lines of the file at path (what it says when it cannot be read).
