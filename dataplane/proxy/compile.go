@@ -485,24 +485,36 @@ func (s *compiler) compileRoute(listener string, in *ir.Route) (*route, error) {
 		r.stats = s.routeStats(listener, in.Name)
 	}
 	f := &in.Filters
-	r.cors = compileCORS(f.CORS)
+	if c := compileCORS(f.CORS); c != nil {
+		r.more().cors = c
+	}
 	if rd := f.Redirect; rd != nil {
-		r.redirect = &redirect{scheme: strings.ToLower(rd.Scheme), host: rd.Hostname, port: rd.Port,
+		r.more().redirect = &redirect{scheme: strings.ToLower(rd.Scheme), host: rd.Hostname, port: rd.Port,
 			path: compilePathMod(rd.Path), code: rd.StatusCode}
 	}
-	r.reqHdr = compileHeaderMod(f.RequestHeaders)
-	r.respHdr = compileHeaderMod(f.ResponseHeaders)
+	if h := compileHeaderMod(f.RequestHeaders); h != nil {
+		r.more().reqHdr = h
+	}
+	if h := compileHeaderMod(f.ResponseHeaders); h != nil {
+		r.more().respHdr = h
+	}
 	if rw := f.Rewrite; rw != nil {
-		r.rewrite = &rewrite{host: rw.Hostname, path: compilePathMod(rw.Path)}
+		r.more().rewrite = &rewrite{host: rw.Hostname, path: compilePathMod(rw.Path)}
 	}
 	for i := range f.Mirrors {
 		m := &f.Mirrors[i]
-		r.mirrors = append(r.mirrors, &mirror{backend: s.compileBackend(&m.Backend), num: m.Numerator, den: m.Denominator})
+		x := r.more()
+		x.mirrors = append(x.mirrors, &mirror{backend: s.compileBackend(&m.Backend), num: m.Numerator, den: m.Denominator})
 	}
 	r.backends = s.compileBackends(in.Backends, r.stats)
-	r.timeout, r.beTimeout = in.Timeouts.Request, in.Timeouts.BackendRequest
-	r.retry = compileRetry(in.Retry)
-	r.buffer = r.retry != nil || len(r.mirrors) > 0
+	if t := in.Timeouts; t.Request != 0 || t.BackendRequest != 0 {
+		x := r.more()
+		x.timeout, x.beTimeout = t.Request, t.BackendRequest
+	}
+	if rp := compileRetry(in.Retry); rp != nil {
+		r.more().retry = rp
+	}
+	r.buffer = r.rare != nil && (r.rare.retry != nil || len(r.rare.mirrors) > 0)
 	r.fast = r.isFast()
 	return r, nil
 }
@@ -510,7 +522,10 @@ func (s *compiler) compileRoute(listener string, in *ir.Route) (*route, error) {
 // compileMatch builds the match part of a route; it is separate so tests and fuzzers can build
 // routes without a Server.
 func compileMatch(in *ir.Route) (*route, error) {
-	r := &route{name: in.Name, method: in.Match.Method}
+	r := &route{name: in.Name}
+	if m := in.Match.Method; m != "" {
+		r.more().method = m
+	}
 	if p := in.Match.Path; p != nil {
 		switch p.Type {
 		case ir.MatchExact:
@@ -523,17 +538,22 @@ func compileMatch(in *ir.Route) (*route, error) {
 			if err != nil {
 				return nil, fmt.Errorf("path regex: %w", err)
 			}
-			r.pathType, r.re = pathRegex, re
+			r.pathType, r.more().re = pathRegex, re
 		default:
 			return nil, fmt.Errorf("path match type %q", p.Type)
 		}
 	}
-	var err error
-	if r.headers, err = compileKeyMatches(in.Match.Headers, true); err != nil {
+	headers, err := compileKeyMatches(in.Match.Headers, true)
+	if err != nil {
 		return nil, fmt.Errorf("header match: %w", err)
 	}
-	if r.query, err = compileKeyMatches(in.Match.QueryParams, false); err != nil {
+	query, err := compileKeyMatches(in.Match.QueryParams, false)
+	if err != nil {
 		return nil, fmt.Errorf("query match: %w", err)
+	}
+	if len(headers) > 0 || len(query) > 0 {
+		x := r.more()
+		x.headers, x.query = headers, query
 	}
 	return r, nil
 }

@@ -443,7 +443,10 @@ func validToken(b string) bool { return httpguts.ValidHeaderFieldName(b) }
 // as not implemented fails it until checked here. (Checked by hand, not by reflection: this runs
 // once per route of a 100k-route compile.)
 func (r *route) isFast() bool {
-	if r.cors != nil || r.redirect != nil || len(r.mirrors) > 0 || r.timeout != 0 || r.beTimeout != 0 || r.retry != nil || r.buffer {
+	if r.buffer {
+		return false
+	}
+	if x := r.rare; x != nil && (x.cors != nil || x.redirect != nil || len(x.mirrors) > 0 || x.timeout != 0 || x.beTimeout != 0 || x.retry != nil) {
 		return false
 	}
 	for _, b := range r.backends.list {

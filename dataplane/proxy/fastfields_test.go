@@ -6,36 +6,49 @@ import (
 	"unsafe"
 )
 
-// fastImplements classifies every field of route: true for what the fast path implements, false
-// for what sends a route to net/http when set (isFast checks those). A field added to route must
-// be added here.
+// fastImplements classifies every field of route and of routeRare: true for what the fast path
+// implements, false for what sends a route to net/http when set (isFast checks those). A field
+// added to either must be added here.
 var fastImplements = map[string]bool{
-	"name": true, "pathType": true, "path": true, "re": true, "method": true, "headers": true, "query": true,
-	"reqHdr": true, "respHdr": true, "rewrite": true, "backends": true, "stats": true, "fast": true,
-	"cors": false, "redirect": false, "mirrors": false, "timeout": false, "beTimeout": false, "retry": false, "buffer": false,
+	"name": true, "pathType": true, "path": true, "backends": true, "stats": true, "rare": true, "fast": true, "buffer": false,
+	// routeRare's
+	"re": true, "method": true, "headers": true, "query": true, "reqHdr": true, "respHdr": true, "rewrite": true,
+	"cors": false, "redirect": false, "mirrors": false, "timeout": false, "beTimeout": false, "retry": false,
 }
 
-// TestIsFastClassifiesEveryField sets each field of an otherwise fast route in turn: isFast must
-// stay true for the fields the fast path implements and turn false for every other, so that a
-// field added to route without a fast-path implementation cannot put its routes on the fast path.
+// TestIsFastClassifiesEveryField sets each field of an otherwise fast route in turn (route's own,
+// then routeRare's in a route's rare part): isFast must stay true for the fields the fast path
+// implements and turn false for every other, so that a field added to route without a fast-path
+// implementation cannot put its routes on the fast path.
 func TestIsFastClassifiesEveryField(t *testing.T) {
-	typ := reflect.TypeFor[route]()
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		implemented, ok := fastImplements[f.Name]
-		if !ok {
-			t.Errorf("route.%s is not classified: say in fastImplements whether the fast path implements it", f.Name)
-			continue
-		}
-		var r route
-		setNonZero(t, field(&r, i))
-		if got := r.isFast(); got != implemented {
-			t.Errorf("route with only %s set: isFast() = %v, want %v", f.Name, got, implemented)
+	types := []struct {
+		typ reflect.Type
+		// at is the value of the i-th field of a new route.
+		at func(r *route, i int) reflect.Value
+	}{
+		{reflect.TypeFor[route](), func(r *route, i int) reflect.Value { return field(r, i) }},
+		{reflect.TypeFor[routeRare](), func(r *route, i int) reflect.Value { return field(r.more(), i) }},
+	}
+	names := map[string]bool{}
+	for _, tt := range types {
+		for i := range tt.typ.NumField() {
+			f := tt.typ.Field(i)
+			names[f.Name] = true
+			implemented, ok := fastImplements[f.Name]
+			if !ok {
+				t.Errorf("%s.%s is not classified: say in fastImplements whether the fast path implements it", tt.typ.Name(), f.Name)
+				continue
+			}
+			var r route
+			setNonZero(t, tt.at(&r, i))
+			if got := r.isFast(); got != implemented {
+				t.Errorf("route with only %s.%s set: isFast() = %v, want %v", tt.typ.Name(), f.Name, got, implemented)
+			}
 		}
 	}
 	for name := range fastImplements {
-		if _, ok := typ.FieldByName(name); !ok {
-			t.Errorf("fastImplements names %s, which route does not have", name)
+		if !names[name] {
+			t.Errorf("fastImplements names %s, which neither route nor routeRare has", name)
 		}
 	}
 }
@@ -62,9 +75,9 @@ func TestIsFastBackends(t *testing.T) {
 	}
 }
 
-// field returns the i-th field of r settable although unexported.
-func field(r *route, i int) reflect.Value {
-	f := reflect.ValueOf(r).Elem().Field(i)
+// field returns the i-th field of the struct p points to, settable although unexported.
+func field(p any, i int) reflect.Value {
+	f := reflect.ValueOf(p).Elem().Field(i)
 	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
 }
 

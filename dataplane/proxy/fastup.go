@@ -206,9 +206,11 @@ func (s *Server) relay(lt *listenerTable, rt *route, r *http.Request, fc *fastCo
 // without valid backends, as the Gateway API says; 503 for a backend without endpoints), counted in
 // bs by the caller.
 func pickUpstream(rt *route, r *http.Request) (be *backend, bs *backendStats, ep string, code int) {
-	rt.reqHdr.applyRequest(r)
-	if rt.rewrite != nil {
-		rt.rewrite.apply(rt, r)
+	if x := rt.rare; x != nil {
+		x.reqHdr.applyRequest(r)
+		if x.rewrite != nil {
+			x.rewrite.apply(rt, r)
+		}
 	}
 	be, bs = rt.backends.pick()
 	if be == nil || be.invalid {
@@ -348,7 +350,7 @@ func (s *Server) relayBody(uc *upConn, r *http.Request, fc *fastConn, rt *route,
 	upKeep := a.keep
 	writeStatus(cw, a.code, a.reason)
 	server := &fc.lim.server
-	if rt.respHdr == nil && be.respHdr == nil {
+	if rt.respMod() == nil && be.respHdr == nil {
 		a.writeLines(cw, server.drop)
 		cw.WriteString(server.line)
 	} else {
@@ -359,7 +361,7 @@ func (s *Server) relayBody(uc *upConn, r *http.Request, fc *fastConn, rt *route,
 		if server.drop {
 			delete(fc.resp, "Server")
 		}
-		rt.respHdr.apply(fc.resp)
+		rt.respMod().apply(fc.resp)
 		be.respHdr.apply(fc.resp)
 		writeHeaders(cw, fc.resp)
 		if _, set := fc.resp["Server"]; !set { // a route's filter may set its own

@@ -246,7 +246,7 @@ func readAnswerKept(br *bufio.Reader, a *answer) error {
 // the route's and backend's response modifiers and the Server header policy applied, as the
 // stream's header.
 func (s *Server) answerHeader(fc *fastConn, rt *route, be *backend, w *h2Writer) {
-	if rt.respHdr == nil && be.respHdr == nil {
+	if rt.respMod() == nil && be.respHdr == nil {
 		// Nothing to modify: the answer's lines are encoded as they are (encodeLines), no map.
 		w.answer, w.dropServer = &fc.answer, fc.lim.server.drop
 		return
@@ -261,7 +261,7 @@ func (s *Server) answerHeader(fc *fastConn, rt *route, be *backend, w *h2Writer)
 	if server.drop {
 		delete(h, "Server")
 	}
-	rt.respHdr.apply(h)
+	rt.respMod().apply(h)
 	be.respHdr.apply(h)
 	if _, set := h["Server"]; !set && ours != nil {
 		h["Server"] = ours

@@ -52,7 +52,10 @@ func (s *Server) serveHTTP(lt *listenerTable, w http.ResponseWriter, r *http.Req
 		return
 	}
 	ex := s.exPool.Get().(*exchange)
-	ex.lt, ex.rt = lt, rt
+	ex.lt, ex.rt, ex.x = lt, rt, rt.rare
+	if ex.x == nil {
+		ex.x = &ex.none
+	}
 	ex.sw.ResponseWriter, ex.sw.code = w, 0
 	ex.sw.rc = *http.NewResponseController(w)
 	ex.sw.idle, ex.sw.hit = lt.lim.responseWriteIdleTimeout, s.metrics.hits.writeIdle
@@ -87,10 +90,14 @@ func (s *Server) serveHTTP(lt *listenerTable, w http.ResponseWriter, r *http.Req
 // exchange is the per-request state of a proxied request. Exchanges are pooled together with their
 // ReverseProxy, whose callbacks are bound to the exchange once, so a request allocates neither.
 type exchange struct {
-	s      *Server
-	rp     httputil.ReverseProxy
-	lt     *listenerTable
-	rt     *route
+	s  *Server
+	rp httputil.ReverseProxy
+	lt *listenerTable
+	rt *route
+	// x is rt's rare part, or none (all zero) for a route without one, so that the uses below
+	// need no nil check.
+	x      *routeRare
+	none   routeRare
 	be     *backend
 	bs     *backendStats
 	origin string
@@ -115,10 +122,10 @@ func (s *Server) newExchange() *exchange {
 }
 
 func (ex *exchange) serve(r *http.Request) {
-	rt, w := ex.rt, &ex.sw
+	rt, x, w := ex.rt, ex.x, &ex.sw
 	r, ex.body = watchBody(r, ex.lt.lim, ex.sw.rc, ex.s.metrics.hits.bodyIdle)
-	if rt.timeout > 0 {
-		ctx, cancel := context.WithTimeout(r.Context(), rt.timeout)
+	if x.timeout > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), x.timeout)
 		defer cancel()
 		r = r.WithContext(ctx)
 		if ex.body != nil {
@@ -131,22 +138,22 @@ func (ex *exchange) serve(r *http.Request) {
 			})()
 		}
 	}
-	if c := rt.cors; c != nil {
+	if c := x.cors; c != nil {
 		if c.preflight(w, r) {
 			return
 		}
 		ex.origin = r.Header.Get("Origin")
 	}
-	if rd := rt.redirect; rd != nil {
+	if rd := x.redirect; rd != nil {
 		w.Header().Set("Location", rd.location(rt, r, ex.lt.port))
 		w.WriteHeader(rd.code)
 		return
 	}
 	// X-Forwarded-Host tells the backend the host the client asked for, before any rewrite.
 	ex.clientHost = r.Host
-	rt.reqHdr.applyRequest(r)
-	if rt.rewrite != nil {
-		rt.rewrite.apply(rt, r)
+	x.reqHdr.applyRequest(r)
+	if x.rewrite != nil {
+		x.rewrite.apply(rt, r)
 	}
 	var body []byte
 	if rt.buffer {
@@ -156,7 +163,7 @@ func (ex *exchange) serve(r *http.Request) {
 			return
 		}
 	}
-	for _, m := range rt.mirrors {
+	for _, m := range x.mirrors {
 		ex.s.mirror(r, m, body)
 	}
 	be, bs := rt.backends.pick()
@@ -186,10 +193,10 @@ func (ex *exchange) modifyResponse(res *http.Response) error {
 	if ex.lt.lim.server.drop {
 		delete(res.Header, "Server")
 	}
-	ex.rt.respHdr.apply(res.Header)
+	ex.x.respHdr.apply(res.Header)
 	ex.be.respHdr.apply(res.Header)
-	if ex.rt.cors != nil {
-		ex.rt.cors.decorate(res.Header, ex.origin)
+	if ex.x.cors != nil {
+		ex.x.cors.decorate(res.Header, ex.origin)
 	}
 	if _, set := res.Header["Server"]; set {
 		// The backend's, passed through, or a route filter's: ReverseProxy would add it to ours.
@@ -215,7 +222,7 @@ func (ex *exchange) errorHandler(w http.ResponseWriter, r *http.Request, err err
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout(),
 		errors.Is(r.Context().Err(), context.DeadlineExceeded):
 		code = http.StatusGatewayTimeout
-		if ex.rt.timeout > 0 && errors.Is(r.Context().Err(), context.DeadlineExceeded) {
+		if ex.x.timeout > 0 && errors.Is(r.Context().Err(), context.DeadlineExceeded) {
 			ex.s.metrics.hits.requestTimeout.Inc()
 		}
 	}
@@ -242,10 +249,10 @@ func (ex *exchange) bodyError(w http.ResponseWriter, r *http.Request, code int) 
 // RoundTrip sends one request to the chosen backend, picking an endpoint per attempt and retrying
 // per the route's policy when the body can be replayed and the backend's retry budget allows.
 func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
-	rt, be := ex.rt, ex.be
+	x, be := ex.x, ex.be
 	tries := 1
-	if rt.retry != nil && (req.Body == nil || req.Body == http.NoBody || req.GetBody != nil) && req.Header.Get("Upgrade") == "" {
-		tries += rt.retry.attempts
+	if x.retry != nil && (req.Body == nil || req.Body == http.NoBody || req.GetBody != nil) && req.Header.Get("Upgrade") == "" {
+		tries += x.retry.attempts
 	}
 	be.inflight.Add(1)
 	defer be.inflight.Add(-1)
@@ -274,10 +281,10 @@ func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.URL.Host = ep
 		var att, head *attempt
 		switch {
-		case rt.beTimeout > 0:
-			att = newAttempt(parent, rt.beTimeout)
+		case x.beTimeout > 0:
+			att = newAttempt(parent, x.beTimeout)
 			out = out.WithContext(att.ctx)
-		case rt.timeout == 0:
+		case x.timeout == 0:
 			// A route without timeouts still waits for the answer head at most
 			// backendResponseTimeout; the body then streams unbounded.
 			head = newAttempt(parent, ex.lt.lim.backendResponseTimeout)
@@ -306,7 +313,7 @@ func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
 		last := n+1 >= tries || parent.Err() != nil
 		// An error is a failed connection or an attempt that hit the backendRequest timeout
 		// (HTTPRouteRetryConnectionError, HTTPRouteRetryBackendTimeout); both are retried.
-		if !last && (err != nil || rt.retry.codes[res.StatusCode]) && ex.takeRetry(be) {
+		if !last && (err != nil || x.retry.codes[res.StatusCode]) && ex.takeRetry(be) {
 			retrying = true
 			failed = append(failed, ep)
 			if res != nil {
@@ -314,7 +321,7 @@ func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
 				res.Body.Close()
 			}
 			att.end()
-			if !sleepCtx(parent, rt.retry.wait(n+1)) {
+			if !sleepCtx(parent, x.retry.wait(n+1)) {
 				return nil, parent.Err()
 			}
 			continue

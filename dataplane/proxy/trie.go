@@ -107,7 +107,7 @@ func (v *routeSet) match(req *http.Request) *route {
 				return
 			}
 			r := v.routes[i]
-			if checkPath && !r.re.MatchString(path) {
+			if checkPath && !r.rare.re.MatchString(path) {
 				continue
 			}
 			if r.matchRest(req, &q) {

@@ -613,8 +613,12 @@ func describeHosts(s *Server) map[string]string {
 	for name, v := range hostPtrs(s, "http") {
 		var b strings.Builder
 		for _, r := range v.routes {
-			fmt.Fprintf(&b, "%s %d %q %s re=%v h=%d q=%d t=%v/%v retry=%v redirect=%v stats=%s/%s", r.name, r.pathType, r.path, r.method,
-				r.re != nil, len(r.headers), len(r.query), r.timeout, r.beTimeout, r.retry != nil, r.redirect != nil, r.stats.listener, r.stats.route)
+			x := r.rare
+			if x == nil {
+				x = &routeRare{}
+			}
+			fmt.Fprintf(&b, "%s %d %q %s re=%v h=%d q=%d t=%v/%v retry=%v redirect=%v stats=%s/%s", r.name, r.pathType, r.path, x.method,
+				x.re != nil, len(x.headers), len(x.query), x.timeout, x.beTimeout, x.retry != nil, x.redirect != nil, r.stats.listener, r.stats.route)
 			for i, be := range r.backends.list {
 				fmt.Fprintf(&b, " %s:%d:%s", be.name, r.backends.cum[i], r.backends.stats[i].name)
 			}
