@@ -139,8 +139,12 @@ func newProxies(o options, mgr ctrl.Manager, direct client.Client, setup control
 		if err != nil {
 			return nil, nil, fmt.Errorf("finding the proxy binary: %w", err)
 		}
+		command := []string{self, "dataplane"}
+		if o.logLevel == "debug" {
+			command = append(command, "-v=1") // the proxies' debug lines too (config applied, stream events)
+		}
 		proxies, err := local.New(local.Options{
-			Command:    []string{self, "dataplane"},
+			Command:    command,
 			XDSAddress: public,
 			Credentials: func(gateway string) (local.Credentials, error) {
 				kp, err := issue(gateway)

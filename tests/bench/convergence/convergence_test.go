@@ -9,7 +9,9 @@
 // the additions allocated). STATUS_WORKERS sets the operator's --status-workers; DURING_ROUTES
 // routes added while the cold start's statuses are written measure a change behind that backlog;
 // RESTART=1 (with FLEETGATE_METRICS) restarts the operator once more at the end and counts the
-// status writes it makes over routes whose statuses are already written.
+// status writes it makes over routes whose statuses are already written. LOG_LEVEL=debug runs the
+// operator (and its proxies) with debug logs in JSON, STATE_DIR=dir keeps them there, and
+// TRACE_FILE=file gets each added route's timeline to match with them (results/convergence.md, s19).
 package convergence
 
 import (
@@ -179,8 +181,14 @@ func BenchmarkConvergence(b *testing.B) {
 	binary, err := testbed.BuildOperator(b.TempDir())
 	must(b, err)
 	stateDir := b.TempDir()
+	if d := os.Getenv("STATE_DIR"); d != "" {
+		stateDir = d // kept: the operator's and its proxies' logs
+	}
 	must(b, clusters[0].Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleetgate-system"}}))
 	args := []string{"--namespace=fleetgate-system", "--log-level=error"}
+	if os.Getenv("LOG_LEVEL") == "debug" {
+		args = append(args, "--log-level=debug", "--log-format=json")
+	}
 	if n := envInt("STATUS_WORKERS", 0); n > 0 {
 		args = append(args, fmt.Sprintf("--status-workers=%d", n))
 	}
@@ -393,6 +401,29 @@ func BenchmarkConvergence(b *testing.B) {
 	}
 }
 
+// trace appends, when TRACE_FILE is set, one added route's timeline (unix seconds): its create call's
+// start and return, its first 200 and its Accepted, to be matched with the operator's and its
+// proxy's debug logs (LOG_LEVEL=debug, STATE_DIR keeps them).
+func trace(b *testing.B, name string, t0 time.Time, created time.Duration, served time.Time, acc *accepted, cluster string) {
+	file := os.Getenv("TRACE_FILE")
+	if file == "" {
+		return
+	}
+	acc.mu.Lock()
+	at := acc.at[cluster+"/"+name]
+	acc.mu.Unlock()
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err == nil {
+		_, err = fmt.Fprintf(f, "%s %.6f %.6f %.6f %.6f\n", name, unix(t0), unix(t0.Add(created)), unix(served), unix(at))
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		b.Errorf("TRACE_FILE: %v", err)
+	}
+}
+
+func unix(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
+
 // routeWrites reads the operator's HTTPRoute status writes, written and found unchanged, from its
 // metrics (FLEETGATE_METRICS); zero while they cannot be read yet.
 func routeWrites() (written, unchanged int, err error) {
@@ -549,6 +580,7 @@ func (ph *phase) run(ctx context.Context, b *testing.B, op *testbed.Operator, pr
 			errs++
 		}
 		if !servedAt.IsZero() {
+			trace(b, fmt.Sprintf("r%d", i), t0, toCreated[len(toCreated)-1], servedAt, acc, c.Name)
 			toServe = append(toServe, servedAt.Sub(t0))
 			served.Store(int64(i + 1))
 		}
