@@ -162,9 +162,21 @@ for n in sorted(by_hosts):
     cr = s["cpu"] / base["cpu"] if base else float("nan")
     lines.append(f"| {n} | {s['rps']:.0f} | {s['min']:.0f}–{s['max']:.0f} | {rr:.2f} | {s['cpu']:.1f} | {cr:.2f} | {s['p99']:.2f} | {s['errors']} |")
 swap_rows = [r for r in rows if r[0] == "fleetgate-swap"]
+# The same process's rate just before its swaps, as long (run.sh), by table size.
+steady_rows = {r[1]: float(r[2]) for r in rows if r[0] == "fleetgate-steady"}
+
+
+def swap_ratio(r):
+    steady = steady_rows.get(r[1])
+    return float(r[2]) / steady if steady else None
+
+
 for r in swap_rows:
     lines += ["", f"## Table swaps under load ({r[1]} hostnames)", "",
               f"{swaps}; {float(r[2]):.0f} rps during the swaps; errors: **{r[5]}**"]
+    if swap_ratio(r) is not None:
+        lines.append(f"The same process just before, as long, without swaps: {steady_rows[r[1]]:.0f} rps; "
+                     f"during ÷ steady = **{swap_ratio(r):.1%}**")
 
 # The targets, in one place.
 targets = ["", "## Targets", "", "| target | result | met |", "|---|---|---|"]
@@ -183,6 +195,9 @@ if base and len(by_hosts) > 1:
                    f"{'yes' if rr >= 0.9 else 'no'} (rps), {'yes' if cr <= 1.1 else 'no'} (CPU) |")
 for r in swap_rows:
     targets.append(f"| 0 errors during swaps | {r[5]} errors, {float(r[2]):.0f} rps meanwhile | {'yes' if r[5] == '0' else 'no'} |")
+    if (ratio := swap_ratio(r)) is not None:
+        targets.append(f"| rps during swaps ≥ 80% of steady | {ratio:.1%} ({float(r[2]):.0f} ÷ {steady_rows[r[1]]:.0f}, "
+                       f"the same process just before) | {'yes' if ratio >= 0.8 else 'no'} |")
 lines[4:4] = targets[1:] + [""]
 open(os.path.join(out, "results.md"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))

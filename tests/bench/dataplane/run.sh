@@ -260,10 +260,13 @@ start_fleetgate "$n"
 # table served first too.
 CHANGE_HOSTS=${SWAP_CHANGE_HOSTS:-} DISTINCT_ROUTES=${SWAP_DISTINCT_ROUTES:-} python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 2 >"$WORK/fg.v2"
 CHANGE_HOSTS=${SWAP_CHANGE_HOSTS:-} DISTINCT_ROUTES=${SWAP_DISTINCT_ROUTES:-} python3 tests/bench/dataplane/genconfig.py "$n" $FG_PORT $BE_PORT 3 >"$WORK/fg.v3"
-before=$(grep -c '"config reloaded"' "$WORK/fg.log" || true)
 # Each swap is started once the previous one is served (a paced 100k swap takes seconds), for
 # SWAP_DUR; wrk runs as long.
 SWAP_DUR=${SWAP_DUR:-20s}
+# The steady rate the swaps are compared with: this process, this table, as long, just before
+# (a separate run in another process moved by ±15% between runs, more than the swaps did).
+DUR=$SWAP_DUR run_wrk fleetgate-steady $FG_PORT "host$((n / 2)).example.com" $FG_PID "$n"
+before=$(grep -c '"config reloaded"' "$WORK/fg.log" || true)
 (
 	sleep 2
 	end=$((SECONDS + ${SWAP_DUR%s} - 4)) v=2
