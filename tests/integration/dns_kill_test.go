@@ -32,12 +32,7 @@ import (
 // routes that exist, each with its TXT ownership record and nothing of the deleted ones (no
 // orphan); the record fleetgate did not create is untouched.
 func TestDNSKillOperator(t *testing.T) {
-	kills := 20
-	if v := os.Getenv("FLEETGATE_DNS_KILLS"); v != "" {
-		n, err := strconv.Atoi(v)
-		must(t, err)
-		kills = n
-	}
+	kills := killCount(t, "FLEETGATE_DNS_KILLS", 20)
 	e, bind := newDNSLocalEnv(t)
 	ctx, cl := t.Context(), e.c.Client
 	must(t, cl.Create(ctx, httpRoute("stable", "stable.example.test", "web")))
@@ -219,4 +214,17 @@ func TestDNSResolvesAfterProgrammed(t *testing.T) {
 	}
 	t.Logf("%d names: route Accepted → resolvable p50 %v p99 %v; route created → resolvable p50 %v p99 %v",
 		n, pct(afterAccepted, 50), pct(afterAccepted, 99), pct(afterCreated, 50), pct(afterCreated, 99))
+}
+
+// killCount is how many times a kill test kills: the environment variable env when set (a
+// longer soak), else def.
+func killCount(t *testing.T, env string, def int) int {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	must(t, err)
+	return n
 }

@@ -3,9 +3,7 @@ package integration
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,12 +22,7 @@ import (
 // no proxy of an earlier operator may be left once its drain timeout (5s) is over: each must have
 // gone with its operator, whether by its parent-death signal or by its lifeline.
 func TestLocalProxiesDieWithOperator(t *testing.T) {
-	kills := 12
-	if v := os.Getenv("FLEETGATE_ORPHAN_KILLS"); v != "" {
-		n, err := strconv.Atoi(v)
-		must(t, err)
-		kills = n
-	}
+	kills := killCount(t, "FLEETGATE_ORPHAN_KILLS", 12)
 	e := newTrafficEnv(t)
 	e.gateway(gwv1.Listener{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType})
 	const match = "dataplane --gateway hub/default/gw"
