@@ -93,19 +93,13 @@ func main() {
 		os.Exit(2)
 	}
 	ctrl.SetLogger(logger)
-	var fileRSS int64
-	if f, err := os.Open("/proc/self/status"); err == nil {
-		fileRSS = rssFile(f)
-		f.Close()
-	}
-	switch limit, ok, err := softMemoryLimit(os.Getenv, fileRSS); {
+	ctx := ctrl.SetupSignalHandler()
+	switch limit, ok, err := containerMemoryLimit(os.Getenv); {
 	case err != nil:
 		logger.Error(err, "no soft memory limit set")
 	case ok:
-		debug.SetMemoryLimit(limit)
-		logger.Info("soft memory limit set below the container's", "bytes", limit, "binaryResidentBytes", fileRSS)
+		go followBinaryPages(ctx, limit, 10*time.Second, selfFileRSS, debug.SetMemoryLimit, logger)
 	}
-	ctx := ctrl.SetupSignalHandler()
 	if err := run(ctx, o, logger); err != nil {
 		if ctx.Err() != nil {
 			// A SIGTERM while starting (say, during a rollout) cancels what startup was waiting

@@ -123,8 +123,9 @@ func testMemoMatchesTranslate(t *testing.T, opts []Option) {
 			}
 		}
 		for k, e := range c.routes {
-			// Pointing into the snapshot would keep every pass's object arrays alive.
-			if _, ok := e.r.meta.(*metav1.ObjectMeta); !ok {
+			// Pointing into a snapshot other than through src (cleared by the first snapshot of
+			// other objects) would keep every pass's object arrays alive.
+			if _, ok := e.r.meta.(*metav1.ObjectMeta); !ok && e.r.meta != e.src {
 				t.Fatalf("%s: cached route %v keeps its snapshot object (%T)", name, k, e.r.meta)
 			}
 		}
@@ -389,9 +390,35 @@ func TestMemoKnowsObjectsByPointer(t *testing.T) {
 			t.Errorf("%s: %d routes reused, %d of them by their object; want %d, %d", step.name, c.hits, c.known, step.hits, step.known)
 		}
 	}
+	held := map[metav1.Object]bool{}
+	for _, snap := range []*snapshot.Snapshot{s, &copied} {
+		for _, o := range snap.HTTPRoutes {
+			held[o.Obj] = true
+		}
+	}
 	for k, e := range c.routes {
 		if e.src != nil {
 			t.Errorf("route %v keeps an object of a snapshot of copies", k)
+		}
+		if held[e.r.meta] {
+			t.Errorf("route %v keeps the metadata of a snapshot's object, not a copy", k)
+		}
+	}
+}
+
+// TestMemoSharesCachedMetadata: a route compiled from a cache's own object keeps that object's
+// metadata, not a copy of it (the memo holds the object anyway while it is the cache's).
+func TestMemoSharesCachedMetadata(t *testing.T) {
+	s := fleetSnapshot(3)
+	c := NewMemo()
+	c.Translate(s)
+	c.Translate(s)
+	if len(c.routes) != len(s.HTTPRoutes) {
+		t.Fatalf("%d routes remembered, want %d", len(c.routes), len(s.HTTPRoutes))
+	}
+	for k, e := range c.routes {
+		if e.r.meta != e.src || e.src == nil {
+			t.Errorf("route %v: metadata %p, object %p: want the object itself", k, e.r.meta, e.src)
 		}
 	}
 }
