@@ -77,16 +77,15 @@ type FleetOptions struct {
 }
 
 // CacheOptions keep the informers small: of all Deployments, only the proxies fleetgate made; of
-// all Leases, only the replicas' delivery reports in the operator's namespace; and no object's
-// managedFields, which nothing reads from the cache (the in-cluster provider reads its own back
-// uncached) and which are a large part of every cached route.
+// all Leases, only the replicas' delivery reports in the operator's namespace; and every object
+// compacted (fleet.CacheTransform).
 func CacheOptions(namespace string) cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}:    {Label: labels.SelectorFromSet(labels.Set{providers.LabelManagedBy: providers.ManagedBy})},
 			&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{LabelDeliveryReport: "true"}), Namespaces: map[string]cache.Config{namespace: {}}},
 		},
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: fleet.CacheTransform(),
 	}
 }
 

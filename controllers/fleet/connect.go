@@ -23,8 +23,7 @@ func (f *Fleet) connect(ctx context.Context, name, hash string, weight int32, cf
 	cl, err := cluster.New(cfg, func(o *cluster.Options) {
 		o.Scheme = f.o.Scheme
 		o.Logger = log
-		// As in the hub's cache (controllers.CacheOptions): nothing reads managedFields from it.
-		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
+		o.Cache.DefaultTransform = CacheTransform() // as in the hub's cache (controllers.CacheOptions)
 	})
 	if err != nil {
 		return fmt.Errorf("creating client for member %s: %w", name, err)
