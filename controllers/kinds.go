@@ -23,8 +23,8 @@ type kind struct {
 	name string
 	// object returns an empty object of the kind, to watch it and to read one.
 	object func() client.Object
-	// read lists the kind from one cluster into its snapshot field.
-	read func(ctx context.Context, src ClusterReader, s *snapshot.Snapshot) error
+	// read lists the kind from every cluster into its snapshot field.
+	read func(ctx context.Context, sources []ClusterReader, s *snapshot.Snapshot) error
 	// list lists the kind from one cluster (the cache's objects themselves: read only).
 	list func(ctx context.Context, src ClusterReader) ([]client.Object, error)
 	// count is the number of the kind's objects in a snapshot.
@@ -154,15 +154,16 @@ func listed[T any, PT interface {
 	*L
 	client.ObjectList
 }](name string, items func(PL) []T, field func(*snapshot.Snapshot) *[]snapshot.Object[T]) kind {
+	newList := func() PL { return PL(new(L)) }
 	return kind{
 		name:   name,
 		object: func() client.Object { return PT(new(T)) },
-		read: func(ctx context.Context, src ClusterReader, s *snapshot.Snapshot) error {
-			return readInto(ctx, src, PL(new(L)), field(s), items)
+		read: func(ctx context.Context, sources []ClusterReader, s *snapshot.Snapshot) error {
+			return readInto(ctx, sources, newList, field(s), items)
 		},
 		list: func(ctx context.Context, src ClusterReader) ([]client.Object, error) {
 			var s snapshot.Snapshot
-			if err := readInto(ctx, src, PL(new(L)), field(&s), items); err != nil {
+			if err := readInto(ctx, []ClusterReader{src}, newList, field(&s), items); err != nil {
 				return nil, err
 			}
 			out := make([]client.Object, len(*field(&s)))

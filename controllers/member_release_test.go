@@ -234,3 +234,51 @@ func TestReleaseFindsIngressAndServiceAddresses(t *testing.T) {
 		})
 	}
 }
+
+// storeOf is a storeLister handing out its objects themselves, for the kinds it holds.
+type storeOf struct {
+	client.Reader
+	objs []any
+}
+
+func (s storeOf) ListStore(_ context.Context, obj client.Object) ([]any, bool, error) {
+	if _, ok := obj.(*gwv1.HTTPRoute); ok {
+		return s.objs, true, nil
+	}
+	return nil, false, nil
+}
+
+// TestBuildSnapshotSources: a kind is read from every source in source order, the cache's own
+// objects where a source hands them out and a listing's elsewhere, into one array of the exact
+// size (grown source by source, it copied the hub's routes again for every member).
+func TestBuildSnapshotSources(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := func(name string) *gwv1.HTTPRoute {
+		return &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+	}
+	hubRoutes := []any{route("a"), route("b")}
+	hub := storeOf{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), objs: hubRoutes}
+	listed := fake.NewClientBuilder().WithScheme(scheme).WithObjects(route("c")).Build()
+	other := storeOf{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), objs: []any{route("d")}}
+	s, err := buildSnapshot(context.Background(), kinds(), []ClusterReader{
+		{Cluster: "hub", Reader: hub}, {Cluster: "m1", Reader: listed}, {Cluster: "m2", Reader: other}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range s.HTTPRoutes {
+		got = append(got, r.Cluster+"/"+r.Obj.Name)
+	}
+	if diff := cmp.Diff([]string{"hub/a", "hub/b", "m1/c", "m2/d"}, got); diff != "" {
+		t.Errorf("routes (-want +got):\n%s", diff)
+	}
+	if s.HTTPRoutes[0].Obj != hubRoutes[0] && s.HTTPRoutes[1].Obj != hubRoutes[0] {
+		t.Error("the hub's cached route was copied")
+	}
+	if cap(s.HTTPRoutes) != len(s.HTTPRoutes) {
+		t.Errorf("routes in an array of %d for %d: want it sized once for every source", cap(s.HTTPRoutes), len(s.HTTPRoutes))
+	}
+}
