@@ -121,7 +121,8 @@ func TestDependencies(t *testing.T) {
 // TestSortFromMatchesSort: snapshots of the same objects (the same pointers, as informer caches
 // hand them out) in a new random order each time, some added, deleted or replaced by a new
 // version, sorted through one Order, come out as Sort sorts them; so do copies of every object,
-// lists holding an object twice, and lists leaving one out that comes back in the next.
+// lists holding an object twice, lists leaving one out that comes back in the next, and the list
+// the last call returned.
 func TestSortFromMatchesSort(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(12, 22))
 	clusters := []string{"hub", "east", "west"}
@@ -161,6 +162,13 @@ func TestSortFromMatchesSort(t *testing.T) {
 		got := (&Snapshot{HTTPRoutes: list}).SortFrom(&o).HTTPRoutes
 		if !slices.Equal(want, got) {
 			t.Fatalf("step %d: SortFrom's order differs from Sort's", step)
+		}
+		if step%9 == 4 {
+			// The very list the last call returned: the array SortFrom reads the last order
+			// from is the one it is given.
+			if again := (&Snapshot{HTTPRoutes: got}).SortFrom(&o).HTTPRoutes; !slices.Equal(want, again) {
+				t.Fatalf("step %d: SortFrom of its own last list differs from Sort's", step)
+			}
 		}
 		// Every slot is an object's place or free, and the map holds no object that left.
 		if lo := o.lists["HTTPRoutes"].(*listOrder[gwv1.HTTPRoute]); lo.at != nil &&
