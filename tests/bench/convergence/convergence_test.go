@@ -12,6 +12,8 @@
 // status writes it makes over routes whose statuses are already written. LOG_LEVEL=debug runs the
 // operator (and its proxies) with debug logs in JSON, STATE_DIR=dir keeps them there, and
 // TRACE_FILE=file gets each added route's timeline to match with them (results/convergence.md, s19).
+// memsample.sh OUT, run beside it, samples the operator's memory as the kernel and the Go runtime
+// count it (with FLEETGATE_METRICS=127.0.0.1:6080; results/convergence.md, s20 and s21).
 package convergence
 
 import (
