@@ -37,7 +37,7 @@ func containerMemoryLimit(getenv func(string) string) (limit int64, ok bool, err
 
 // softMemoryLimit is the garbage collector's soft limit in a container of limit bytes. The
 // runtime's limit counts the memory it manages, not the pages of the binary mapped from its file
-// (60-80 MiB resident for this one: code, and the tables the runtime reads while it runs), which
+// (60-85 MiB resident for this one: code, and the tables the runtime reads while it runs), which
 // the container's cgroup charges all the same. So the limit is the container's less those pages
 // (fileRSS) and 5% for what else the runtime does not count, and never below half of the
 // container's: a 300 MiB container gets ~220 MiB, and the process stays within its 300 MiB
@@ -48,8 +48,8 @@ func softMemoryLimit(limit, fileRSS int64) int64 {
 
 // followBinaryPages keeps the soft limit (set) below a container of limit bytes as the binary's
 // resident pages (readFileRSS) grow: at start they are ~46 MiB, and they reach 60-80 MiB once
-// the controllers, the collector and the API clients have run their code; a limit computed at
-// start alone let a 300 MiB container's operator reach 329 MiB at 20,000 routes × 10 members.
+// the controllers, the collector and the API clients have run their code: a limit computed at
+// start alone was ~23 MiB too high for a 300 MiB container at 20,000 routes × 10 members.
 // The largest figure seen counts, so that pages the kernel reclaims under pressure (and faults
 // back in) do not make the limit flap. It returns when ctx ends.
 func followBinaryPages(ctx context.Context, limit int64, every time.Duration, readFileRSS func() int64, set func(int64) int64, log logr.Logger) {

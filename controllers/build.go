@@ -87,9 +87,9 @@ type storeLister interface {
 
 // readInto lists one kind from every source and appends its items, tagged with their cluster, to
 // dst in source order, sized once for all sources: grown source by source, a snapshot copied the
-// hub's 20,000 routes again for every member holding one more (5 MB of garbage a pass at ten
-// members). Translation only reads, and the snapshot lives for one pass: the cache's objects need
-// no copy.
+// hub's 20,000 routes again for every member holding one more (at ten members the largest part of
+// what a change allocated). Translation only reads, and the snapshot lives for one pass: the
+// cache's objects need no copy.
 func readInto[L client.ObjectList, T any](ctx context.Context, sources []ClusterReader, newList func() L, dst *[]snapshot.Object[T], items func(L) []T) error {
 	type part struct {
 		cluster string
