@@ -335,13 +335,13 @@ func (w *reportWriter) Start(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			w.remove(lease)
+			w.remove()
 			return nil
 		case <-time.After(reportMinInterval):
 		}
 		select {
 		case <-ctx.Done():
-			w.remove(lease)
+			w.remove()
 			return nil
 		case <-w.wake:
 		case <-t.C:
@@ -430,13 +430,12 @@ func (w *reportWriter) newLease() *coordinationv1.Lease {
 func (w *reportWriter) leaseName() string { return "fleetgate-delivery-" + w.o.Name }
 
 // remove deletes this replica's report on shutdown, so that the leader stops counting its proxies
-// at once rather than after the TTL (they are reconnecting elsewhere).
-func (w *reportWriter) remove(lease *coordinationv1.Lease) {
-	if lease == nil {
-		return
-	}
+// at once rather than after the TTL (they are reconnecting elsewhere). It deletes by name: a write
+// cut short by the shutdown may still have created or renewed the Lease.
+func (w *reportWriter) remove() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: w.o.Namespace, Name: w.leaseName()}}
 	if err := w.client.Delete(ctx, lease); err != nil && !apierrors.IsNotFound(err) {
 		w.log.Error(err, "deleting the delivery report")
 	}
