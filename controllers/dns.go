@@ -63,10 +63,11 @@ type DNSSyncer interface {
 	// the records each gateway holds; an empty set publishes nothing, a nil one keeps what is there.
 	// It returns, by gateway key, what did not go as desired.
 	Publish(ctx context.Context, config string, opts v1alpha1.DNSOptions, owners map[string][]*endpoint.Endpoint) (map[string]providers.DNSOwnerOutcome, error)
-	// Retire removes the records the publisher of config owns in the zones of opts, its last
-	// spec.dns (it went, or config left the fleet), within the delete budget; done once nothing
-	// is held back.
-	Retire(ctx context.Context, config string, opts v1alpha1.DNSOptions) (done bool, err error)
+	// Retire removes the records the publisher of config owns in the zones of opts, a spec.dns it
+	// no longer has (it went or changed, or config left the fleet), except under the domains in
+	// keep (where config still publishes under the same owner ID), within the delete budget; done
+	// once nothing is held back.
+	Retire(ctx context.Context, config string, opts v1alpha1.DNSOptions, keep []string) (done bool, err error)
 }
 
 // DNSZoneRecords are one GatewayClassConfig's spec.dns and, by gateway key, the records each of
@@ -117,9 +118,10 @@ type dnsPublisher struct {
 	// retained are the records kept for owners in clusters the last pass did not read, by name.
 	retained map[string][]records.Retained
 	// zonesSynced are the configs the embedded publishers got last time, with their spec.dns,
-	// and retiring those that went since, whose records are still being removed (publish runs
-	// alone: Start's loop).
-	zonesSynced, retiring map[string]v1alpha1.DNSOptions
+	// and retiring the spec.dns they had before, whose records are still being removed (publish
+	// runs alone: Start's loop).
+	zonesSynced map[string]v1alpha1.DNSOptions
+	retiring    map[string]retirement
 	// seen are the DNSEndpoints as last read or written, by namespace/name (publish's alone too):
 	// never modified, they stand for those of the same resourceVersion.
 	seen map[types.NamespacedName]*dnsv1a1.DNSEndpoint

@@ -5,12 +5,14 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/external-dns/endpoint"
 
@@ -56,38 +58,72 @@ func (p *dnsPublisher) syncZones(ctx context.Context, zones map[string]DNSZoneRe
 	return verdicts, errors.Join(errs...)
 }
 
-// retireZones removes the records of the configs that published last time and no longer do:
-// their gateways would otherwise keep names in the zone that nothing serves and nobody removes.
-// The delete budget holds back a large removal for its grace period, so a config retires over
-// several passes; one that comes back publishes again instead.
+// retirement is a spec.dns a config published with and no longer has.
+type retirement struct {
+	config string
+	opts   v1alpha1.DNSOptions
+}
+
+// retireZones removes the records published under a spec.dns that went or changed since the last
+// pass: those of a config that no longer publishes, and those a config left behind in the zones
+// (or the provider, or under the owner ID) it moved away from. Their gateways would otherwise keep
+// names in a zone that nothing serves and nobody removes. The delete budget holds back a large
+// removal for its grace period, so a config retires over several passes; one that comes back
+// publishes again instead.
 func (p *dnsPublisher) retireZones(ctx context.Context, zones map[string]DNSZoneRecords) error {
 	if p.retiring == nil {
-		p.retiring = map[string]v1alpha1.DNSOptions{}
+		p.retiring = map[string]retirement{}
 	}
 	for name, opts := range p.zonesSynced {
-		if _, ok := zones[name]; !ok {
-			p.retiring[name] = opts
+		if z, ok := zones[name]; !ok || !equality.Semantic.DeepEqual(z.Options, opts) {
+			b, err := json.Marshal(opts)
+			if err != nil {
+				return fmt.Errorf("encoding the spec.dns GatewayClassConfig %s had: %w", name, err)
+			}
+			p.retiring[name+"\x00"+string(b)] = retirement{config: name, opts: opts}
 		}
 	}
 	p.zonesSynced = make(map[string]v1alpha1.DNSOptions, len(zones))
 	for name, z := range zones {
 		p.zonesSynced[name] = z.Options
-		delete(p.retiring, name)
 	}
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(p.retiring)) {
-		opts := p.retiring[name]
-		done, err := p.o.Sync.Retire(ctx, name, opts)
+	for _, key := range slices.Sorted(maps.Keys(p.retiring)) {
+		r := p.retiring[key]
+		opts, keep := r.opts, []string(nil)
+		if z, ok := zones[r.config]; ok && z.Options.Provider == opts.Provider && z.Options.OwnerID == opts.OwnerID {
+			// Same records, perhaps the same zone: only the domains it no longer publishes into go.
+			keep = z.Options.Zones
+			opts.Zones = domainsOutside(opts.Zones, keep)
+			if len(opts.Zones) == 0 {
+				delete(p.retiring, key) // it publishes there again
+				continue
+			}
+		}
+		done, err := p.o.Sync.Retire(ctx, r.config, opts, keep)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("removing the records of GatewayClassConfig %s from zone %s (%s), which it no longer publishes into: %w",
-				name, strings.Join(opts.Zones, ", "), opts.Provider, err))
+				r.config, strings.Join(opts.Zones, ", "), opts.Provider, err))
 		case done:
-			delete(p.retiring, name)
-			p.log.Info("removed the records of a GatewayClassConfig that no longer publishes", "config", name, "zones", opts.Zones, "provider", opts.Provider)
+			delete(p.retiring, key)
+			p.log.Info("removed the records of a GatewayClassConfig from where it no longer publishes", "config", r.config,
+				"zones", opts.Zones, "provider", opts.Provider, "kept", keep)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// domainsOutside are the domains of zones that are not in keep, compared as DNS names.
+func domainsOutside(zones, keep []string) []string {
+	norm := func(d string) string { return strings.ToLower(strings.TrimSuffix(d, ".")) }
+	var out []string
+	for _, z := range zones {
+		if !slices.ContainsFunc(keep, func(k string) bool { return norm(k) == norm(z) }) {
+			out = append(out, z)
+		}
+	}
+	return out
 }
 
 // zoneVerdict is the verdict of an owner whose class publishes into its zone itself: which names

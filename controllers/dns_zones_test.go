@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
@@ -14,7 +16,7 @@ import (
 )
 
 // zoneCalls records what the embedded publishers were asked, as "publish name" and
-// "retire name zone" lines; retire answers from done and fail.
+// "retire name provider zones [keep domains]" lines; retire answers from done and fail.
 type zoneCalls struct {
 	calls []string
 	done  map[string]bool
@@ -26,20 +28,33 @@ func (z *zoneCalls) Publish(_ context.Context, config string, _ v1alpha1.DNSOpti
 	return nil, nil
 }
 
-func (z *zoneCalls) Retire(_ context.Context, config string, opts v1alpha1.DNSOptions) (bool, error) {
-	z.calls = append(z.calls, "retire "+config+" "+opts.Zones[0])
+func (z *zoneCalls) Retire(_ context.Context, config string, opts v1alpha1.DNSOptions, keep []string) (bool, error) {
+	call := fmt.Sprintf("retire %s %s %s", config, opts.Provider, strings.Join(opts.Zones, ","))
+	if opts.OwnerID != "" {
+		call += " owner " + opts.OwnerID
+	}
+	if keep != nil {
+		call += " keep " + strings.Join(keep, ",")
+	}
+	z.calls = append(z.calls, call)
 	return z.done[config], z.fail
 }
 
-// TestSyncZonesRetires: a config that published last time and no longer does (its spec.dns went,
-// or it left the fleet with its member) has its records removed with the options it last had,
-// pass after pass until the removal is done (the delete budget can hold it back); one that comes
-// back publishes again instead, and a failed removal is reported and tried again.
+// TestSyncZonesRetires: records published under a spec.dns that went or changed are removed with
+// the options they were published with, pass after pass until the removal is done (the delete
+// budget can hold it back): those of a config that no longer publishes (its spec.dns went, or it
+// left the fleet with its member), and those a config left behind in the zones, provider or owner
+// ID it moved away from, without the domains it still publishes into under the same owner ID. A
+// config that comes back publishes again instead, and a failed removal is reported and tried
+// again.
 func TestSyncZonesRetires(t *testing.T) {
 	z := &zoneCalls{done: map[string]bool{}}
 	p := &dnsPublisher{o: DNSOptions{Sync: z}, log: testr.New(t)}
-	zone := func(name string) DNSZoneRecords {
-		return DNSZoneRecords{Options: v1alpha1.DNSOptions{Provider: v1alpha1.DNSProviderRFC2136, Zones: []string{name}}}
+	dns := func(provider v1alpha1.DNSProvider, owner string, zones ...string) v1alpha1.DNSOptions {
+		return v1alpha1.DNSOptions{Provider: provider, OwnerID: owner, Zones: zones}
+	}
+	zone := func(zones ...string) DNSZoneRecords {
+		return DNSZoneRecords{Options: dns(v1alpha1.DNSProviderRFC2136, "", zones...)}
 	}
 	pass := func(step string, zones map[string]DNSZoneRecords, wantErr bool, want ...string) {
 		t.Helper()
@@ -53,17 +68,35 @@ func TestSyncZonesRetires(t *testing.T) {
 		}
 	}
 	pass("both publish", map[string]DNSZoneRecords{"a": zone("a.test"), "b": zone("b.test")}, false, "publish a", "publish b")
-	pass("b goes", map[string]DNSZoneRecords{"a": zone("a.test")}, false, "publish a", "retire b b.test")
-	pass("b held back", map[string]DNSZoneRecords{"a": zone("a.test")}, false, "publish a", "retire b b.test")
+	pass("b goes", map[string]DNSZoneRecords{"a": zone("a.test")}, false, "publish a", "retire b rfc2136 b.test")
+	pass("b held back", map[string]DNSZoneRecords{"a": zone("a.test")}, false, "publish a", "retire b rfc2136 b.test")
 	z.fail = errors.New("zone unreachable")
-	pass("b fails", map[string]DNSZoneRecords{"a": zone("a.test")}, true, "publish a", "retire b b.test")
+	pass("b fails", map[string]DNSZoneRecords{"a": zone("a.test")}, true, "publish a", "retire b rfc2136 b.test")
 	z.fail = nil
 	z.done["b"] = true
-	pass("b done", map[string]DNSZoneRecords{"a": zone("a.test")}, false, "publish a", "retire b b.test")
+	pass("b done", map[string]DNSZoneRecords{"a": zone("a.test")}, false, "publish a", "retire b rfc2136 b.test")
 	pass("b retired", map[string]DNSZoneRecords{"a": zone("a.test")}, false, "publish a")
-	pass("a goes, into another zone", map[string]DNSZoneRecords{"c": zone("c.test")}, false, "publish c", "retire a a.test")
-	pass("a comes back", map[string]DNSZoneRecords{"a": zone("a2.test"), "c": zone("c.test")}, false, "publish a", "publish c")
-	pass("a stays", map[string]DNSZoneRecords{"a": zone("a2.test"), "c": zone("c.test")}, false, "publish a", "publish c")
+	pass("a goes, into another zone", map[string]DNSZoneRecords{"c": zone("c.test")}, false, "publish c", "retire a rfc2136 a.test")
+	pass("a comes back into another zone", map[string]DNSZoneRecords{"a": zone("a2.test"), "c": zone("c.test")}, false,
+		"publish a", "publish c", "retire a rfc2136 a.test keep a2.test")
 	z.done["a"] = true
-	pass("a goes again, from its last zone", map[string]DNSZoneRecords{"c": zone("c.test")}, false, "publish c", "retire a a2.test")
+	pass("a.test emptied", map[string]DNSZoneRecords{"a": zone("a2.test"), "c": zone("c.test")}, false,
+		"publish a", "publish c", "retire a rfc2136 a.test keep a2.test")
+	pass("a stays", map[string]DNSZoneRecords{"a": zone("a2.test"), "c": zone("c.test")}, false, "publish a", "publish c")
+	pass("a goes again, from its last zone", map[string]DNSZoneRecords{"c": zone("c.test")}, false, "publish c", "retire a rfc2136 a2.test")
+
+	// c's spec.dns changes in place.
+	z.done = map[string]bool{}
+	pass("c adds a zone", map[string]DNSZoneRecords{"c": zone("c.test", "d.test")}, false, "publish c")
+	pass("c drops it", map[string]DNSZoneRecords{"c": zone("C.test.")}, false, "publish c", "retire c rfc2136 d.test keep C.test.")
+	pass("c takes it back before it is emptied", map[string]DNSZoneRecords{"c": zone("c.test", "d.test")}, false, "publish c")
+	moved := DNSZoneRecords{Options: dns(v1alpha1.DNSProviderRoute53, "", "c.test", "d.test")}
+	pass("c moves to another provider", map[string]DNSZoneRecords{"c": moved}, false, "publish c", "retire c rfc2136 c.test,d.test")
+	owned := DNSZoneRecords{Options: dns(v1alpha1.DNSProviderRoute53, "team-c", "c.test", "d.test")}
+	pass("c takes another owner ID", map[string]DNSZoneRecords{"c": owned}, false,
+		"publish c", "retire c rfc2136 c.test,d.test", "retire c route53 c.test,d.test")
+	z.done["c"] = true
+	pass("both retired", map[string]DNSZoneRecords{"c": owned}, false,
+		"publish c", "retire c rfc2136 c.test,d.test", "retire c route53 c.test,d.test")
+	pass("c publishes alone", map[string]DNSZoneRecords{"c": owned}, false, "publish c")
 }

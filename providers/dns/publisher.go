@@ -44,6 +44,9 @@ type Options struct {
 	// Class names the GatewayClassConfig whose spec.dns this is: for logs, the metrics' class label
 	// and the default owner ID.
 	Class string
+	// Except are domains left out of DNS.Zones: a retirement leaves alone the zones its class
+	// still publishes into.
+	Except []string
 	// FleetID is the operator's fleet ID; with Class, the owner ID when DNS.OwnerID is unset.
 	FleetID string
 	// Secrets reads a Secret's data (the TSIG secret).
@@ -85,7 +88,7 @@ func New(ctx context.Context, o Options) (*Publisher, error) {
 		}
 		ownerID = DefaultOwnerID(o.FleetID, o.Class)
 	}
-	filter := endpoint.NewDomainFilter(o.DNS.Zones)
+	filter := endpoint.NewDomainFilterWithExclusions(o.DNS.Zones, o.Except)
 	prov, weighted, err := newProvider(ctx, o, filter)
 	if err != nil {
 		return nil, err

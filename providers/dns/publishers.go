@@ -2,6 +2,9 @@ package dns
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -19,17 +22,24 @@ type Publishers struct {
 
 	mu      sync.Mutex
 	byClass map[string]*classPublisher
+	// retiring remove a class's records from where it published before (its spec.dns went or
+	// changed); a class may publish elsewhere meanwhile, so they are kept apart from byClass.
+	retiring map[retireKey]*classPublisher
 }
 
 type classPublisher struct {
-	opts v1alpha1.DNSOptions
-	p    *Publisher
+	opts   v1alpha1.DNSOptions
+	except []string
+	p      *Publisher
 }
+
+// retireKey is a class and the options it is retired from, encoded.
+type retireKey struct{ class, opts string }
 
 // NewPublishers takes the operator's pieces of Options (FleetID, Secrets, Log, Metrics, Now); DNS
 // and Class come with each Sync.
 func NewPublishers(base Options) *Publishers {
-	return &Publishers{base: base, byClass: map[string]*classPublisher{}}
+	return &Publishers{base: base, byClass: map[string]*classPublisher{}, retiring: map[retireKey]*classPublisher{}}
 }
 
 // Sync publishes owners (see Publisher.Sync) into class's zones as opts says.
@@ -59,14 +69,45 @@ func (s *Publishers) Publish(ctx context.Context, class string, opts v1alpha1.DN
 	return res.Outcomes(), nil
 }
 
-// Retire removes the records class's publisher owns in the zones of opts (the class's spec.dns
-// went, or its GatewayClassConfig left the fleet): every owner is gone for it. The delete budget
-// still applies: deletions above MaxDeletesPerPass wait out DeleteGracePeriod, so one config
-// edited by mistake cannot empty a zone at once. done is true once nothing is held back; the
-// publisher is then dropped.
-func (s *Publishers) Retire(ctx context.Context, class string, opts v1alpha1.DNSOptions) (done bool, err error) {
-	res, err := s.Sync(ctx, class, opts, map[string][]*endpoint.Endpoint{})
+// Retire removes the records class's publisher owns in the zones of opts, except those under the
+// domains in keep: the class's spec.dns went, its GatewayClassConfig left the fleet, or it now
+// publishes elsewhere (keep are the zones it still publishes into under the same owner ID). Every
+// owner is gone for it. The delete budget still applies: deletions above MaxDeletesPerPass wait out
+// DeleteGracePeriod, so one config edited by mistake cannot empty a zone at once. done is true once
+// nothing is held back; the retiring publisher is then dropped.
+func (s *Publishers) Retire(ctx context.Context, class string, opts v1alpha1.DNSOptions, keep []string) (done bool, err error) {
+	b, err := json.Marshal(opts)
 	if err != nil {
+		return false, fmt.Errorf("dns: encoding the options class %s is retired from: %w", class, err)
+	}
+	key := retireKey{class: class, opts: string(b)}
+	s.mu.Lock()
+	c := s.retiring[key]
+	if c == nil || !slices.Equal(c.except, keep) {
+		o := s.base
+		o.DNS, o.Class, o.Except = *opts.DeepCopy(), class, slices.Clone(keep)
+		if cur := s.byClass[class]; cur != nil && equality.Semantic.DeepEqual(cur.opts, opts) {
+			delete(s.byClass, class) // it stopped publishing with these options
+		}
+		if s.byClass[class] != nil {
+			o.Metrics = nil // the class's series are those of where it publishes now
+		}
+		p, err := New(ctx, o)
+		if err != nil {
+			s.mu.Unlock()
+			return false, err
+		}
+		c = &classPublisher{opts: o.DNS, except: o.Except, p: p}
+		s.retiring[key] = c
+	}
+	s.mu.Unlock()
+	res, err := c.p.Sync(ctx, map[string][]*endpoint.Endpoint{})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if s.retiring[key] == c {
+			delete(s.retiring, key) // read the credentials again next time
+		}
 		return false, err
 	}
 	for _, o := range res.Owners {
@@ -74,9 +115,7 @@ func (s *Publishers) Retire(ctx context.Context, class string, opts v1alpha1.DNS
 			return false, nil
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.byClass, class)
+	delete(s.retiring, key)
 	return true, nil
 }
 

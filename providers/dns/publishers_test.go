@@ -2,6 +2,8 @@ package dns
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -83,7 +85,7 @@ func TestPublishersRetire(t *testing.T) {
 	}
 	retire := func(step string, wantDone bool, want []string) {
 		t.Helper()
-		done, err := s.Retire(t.Context(), "c", base.DNS)
+		done, err := s.Retire(t.Context(), "c", base.DNS, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
@@ -93,8 +95,11 @@ func TestPublishersRetire(t *testing.T) {
 		if d := cmp.Diff(want, zoneRecords(t, srv)); d != "" {
 			t.Errorf("%s: zone (-want +got):\n%s", step, d)
 		}
-		if _, kept := s.byClass["c"]; kept == done {
-			t.Errorf("%s: publisher kept = %v with done = %v", step, kept, done)
+		if _, kept := s.byClass["c"]; kept {
+			t.Errorf("%s: the publisher of the options c no longer has is kept", step)
+		}
+		if kept := len(s.retiring) > 0; kept == done {
+			t.Errorf("%s: retiring publisher kept = %v with done = %v", step, kept, done)
 		}
 	}
 	retire("above the budget", false, zoneRecords(t, srv))
@@ -108,6 +113,55 @@ func TestPublishersRetire(t *testing.T) {
 		t.Fatal(err)
 	}
 	retire("within the budget", true, foreign)
+}
+
+// TestPublishersRetireWhereItMovedFrom: a class whose spec.dns moved from the zone example.test to
+// api.example.test publishes only there from then on, so the records it left under example.test stay
+// until Retire removes them; the names under api.example.test, which it still publishes, stay.
+func TestPublishersRetireWhereItMovedFrom(t *testing.T) {
+	srv := bindtest.Require(t, testZone, foreignZone...)
+	base := rfc2136Options(srv)
+	base.Log = testr.New(t)
+	s := NewPublishers(base)
+	foreign := zoneRecords(t, srv)
+	before := base.DNS
+	if _, err := s.Sync(t.Context(), "c", before, map[string][]*endpoint.Endpoint{
+		"gw/a": {a("app.example.test", "192.0.2.1"), a("v1.api.example.test", "192.0.2.1")},
+		"gw/b": {a("shop.example.test", "192.0.2.2")}}); err != nil {
+		t.Fatal(err)
+	}
+	after := *before.DeepCopy()
+	after.Zones = []string{"api.example.test"}
+	for range 2 {
+		if _, err := s.Sync(t.Context(), "c", after, map[string][]*endpoint.Endpoint{
+			"gw/a": {a("v1.api.example.test", "192.0.2.1")}, "gw/b": {}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ours := func(names ...string) []string {
+		want := slices.Clone(foreign)
+		for _, n := range names {
+			ip := map[string]string{"app": "192.0.2.1", "v1.api": "192.0.2.1", "shop": "192.0.2.2"}[n]
+			gw := map[string]string{"app": "gw/a", "v1.api": "gw/a", "shop": "gw/b"}[n]
+			want = append(want, n+".example.test. A "+ip,
+				fmt.Sprintf(`a-%s.example.test. TXT "heritage=external-dns,external-dns/owner=%s,external-dns/resource=%s"`, n, testOwner, gw))
+		}
+		slices.Sort(want)
+		return want
+	}
+	if d := cmp.Diff(ours("app", "shop", "v1.api"), zoneRecords(t, srv)); d != "" {
+		t.Fatalf("zone after the move, before the retirement (-want +got):\n%s", d)
+	}
+	done, err := s.Retire(t.Context(), "c", before, after.Zones)
+	if err != nil || !done {
+		t.Fatalf("Retire = %v, %v; want done", done, err)
+	}
+	if d := cmp.Diff(ours("v1.api"), zoneRecords(t, srv)); d != "" {
+		t.Errorf("zone after the retirement (-want +got):\n%s", d)
+	}
+	if s.byClass["c"] == nil || len(s.retiring) != 0 {
+		t.Errorf("publishers after the retirement: class %v, retiring %d; want the class's and none retiring", s.byClass["c"], len(s.retiring))
+	}
 }
 
 // TestPublishersShareAZone: two classes of one fleet publishing into the same zone each own only

@@ -25,7 +25,8 @@ import (
 // TestDNSEmbeddedRFC2136: a class whose GatewayClassConfig has spec.dns (RFC 2136 to a real
 // BIND9 with TSIG) gets its Gateways' hostnames into the zone without external-dns: the CNAME to
 // the ALB answers soon after the Gateway is Programmed, a record fleetgate did not create is never
-// touched, deleting the Gateway removes its records, and so does removing spec.dns.
+// touched, deleting the Gateway removes its records, and so do narrowing spec.dns's zones (for the
+// names left outside them) and removing spec.dns.
 func TestDNSEmbeddedRFC2136(t *testing.T) {
 	bind := bindtest.Require(t, "example.test", "untouched 300 IN A 192.0.2.99")
 	var e *awsEnv
@@ -124,13 +125,38 @@ func TestDNSEmbeddedRFC2136(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The config narrows its zones to api.example.test: what it published outside them is removed,
+	// and what it publishes under them stays.
+	must(t, cl.Create(ctx, routeTo("shop-api", "shop", "v1.api.example.test")))
+	testbed.Eventually(t, 30*time.Second, func() error {
+		if got := cname("v1.api.example.test"); got != shopDNS {
+			return fmt.Errorf("v1.api.example.test CNAME = %q, want %q", got, shopDNS)
+		}
+		return nil
+	})
 	var cfg v1alpha1.GatewayClassConfig
+	must(t, cl.Get(ctx, client.ObjectKey{Name: "aws-dns"}, &cfg))
+	cfg.Spec.DNS.Zones = []string{"api.example.test"}
+	must(t, cl.Update(ctx, &cfg))
+	testbed.Eventually(t, 30*time.Second, func() error {
+		if got := cname("shop.example.test"); got != "" {
+			return fmt.Errorf("shop.example.test still CNAME %s after its zone left spec.dns", got)
+		}
+		return nil
+	})
+	e.dnsCondition("shop", metav1.ConditionFalse, controllers.ReasonDNSRefused,
+		"shop.example.test cannot be published", "published v1.api.example.test in zone api.example.test")
+	if got := cname("v1.api.example.test"); got != shopDNS {
+		t.Errorf("v1.api.example.test CNAME = %q after the zones narrowed, want %q", got, shopDNS)
+	}
+
 	must(t, cl.Get(ctx, client.ObjectKey{Name: "aws-dns"}, &cfg))
 	cfg.Spec.DNS = nil
 	must(t, cl.Update(ctx, &cfg))
 	testbed.Eventually(t, 30*time.Second, func() error {
-		if got := cname("shop.example.test"); got != "" {
-			return fmt.Errorf("shop.example.test still CNAME %s after spec.dns was removed", got)
+		if got := cname("v1.api.example.test"); got != "" {
+			return fmt.Errorf("v1.api.example.test still CNAME %s after spec.dns was removed", got)
 		}
 		return nil
 	})
