@@ -74,6 +74,8 @@ type DNSSyncer interface {
 // its gateways holds.
 type DNSZoneRecords struct {
 	Options v1alpha1.DNSOptions
+	// Cluster holds the GatewayClassConfig.
+	Cluster string
 	Owners  map[string][]*endpoint.Endpoint
 }
 
@@ -120,8 +122,10 @@ type dnsPublisher struct {
 	// zonesSynced are the configs the embedded publishers got last time, with their spec.dns,
 	// and retiring the spec.dns they had before, whose records are still being removed (publish
 	// runs alone: Start's loop).
-	zonesSynced map[string]v1alpha1.DNSOptions
-	retiring    map[string]retirement
+	zonesSynced map[string]dnsPlace
+	retiring    map[string]dnsPlace
+	// ledger keeps these where a restart finds them; nil keeps them in memory only.
+	ledger *dnsLedger
 	// seen are the DNSEndpoints as last read or written, by namespace/name (publish's alone too):
 	// never modified, they stand for those of the same resourceVersion.
 	seen map[types.NamespacedName]*dnsv1a1.DNSEndpoint
@@ -159,7 +163,11 @@ func newDNSPublisher(writer client.Client, live client.Reader, o DNSOptions, cha
 	if o.ShardBytes <= 0 {
 		o.ShardBytes = DefaultDNSShardBytes
 	}
-	return &dnsPublisher{writer: writer, live: live, o: o, changed: changed, log: log, poke: make(chan struct{}, 1)}
+	p := &dnsPublisher{writer: writer, live: live, o: o, changed: changed, log: log, poke: make(chan struct{}, 1)}
+	if o.Sync != nil && writer != nil && o.Namespace != "" {
+		p.ledger = &dnsLedger{writer: writer, live: live, namespace: o.Namespace}
+	}
+	return p
 }
 
 // NeedLeaderElection makes the publisher run only on the leader: one writer per name.
@@ -276,7 +284,7 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 				held[o.Key] = nil
 			}
 		}
-		zoned, err := p.syncZones(ctx, zoneRecords(d.zones, held), d.owners)
+		zoned, err := p.syncZones(ctx, zoneRecords(d.zones, held), d.owners, d.clusters)
 		// For a gateway of a class that publishes itself, the DNSEndpoint CRD is beside the point.
 		maps.Copy(verdicts, zoned)
 		p.setVerdicts(verdicts)
@@ -341,7 +349,7 @@ func (p *dnsPublisher) publish(ctx context.Context) error {
 		}
 	}
 	if p.o.Sync != nil {
-		zoned, err := p.syncZones(ctx, zoneRecords(d.zones, held), d.owners)
+		zoned, err := p.syncZones(ctx, zoneRecords(d.zones, held), d.owners, d.clusters)
 		errs = append(errs, err)
 		for key, v := range zoned {
 			verdicts[key] = withDNSEndpoint(v, verdicts[key])

@@ -5,7 +5,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -32,15 +31,21 @@ func withDNSEndpoint(zone, ep dnsVerdict) dnsVerdict {
 	return zone
 }
 
-// syncZones has every config's records published, those of configs that lost spec.dns (or left
-// the fleet) removed, and returns the verdict of each owner of the pass in a zone.
-func (p *dnsPublisher) syncZones(ctx context.Context, zones map[string]DNSZoneRecords, owners []records.Owner) (map[string]dnsVerdict, error) {
+// syncZones has every config's records published, those of configs that lost or changed spec.dns
+// (or left the fleet) removed from where they no longer publish, and returns the verdict of each
+// owner of the pass in a zone. clusters are those the pass read: a config missing from zones that
+// was read from another cluster is unknown, and its records stay.
+func (p *dnsPublisher) syncZones(ctx context.Context, zones map[string]DNSZoneRecords, owners []records.Owner, clusters []string) (map[string]dnsVerdict, error) {
 	byKey := make(map[string]*records.Owner, len(owners))
 	for i := range owners {
 		byKey[owners[i].Key] = &owners[i]
 	}
 	verdicts := map[string]dnsVerdict{}
-	var errs []error
+	ledger, errs := p.readLedger(ctx)
+	if ledger {
+		// Before publishing anywhere new: a config deleted before the next save is still found.
+		errs = append(errs, p.ledger.save(ctx, p.places(zones)))
+	}
 	for _, name := range slices.Sorted(maps.Keys(zones)) {
 		z := zones[name]
 		out, err := p.o.Sync.Publish(ctx, name, z.Options, z.Owners)
@@ -54,44 +59,68 @@ func (p *dnsPublisher) syncZones(ctx context.Context, zones map[string]DNSZoneRe
 			}
 		}
 	}
-	errs = append(errs, p.retireZones(ctx, zones))
+	errs = append(errs, p.retireZones(ctx, zones, clusters))
+	if ledger {
+		errs = append(errs, p.ledger.save(ctx, p.places(zones)))
+	}
 	return verdicts, errors.Join(errs...)
 }
 
-// retirement is a spec.dns a config published with and no longer has.
-type retirement struct {
-	config string
-	opts   v1alpha1.DNSOptions
+// readLedger has the places of the ledger retired (those still published are kept, see
+// retireZones) the first time, and tells whether the ledger can be written: not before it was
+// read, lest it lose the places it holds.
+func (p *dnsPublisher) readLedger(ctx context.Context) (bool, []error) {
+	if p.ledger == nil {
+		return false, nil
+	}
+	if p.ledger.saved != nil {
+		return true, nil
+	}
+	places, err := p.ledger.load(ctx)
+	if err != nil {
+		return false, []error{err}
+	}
+	if p.retiring == nil {
+		p.retiring = map[string]dnsPlace{}
+	}
+	for _, pl := range places {
+		p.retiring[pl.key()] = pl
+	}
+	if len(places) > 0 {
+		p.log.Info("read where the embedded DNS publishers have published", "configmap", DNSLedgerName, "places", len(places))
+	}
+	return true, nil
 }
 
 // retireZones removes the records published under a spec.dns that went or changed since the last
-// pass: those of a config that no longer publishes, and those a config left behind in the zones
-// (or the provider, or under the owner ID) it moved away from. Their gateways would otherwise keep
-// names in a zone that nothing serves and nobody removes. The delete budget holds back a large
+// pass (or, after a restart, that the ledger holds): those of a config that no longer publishes,
+// and those a config left behind in the zones (or the provider, or under the owner ID) it moved
+// away from. Their gateways would otherwise keep names in a zone that nothing serves and nobody
+// removes. A config of a member that was not read (unreachable) is not gone: its records wait. The delete budget holds back a large
 // removal for its grace period, so a config retires over several passes; one that comes back
 // publishes again instead.
-func (p *dnsPublisher) retireZones(ctx context.Context, zones map[string]DNSZoneRecords) error {
+func (p *dnsPublisher) retireZones(ctx context.Context, zones map[string]DNSZoneRecords, clusters []string) error {
 	if p.retiring == nil {
-		p.retiring = map[string]retirement{}
+		p.retiring = map[string]dnsPlace{}
 	}
-	for name, opts := range p.zonesSynced {
-		if z, ok := zones[name]; !ok || !equality.Semantic.DeepEqual(z.Options, opts) {
-			b, err := json.Marshal(opts)
-			if err != nil {
-				return fmt.Errorf("encoding the spec.dns GatewayClassConfig %s had: %w", name, err)
-			}
-			p.retiring[name+"\x00"+string(b)] = retirement{config: name, opts: opts}
+	for name, pl := range p.zonesSynced {
+		if z, ok := zones[name]; !ok || !equality.Semantic.DeepEqual(z.Options, pl.DNS) {
+			p.retiring[pl.key()] = pl
 		}
 	}
-	p.zonesSynced = make(map[string]v1alpha1.DNSOptions, len(zones))
+	p.zonesSynced = make(map[string]dnsPlace, len(zones))
 	for name, z := range zones {
-		p.zonesSynced[name] = z.Options
+		p.zonesSynced[name] = dnsPlace{Config: name, DNS: z.Options, Cluster: z.Cluster}
 	}
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(p.retiring)) {
 		r := p.retiring[key]
-		opts, keep := r.opts, []string(nil)
-		if z, ok := zones[r.config]; ok && z.Options.Provider == opts.Provider && z.Options.OwnerID == opts.OwnerID {
+		z, ok := zones[r.Config]
+		if !ok && !slices.Contains(clusters, r.Cluster) {
+			continue // its cluster was not read (unreachable): the config is unknown, not gone
+		}
+		opts, keep := r.DNS, []string(nil)
+		if ok && z.Options.Provider == opts.Provider && z.Options.OwnerID == opts.OwnerID {
 			// Same records, perhaps the same zone: only the domains it no longer publishes into go.
 			keep = z.Options.Zones
 			opts.Zones = domainsOutside(opts.Zones, keep)
@@ -100,14 +129,14 @@ func (p *dnsPublisher) retireZones(ctx context.Context, zones map[string]DNSZone
 				continue
 			}
 		}
-		done, err := p.o.Sync.Retire(ctx, r.config, opts, keep)
+		done, err := p.o.Sync.Retire(ctx, r.Config, opts, keep)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("removing the records of GatewayClassConfig %s from zone %s (%s), which it no longer publishes into: %w",
-				r.config, strings.Join(opts.Zones, ", "), opts.Provider, err))
+				r.Config, strings.Join(opts.Zones, ", "), opts.Provider, err))
 		case done:
 			delete(p.retiring, key)
-			p.log.Info("removed the records of a GatewayClassConfig from where it no longer publishes", "config", r.config,
+			p.log.Info("removed the records of a GatewayClassConfig from where it no longer publishes", "config", r.Config,
 				"zones", opts.Zones, "provider", opts.Provider, "kept", keep)
 		}
 	}
@@ -196,7 +225,7 @@ func zoneRecords(zones map[string]translate.DNSZone, held map[string][]*endpoint
 			}
 			owners[key] = eps
 		}
-		out[name] = DNSZoneRecords{Options: z.Options, Owners: owners}
+		out[name] = DNSZoneRecords{Options: z.Options, Cluster: z.Cluster, Owners: owners}
 	}
 	return out
 }

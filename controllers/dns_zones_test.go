@@ -2,13 +2,18 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/external-dns/endpoint"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
@@ -21,10 +26,15 @@ type zoneCalls struct {
 	calls []string
 	done  map[string]bool
 	fail  error
+	// published, when set, is called with each config as it is published.
+	published func(config string)
 }
 
 func (z *zoneCalls) Publish(_ context.Context, config string, _ v1alpha1.DNSOptions, _ map[string][]*endpoint.Endpoint) (map[string]providers.DNSOwnerOutcome, error) {
 	z.calls = append(z.calls, "publish "+config)
+	if z.published != nil {
+		z.published(config)
+	}
 	return nil, nil
 }
 
@@ -54,12 +64,13 @@ func TestSyncZonesRetires(t *testing.T) {
 		return v1alpha1.DNSOptions{Provider: provider, OwnerID: owner, Zones: zones}
 	}
 	zone := func(zones ...string) DNSZoneRecords {
-		return DNSZoneRecords{Options: dns(v1alpha1.DNSProviderRFC2136, "", zones...)}
+		return DNSZoneRecords{Options: dns(v1alpha1.DNSProviderRFC2136, "", zones...), Cluster: v1alpha1.HubCluster}
 	}
+	clusters := []string{v1alpha1.HubCluster}
 	pass := func(step string, zones map[string]DNSZoneRecords, wantErr bool, want ...string) {
 		t.Helper()
 		z.calls = nil
-		_, err := p.syncZones(t.Context(), zones, nil)
+		_, err := p.syncZones(t.Context(), zones, nil, clusters)
 		if (err != nil) != wantErr {
 			t.Errorf("%s: err = %v, want an error: %v", step, err, wantErr)
 		}
@@ -99,4 +110,91 @@ func TestSyncZonesRetires(t *testing.T) {
 	pass("both retired", map[string]DNSZoneRecords{"c": owned}, false,
 		"publish c", "retire c rfc2136 c.test,d.test", "retire c route53 c.test,d.test")
 	pass("c publishes alone", map[string]DNSZoneRecords{"c": owned}, false, "publish c")
+
+	// A config of a member is unknown while the member is not read, and retired once it is read
+	// without it (it left the fleet: read as empty).
+	member := zone("m.test")
+	member.Cluster = "member-1"
+	clusters = []string{v1alpha1.HubCluster, "member-1"}
+	pass("m publishes", map[string]DNSZoneRecords{"c": owned, "m": member}, false, "publish c", "publish m")
+	clusters = []string{v1alpha1.HubCluster}
+	pass("member-1 unreachable", map[string]DNSZoneRecords{"c": owned}, false, "publish c")
+	pass("still unreachable", map[string]DNSZoneRecords{"c": owned}, false, "publish c")
+	clusters = []string{v1alpha1.HubCluster, "member-1"}
+	pass("member-1 read without m", map[string]DNSZoneRecords{"c": owned}, false, "publish c", "retire m rfc2136 m.test")
+}
+
+// TestDNSLedger: where the embedded publishers published is kept in a ConfigMap before they
+// publish there, so that an operator started after a config was deleted, or its spec.dns edited,
+// retires what the config left; what is published as the ledger says is kept.
+func TestDNSLedger(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := fake.NewClientBuilder().WithScheme(scheme).Build()
+	z := &zoneCalls{done: map[string]bool{"a": true, "b": true}}
+	ledger := func() []dnsPlace {
+		t.Helper()
+		var cm corev1.ConfigMap
+		if err := cl.Get(t.Context(), client.ObjectKey{Namespace: "fleetgate-system", Name: DNSLedgerName}, &cm); err != nil {
+			t.Fatalf("reading the ledger: %v", err)
+		}
+		var places []dnsPlace
+		if err := json.Unmarshal([]byte(cm.Data[dnsLedgerKey]), &places); err != nil {
+			t.Fatal(err)
+		}
+		return places
+	}
+	operator := func() *dnsPublisher {
+		return newDNSPublisher(cl, cl, DNSOptions{Namespace: "fleetgate-system", Sync: z}, nil, testr.New(t))
+	}
+	opts := func(zones ...string) v1alpha1.DNSOptions {
+		return v1alpha1.DNSOptions{Provider: v1alpha1.DNSProviderRFC2136, Zones: zones}
+	}
+	zone := func(cluster string, zones ...string) DNSZoneRecords {
+		return DNSZoneRecords{Options: opts(zones...), Cluster: cluster}
+	}
+	clusters := []string{v1alpha1.HubCluster, "member-1"}
+	pass := func(p *dnsPublisher, step string, zones map[string]DNSZoneRecords, want ...string) {
+		t.Helper()
+		z.calls = nil
+		if _, err := p.syncZones(t.Context(), zones, nil, clusters); err != nil {
+			t.Errorf("%s: %v", step, err)
+		}
+		if d := cmp.Diff(want, z.calls); d != "" {
+			t.Errorf("%s: calls (-want +got):\n%s", step, d)
+		}
+	}
+
+	first := operator()
+	z.published = func(config string) {
+		if !slices.ContainsFunc(ledger(), func(pl dnsPlace) bool { return pl.Config == config }) {
+			t.Errorf("%s published before the ledger held it: %+v", config, ledger())
+		}
+	}
+	pass(first, "a, b and c publish", map[string]DNSZoneRecords{"a": zone(v1alpha1.HubCluster, "a.test"),
+		"b": zone(v1alpha1.HubCluster, "b.test", "b2.test"), "c": zone("member-1", "c.test")}, "publish a", "publish b", "publish c")
+	z.published = nil
+	want := []dnsPlace{{Config: "a", DNS: opts("a.test"), Cluster: v1alpha1.HubCluster},
+		{Config: "b", DNS: opts("b.test", "b2.test"), Cluster: v1alpha1.HubCluster}, {Config: "c", DNS: opts("c.test"), Cluster: "member-1"}}
+	if d := cmp.Diff(want, ledger()); d != "" {
+		t.Fatalf("ledger (-want +got):\n%s", d)
+	}
+
+	// While no operator runs: a is deleted, b narrowed to b.test, member-1 becomes unreachable.
+	clusters = []string{v1alpha1.HubCluster}
+	second := operator()
+	pass(second, "after a restart", map[string]DNSZoneRecords{"b": zone(v1alpha1.HubCluster, "b.test")},
+		"publish b", "retire a rfc2136 a.test", "retire b rfc2136 b2.test keep b.test")
+	want = []dnsPlace{{Config: "b", DNS: opts("b.test"), Cluster: v1alpha1.HubCluster}, {Config: "c", DNS: opts("c.test"), Cluster: "member-1"}}
+	if d := cmp.Diff(want, ledger()); d != "" {
+		t.Errorf("ledger after the restart (-want +got):\n%s", d)
+	}
+	clusters = []string{v1alpha1.HubCluster, "member-1"}
+	pass(operator(), "member-1 back, with c as before", map[string]DNSZoneRecords{"b": zone(v1alpha1.HubCluster, "b.test"),
+		"c": zone("member-1", "c.test")}, "publish b", "publish c")
+	if d := cmp.Diff(want, ledger()); d != "" {
+		t.Errorf("ledger after member-1 is back (-want +got):\n%s", d)
+	}
 }

@@ -121,8 +121,11 @@ func (t *translator) addDNS(ci *classInfo, key string) {
 	if t.res.DNS == nil {
 		t.res.DNS = map[string]DNSZone{}
 	}
-	z := t.res.DNS[ci.config]
-	z.Options = *ci.dns
+	z, ok := t.res.DNS[ci.config]
+	if !ok {
+		// Same-named configs of several clusters: the first cluster's, as for classes.
+		z.Options, z.Cluster = *ci.dns, ci.cluster
+	}
 	if key != "" && !slices.Contains(z.Gateways, key) {
 		z.Gateways = append(z.Gateways, key)
 		slices.Sort(z.Gateways)

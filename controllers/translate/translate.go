@@ -39,9 +39,11 @@ type Result struct {
 	DNS map[string]DNSZone `json:"dns,omitempty"`
 }
 
-// DNSZone is a GatewayClassConfig's spec.dns and the gateways (keys) its classes serve.
+// DNSZone is a GatewayClassConfig's spec.dns, the cluster it was read from, and the gateways
+// (keys) its classes serve.
 type DNSZone struct {
 	Options  v1alpha1.DNSOptions `json:"options"`
+	Cluster  string              `json:"cluster"`
 	Gateways []string            `json:"gateways"`
 }
 

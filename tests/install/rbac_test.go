@@ -202,8 +202,10 @@ func whyUnused(p permission) string {
 		return "AWS provider only: target health checks follow a backend pod's readiness probe"
 	case p == permission{"externaldns.k8s.io", "dnsendpoints", "get"}:
 		return "the DNS publisher lists DNSEndpoints' metadata and reads in full only one changed by someone else since it last wrote or read it (external-dns's status, a hand edit); whether this run had one depends on timing"
-	case p.Resource == "dnsendpoints" && (p.Verb == "update" || p.Verb == "delete"):
-		return "the DNS publisher updates a gateway's DNSEndpoint when its names change and deletes it when the gateway goes; whether this run changed one before the operator stopped depends on timing"
+	case p.Resource == "dnsendpoints" && (p.Verb == "create" || p.Verb == "update" || p.Verb == "delete"):
+		return "the DNS publisher creates a gateway's DNSEndpoint once it has an address, updates it when its names change and deletes it when the gateway goes; whether this run got to each before the operator stopped depends on timing"
+	case p.Resource == "configmaps" && (p.Verb == "create" || p.Verb == "update"):
+		return "the embedded DNS publishers write their ledger (ConfigMap fleetgate-dns-published in the operator's namespace) when a GatewayClassConfig with spec.dns publishes; this run has none"
 	case p == permission{"", "services/status", "patch"}:
 		return "local mode only: the local provider patches a LoadBalancer Service's status"
 	case p.Verb == "create" && slices.Contains([]string{"services", "serviceaccounts", "deployments"}, p.Resource):
