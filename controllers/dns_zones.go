@@ -12,7 +12,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/external-dns/endpoint"
 
 	v1alpha1 "github.com/fleetgate/fleetgate/api/v1alpha1"
@@ -96,7 +98,8 @@ func (p *dnsPublisher) readLedger(ctx context.Context) (bool, []error) {
 // pass (or, after a restart, that the ledger holds): those of a config that no longer publishes,
 // and those a config left behind in the zones (or the provider, or under the owner ID) it moved
 // away from. Their gateways would otherwise keep names in a zone that nothing serves and nobody
-// removes. A config of a member that was not read (unreachable) is not gone: its records wait. The delete budget holds back a large
+// removes. A config of a member that was not read is not gone while the member is registered
+// (unreachable): its records wait. The delete budget holds back a large
 // removal for its grace period, so a config retires over several passes; one that comes back
 // publishes again instead.
 func (p *dnsPublisher) retireZones(ctx context.Context, zones map[string]DNSZoneRecords, clusters []string) error {
@@ -117,7 +120,15 @@ func (p *dnsPublisher) retireZones(ctx context.Context, zones map[string]DNSZone
 		r := p.retiring[key]
 		z, ok := zones[r.Config]
 		if !ok && !slices.Contains(clusters, r.Cluster) {
-			continue // its cluster was not read (unreachable): the config is unknown, not gone
+			// Its cluster was not read: while the member is registered (unreachable), the config is
+			// unknown, not gone.
+			registered, err := p.registered(ctx, r.Cluster)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if registered || err != nil {
+				continue
+			}
 		}
 		opts, keep := r.DNS, []string(nil)
 		if ok && z.Options.Provider == opts.Provider && z.Options.OwnerID == opts.OwnerID {
@@ -141,6 +152,21 @@ func (p *dnsPublisher) retireZones(ctx context.Context, zones map[string]DNSZone
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// registered tells whether the MemberCluster named cluster exists.
+func (p *dnsPublisher) registered(ctx context.Context, cluster string) (bool, error) {
+	if p.live == nil {
+		return true, nil
+	}
+	err := p.live.Get(ctx, client.ObjectKey{Name: cluster}, &v1alpha1.MemberCluster{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading MemberCluster %s, whose GatewayClassConfig published DNS records: %w", cluster, err)
+	}
+	return true, nil
 }
 
 // domainsOutside are the domains of zones that are not in keep, compared as DNS names.

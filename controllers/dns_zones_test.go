@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/external-dns/endpoint"
@@ -58,8 +59,15 @@ func (z *zoneCalls) Retire(_ context.Context, config string, opts v1alpha1.DNSOp
 // config that comes back publishes again instead, and a failed removal is reported and tried
 // again.
 func TestSyncZonesRetires(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "member-1"}},
+		&v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "member-2"}}).Build()
 	z := &zoneCalls{done: map[string]bool{}}
-	p := &dnsPublisher{o: DNSOptions{Sync: z}, log: testr.New(t)}
+	p := &dnsPublisher{o: DNSOptions{Sync: z}, live: members, log: testr.New(t)}
 	dns := func(provider v1alpha1.DNSProvider, owner string, zones ...string) v1alpha1.DNSOptions {
 		return v1alpha1.DNSOptions{Provider: provider, OwnerID: owner, Zones: zones}
 	}
@@ -111,17 +119,23 @@ func TestSyncZonesRetires(t *testing.T) {
 		"publish c", "retire c rfc2136 c.test,d.test", "retire c route53 c.test,d.test")
 	pass("c publishes alone", map[string]DNSZoneRecords{"c": owned}, false, "publish c")
 
-	// A config of a member is unknown while the member is not read, and retired once it is read
-	// without it (it left the fleet: read as empty).
-	member := zone("m.test")
-	member.Cluster = "member-1"
-	clusters = []string{v1alpha1.HubCluster, "member-1"}
-	pass("m publishes", map[string]DNSZoneRecords{"c": owned, "m": member}, false, "publish c", "publish m")
+	// A config of a member is unknown while the member is registered and not read (unreachable),
+	// and retired once the member is read without it (it leaves the fleet: read as empty) or is
+	// no longer registered.
+	m1, m2 := zone("m.test"), zone("n.test")
+	m1.Cluster, m2.Cluster = "member-1", "member-2"
+	clusters = []string{v1alpha1.HubCluster, "member-1", "member-2"}
+	pass("m and n publish", map[string]DNSZoneRecords{"c": owned, "m": m1, "n": m2}, false, "publish c", "publish m", "publish n")
 	clusters = []string{v1alpha1.HubCluster}
-	pass("member-1 unreachable", map[string]DNSZoneRecords{"c": owned}, false, "publish c")
+	pass("members unreachable", map[string]DNSZoneRecords{"c": owned}, false, "publish c")
 	pass("still unreachable", map[string]DNSZoneRecords{"c": owned}, false, "publish c")
 	clusters = []string{v1alpha1.HubCluster, "member-1"}
+	z.done["m"], z.done["n"] = true, true
 	pass("member-1 read without m", map[string]DNSZoneRecords{"c": owned}, false, "publish c", "retire m rfc2136 m.test")
+	if err := members.Delete(t.Context(), &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "member-2"}}); err != nil {
+		t.Fatal(err)
+	}
+	pass("member-2 deregistered", map[string]DNSZoneRecords{"c": owned}, false, "publish c", "retire n rfc2136 n.test")
 }
 
 // TestDNSLedger: where the embedded publishers published is kept in a ConfigMap before they
@@ -132,7 +146,7 @@ func TestDNSLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := fake.NewClientBuilder().WithScheme(scheme).Build()
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "member-1"}}).Build()
 	z := &zoneCalls{done: map[string]bool{"a": true, "b": true}}
 	ledger := func() []dnsPlace {
 		t.Helper()
