@@ -99,9 +99,8 @@ func (p *dnsPublisher) readLedger(ctx context.Context) (bool, []error) {
 // and those a config left behind in the zones (or the provider, or under the owner ID) it moved
 // away from. Their gateways would otherwise keep names in a zone that nothing serves and nobody
 // removes. A config of a member that was not read is not gone while the member is registered
-// (unreachable): its records wait. The delete budget holds back a large
-// removal for its grace period, so a config retires over several passes; one that comes back
-// publishes again instead.
+// (unreachable): its records wait. The delete budget holds back a large removal for its grace
+// period, so a config retires over several passes; one that comes back publishes again instead.
 func (p *dnsPublisher) retireZones(ctx context.Context, zones map[string]DNSZoneRecords, clusters []string) error {
 	if p.retiring == nil {
 		p.retiring = map[string]dnsPlace{}
