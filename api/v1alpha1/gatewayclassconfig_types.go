@@ -73,7 +73,10 @@ type GatewayClassConfigSpec struct {
 	// zone directly, for platforms without external-dns: through external-dns's plan and TXT
 	// registry, so that only records fleetgate owns are ever changed. DNSEndpoint objects are
 	// written for external-dns whether or not this is set. Removing it removes the records
-	// fleetgate published into the zone, within MaxDeletesPerPass and DeleteGracePeriod.
+	// fleetgate published into the zone, within MaxDeletesPerPass and DeleteGracePeriod; so does
+	// changing its zones (for the zones dropped), provider or owner ID. Where fleetgate published
+	// is kept in the ConfigMap fleetgate-dns-published of the operator's namespace, so this holds
+	// across operator restarts.
 	// +optional
 	DNS *DNSOptions `json:"dns,omitempty"`
 }
