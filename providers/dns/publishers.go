@@ -31,6 +31,10 @@ type classPublisher struct {
 	opts   v1alpha1.DNSOptions
 	except []string
 	p      *Publisher
+	// asked: a retiring publisher was called since its class last published. One that was not
+	// is dropped at the class's next Sync: the class publishes there again, and the controller
+	// no longer retires it.
+	asked bool
 }
 
 // retireKey is a class and the options it is retired from, encoded.
@@ -44,6 +48,16 @@ func NewPublishers(base Options) *Publishers {
 
 // Sync publishes owners (see Publisher.Sync) into class's zones as opts says.
 func (s *Publishers) Sync(ctx context.Context, class string, opts v1alpha1.DNSOptions, owners map[string][]*endpoint.Endpoint) (Result, error) {
+	s.mu.Lock()
+	for key, c := range s.retiring {
+		if key.class == class {
+			if !c.asked {
+				delete(s.retiring, key)
+			}
+			c.asked = false
+		}
+	}
+	s.mu.Unlock()
 	p, err := s.publisher(ctx, class, opts)
 	if err != nil {
 		return Result{}, err
@@ -100,6 +114,7 @@ func (s *Publishers) Retire(ctx context.Context, class string, opts v1alpha1.DNS
 		c = &classPublisher{opts: o.DNS, except: o.Except, p: p}
 		s.retiring[key] = c
 	}
+	c.asked = true
 	s.mu.Unlock()
 	res, err := c.p.Sync(ctx, map[string][]*endpoint.Endpoint{})
 	s.mu.Lock()

@@ -164,6 +164,30 @@ func TestPublishersRetireWhereItMovedFrom(t *testing.T) {
 	}
 }
 
+// TestPublishersDropAbandonedRetirement: a retirement the controller stops asking for (its class
+// publishes there again) is dropped at the class's next publication but one, not kept for good.
+func TestPublishersDropAbandonedRetirement(t *testing.T) {
+	srv := bindtest.Require(t, testZone)
+	base := rfc2136Options(srv, func(o *Options) { o.DNS.MaxDeletesPerPass = new(int32(0)) })
+	base.Log = testr.New(t)
+	s := NewPublishers(base)
+	owners := map[string][]*endpoint.Endpoint{"gw/a": {a("app.example.test", "192.0.2.1")}}
+	if _, err := s.Sync(t.Context(), "c", base.DNS, owners); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := s.Retire(t.Context(), "c", base.DNS, nil); err != nil || done {
+		t.Fatalf("Retire = %v, %v; want held back by the budget", done, err)
+	}
+	for pass, want := range []int{1, 0} {
+		if _, err := s.Sync(t.Context(), "c", base.DNS, owners); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.retiring) != want {
+			t.Errorf("after publication %d without Retire: %d retiring publishers, want %d", pass+1, len(s.retiring), want)
+		}
+	}
+}
+
 // TestPublishersShareAZone: two classes of one fleet publishing into the same zone each own only
 // their gateways' records: a pass of one never deletes the other's (with one owner ID for both,
 // each took the other's gateways for gone and deleted their names).
