@@ -149,13 +149,26 @@ func TestInstallWithBundleRBAC(t *testing.T) {
 		testbed.Eventually(t, 30*time.Second, func() error { return getEcho(net.JoinHostPort(demoAddr, "80")) })
 	}
 
-	// A removed Gateway's proxy objects are the operator's to delete (there is no garbage collector
-	// here): that path needs the delete verbs.
+	// A removed Gateway's proxy objects and DNSEndpoints are the operator's to delete (there is no
+	// garbage collector here): that path needs the delete verbs. Waiting for the DNSEndpoint to be
+	// written first makes the create and delete of dnsendpoints part of every run, not of some.
+	testbed.Eventually(t, 30*time.Second, func() error {
+		if n, err := dnsEndpointsOf(ctx, c, "hub/default/demo"); err != nil || n == 0 {
+			return fmt.Errorf("no DNSEndpoint of gateway demo (echo.example.com) yet: %v", err)
+		}
+		return nil
+	})
 	demo := unstructuredOf(gvk("gateway.networking.k8s.io", "v1", "Gateway"))
 	demo.SetNamespace("default")
 	demo.SetName("demo")
 	must(t, c.Delete(ctx, demo))
 	testbed.Eventually(t, 30*time.Second, func() error { return proxyObjectsGone(ctx, c, "default", "hub/default/demo") })
+	testbed.Eventually(t, 30*time.Second, func() error {
+		if n, err := dnsEndpointsOf(ctx, c, "hub/default/demo"); err != nil || n > 0 {
+			return fmt.Errorf("%d DNSEndpoints of the deleted gateway demo left (%v)", n, err)
+		}
+		return nil
+	})
 
 	// A ServiceImport follows its exported Service's ports (a patch), and is the operator's to
 	// delete once the Service is no longer exported.
@@ -614,6 +627,22 @@ func waitLoadBalancer(t *testing.T, c client.Client, kind schema.GroupVersionKin
 }
 
 // proxyObjectsGone says whether the operator removed every proxy object of gateway key in ns.
+// dnsEndpointsOf counts the DNSEndpoints of gateway key, in every namespace.
+func dnsEndpointsOf(ctx context.Context, c client.Client, key string) (int, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk("externaldns.k8s.io", "v1alpha1", "DNSEndpointList"))
+	if err := c.List(ctx, list); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ep := range list.Items {
+		if ep.GetAnnotations()[providers.AnnotationGateway] == key {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func proxyObjectsGone(ctx context.Context, c client.Client, ns, key string) error {
 	managed := client.MatchingLabels{providers.LabelGateway: providers.GatewayID(key)}
 	var left []string

@@ -203,7 +203,7 @@ func whyUnused(p permission) string {
 	case p == permission{"externaldns.k8s.io", "dnsendpoints", "get"}:
 		return "the DNS publisher lists DNSEndpoints' metadata and reads in full only one changed by someone else since it last wrote or read it (external-dns's status, a hand edit); whether this run had one depends on timing"
 	case p.Resource == "dnsendpoints" && (p.Verb == "create" || p.Verb == "update" || p.Verb == "delete"):
-		return "the DNS publisher creates a gateway's DNSEndpoint once it has an address, updates it when its names change and deletes it when the gateway goes; whether this run got to each before the operator stopped depends on timing"
+		return "the DNS publisher creates a gateway's DNSEndpoint once it has an address, updates it when its records change and deletes it when the gateway goes; this run waits for a create and a delete, and updates only when a gateway's records change after they were first written"
 	case p.Resource == "configmaps" && (p.Verb == "create" || p.Verb == "update"):
 		return "the embedded DNS publishers write their ledger (ConfigMap fleetgate-dns-published in the operator's namespace) when a GatewayClassConfig with spec.dns publishes; this run has none"
 	case p == permission{"", "services/status", "patch"}:
