@@ -417,3 +417,44 @@ func TestGoogleSyncLatency(t *testing.T) {
 	t.Logf("Sync over %d names (zone growing to %d record sets, %d a page): p50 %v, p99 %v, max %v",
 		len(took), 2*len(took), clouddnsfake.DefaultPageSize, took[len(took)/2], took[len(took)*99/100], took[len(took)-1])
 }
+
+// TestGoogleRetireWhereItMovedFrom: on Cloud DNS (the fake, through provider/google's real
+// client), a class whose spec.dns went from the zones example.test and other.test to other.test
+// alone retires the names it left in example.test and keeps those in other.test. (provider/google
+// picks managed zones by their DNS name, so zones here name whole managed zones.)
+func TestGoogleRetireWhereItMovedFrom(t *testing.T) {
+	env := newGoogleEnv(t)
+	env.zone(t, "example-test", testZone+".", "public")
+	env.zone(t, "other-test", "other.test.", "public")
+	base := googleOptions("")
+	base.Log = testr.New(t)
+	s := NewPublishers(base)
+	before := *base.DNS.DeepCopy()
+	before.Zones = []string{testZone, "other.test"}
+	after := *base.DNS.DeepCopy()
+	after.Zones = []string{"other.test"}
+	if _, err := s.Sync(t.Context(), "test", before, map[string][]*endpoint.Endpoint{
+		"gw/a": {a("app.example.test", "192.0.2.1"), a("app.other.test", "192.0.2.1")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sync(t.Context(), "test", after, map[string][]*endpoint.Endpoint{"gw/a": {a("app.other.test", "192.0.2.1")}}); err != nil {
+		t.Fatal(err)
+	}
+	records := func(name string) []string {
+		return []string{`a-` + name + `. TXT "heritage=external-dns,external-dns/owner=` + testOwner + `,external-dns/resource=gw/a"`,
+			name + ". A 192.0.2.1"}
+	}
+	if d := cmp.Diff(records("app.example.test"), env.records("example-test")); d != "" {
+		t.Fatalf("example.test after the move (-want +got):\n%s", d)
+	}
+	done, err := s.Retire(t.Context(), "test", before, after.Zones)
+	if err != nil || !done {
+		t.Fatalf("Retire = %v, %v; want done", done, err)
+	}
+	if got := env.records("example-test"); len(got) != 0 {
+		t.Errorf("example.test after the retirement: %q, want no records of ours", got)
+	}
+	if d := cmp.Diff(records("app.other.test"), env.records("other-test")); d != "" {
+		t.Errorf("other.test after the retirement (-want +got):\n%s", d)
+	}
+}

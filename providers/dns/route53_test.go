@@ -191,3 +191,53 @@ func TestRoute53Weighted(t *testing.T) {
 		}
 	}
 }
+
+// TestRoute53RetireWhereItMovedFrom: on Route 53 (moto), a class whose spec.dns narrowed from
+// example.test to api.example.test retires the names it left in the hosted zone, and keeps those
+// under api.example.test, which it still publishes: the exclusions hold for provider/aws's zone
+// and record selection too.
+func TestRoute53RetireWhereItMovedFrom(t *testing.T) {
+	m := mototest.ForTest(t)
+	route53Env(t, m.URL)
+	cfg, err := mototest.Config(t.Context(), m.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r53 := route53.NewFromConfig(cfg)
+	hz, err := r53.CreateHostedZone(t.Context(), &route53.CreateHostedZoneInput{Name: new("example.test"), CallerReference: new("fleetgate-retire")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zoneID := strings.TrimPrefix(awssdk.ToString(hz.HostedZone.Id), "/hostedzone/")
+	s := NewPublishers(Options{FleetID: "fleet", Log: testr.New(t)})
+	before := v1alpha1.DNSOptions{Provider: v1alpha1.DNSProviderRoute53, Zones: []string{"example.test"},
+		Route53: &v1alpha1.DNSRoute53{HostedZoneID: zoneID}}
+	after := *before.DeepCopy()
+	after.Zones = []string{"api.example.test"}
+	if _, err := s.Sync(t.Context(), "test", before, map[string][]*endpoint.Endpoint{
+		"gw/a": {a("app.example.test", "203.0.113.1"), a("v1.api.example.test", "203.0.113.1")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sync(t.Context(), "test", after, map[string][]*endpoint.Endpoint{"gw/a": {a("v1.api.example.test", "203.0.113.1")}}); err != nil {
+		t.Fatal(err)
+	}
+	sets := func(names ...string) []string {
+		var out []string
+		for _, n := range names {
+			out = append(out, n+".example.test A 203.0.113.1",
+				`a-`+n+`.example.test TXT "heritage=external-dns,external-dns/owner=`+testOwner+`,external-dns/resource=gw/a"`)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if d := cmp.Diff(sets("app", "v1.api"), zoneSets(t, r53, zoneID)); d != "" {
+		t.Fatalf("hosted zone after the move (-want +got):\n%s", d)
+	}
+	done, err := s.Retire(t.Context(), "test", before, after.Zones)
+	if err != nil || !done {
+		t.Fatalf("Retire = %v, %v; want done", done, err)
+	}
+	if d := cmp.Diff(sets("v1.api"), zoneSets(t, r53, zoneID)); d != "" {
+		t.Errorf("hosted zone after the retirement (-want +got):\n%s", d)
+	}
+}
