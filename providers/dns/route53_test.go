@@ -34,6 +34,24 @@ func route53Env(t *testing.T, url string) {
 	}
 }
 
+// route53Zone starts moto, points the AWS environment at it and creates the hosted zone
+// example.test: a client of moto's Route 53 and the zone's ID.
+func route53Zone(t *testing.T) (*route53.Client, string) {
+	t.Helper()
+	m := mototest.ForTest(t)
+	route53Env(t, m.URL)
+	cfg, err := mototest.Config(t.Context(), m.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r53 := route53.NewFromConfig(cfg)
+	hz, err := r53.CreateHostedZone(t.Context(), &route53.CreateHostedZoneInput{Name: new("example.test"), CallerReference: new("fleetgate-test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r53, strings.TrimPrefix(awssdk.ToString(hz.HostedZone.Id), "/hostedzone/")
+}
+
 // zoneSets lists a hosted zone's record sets but its SOA and NS, one line each.
 func zoneSets(t *testing.T, c *route53.Client, zoneID string) []string {
 	t.Helper()
@@ -74,18 +92,7 @@ func weighted(e *endpoint.Endpoint, set, weight string) *endpoint.Endpoint {
 // the ALB; a second pass changes nothing, a weight change is an update, and a gateway that is
 // gone takes its weighted record with it.
 func TestRoute53Weighted(t *testing.T) {
-	m := mototest.ForTest(t)
-	route53Env(t, m.URL)
-	cfg, err := mototest.Config(t.Context(), m.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r53 := route53.NewFromConfig(cfg)
-	hz, err := r53.CreateHostedZone(t.Context(), &route53.CreateHostedZoneInput{Name: new("example.test"), CallerReference: new("fleetgate-test")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	zoneID := strings.TrimPrefix(awssdk.ToString(hz.HostedZone.Id), "/hostedzone/")
+	r53, zoneID := route53Zone(t)
 
 	p, err := New(t.Context(), Options{
 		DNS: v1alpha1.DNSOptions{
@@ -197,18 +204,7 @@ func TestRoute53Weighted(t *testing.T) {
 // under api.example.test, which it still publishes: the exclusions hold for provider/aws's zone
 // and record selection too.
 func TestRoute53RetireWhereItMovedFrom(t *testing.T) {
-	m := mototest.ForTest(t)
-	route53Env(t, m.URL)
-	cfg, err := mototest.Config(t.Context(), m.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r53 := route53.NewFromConfig(cfg)
-	hz, err := r53.CreateHostedZone(t.Context(), &route53.CreateHostedZoneInput{Name: new("example.test"), CallerReference: new("fleetgate-retire")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	zoneID := strings.TrimPrefix(awssdk.ToString(hz.HostedZone.Id), "/hostedzone/")
+	r53, zoneID := route53Zone(t)
 	s := NewPublishers(Options{FleetID: "fleet", Log: testr.New(t)})
 	before := v1alpha1.DNSOptions{Provider: v1alpha1.DNSProviderRoute53, Zones: []string{"example.test"},
 		Route53: &v1alpha1.DNSRoute53{HostedZoneID: zoneID}}
