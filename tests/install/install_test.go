@@ -626,7 +626,6 @@ func waitLoadBalancer(t *testing.T, c client.Client, kind schema.GroupVersionKin
 	})
 }
 
-// proxyObjectsGone says whether the operator removed every proxy object of gateway key in ns.
 // dnsEndpointsOf counts the DNSEndpoints of gateway key, in every namespace.
 func dnsEndpointsOf(ctx context.Context, c client.Client, key string) (int, error) {
 	list := &unstructured.UnstructuredList{}
@@ -643,6 +642,7 @@ func dnsEndpointsOf(ctx context.Context, c client.Client, key string) (int, erro
 	return n, nil
 }
 
+// proxyObjectsGone says whether the operator removed every proxy object of gateway key in ns.
 func proxyObjectsGone(ctx context.Context, c client.Client, ns, key string) error {
 	managed := client.MatchingLabels{providers.LabelGateway: providers.GatewayID(key)}
 	var left []string
