@@ -112,7 +112,9 @@ func applyAndWait(t *testing.T, d *Dataplane, res *translate.Result) map[string]
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		got := d.Programmed()
 		if answered(d, got) {
-			return got
+			// answered reads the engine after got was made, so got may predate the provider's
+			// answer: read again, now that the engine has it.
+			return d.Programmed()
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no provider result: %+v", got)
